@@ -1,0 +1,48 @@
+# The README's two commands: `make demo` (install what is missing, build, run kagent on the bundled
+# examples) and `make test` (build and run the test suite). Everything else is CMake.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CUDA_BIN := $(or $(CUDA_HOME),/usr/local/cuda)/bin
+
+.PHONY: all deps build demo test test-asan bench format clean
+
+all: build
+
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	PATH="$(CUDA_BIN):$$PATH" cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: deps build
+	@echo "== kagent doctor"
+	-$(BUILD)/kagent doctor
+	@echo
+	@echo "== kagent compile: the bundled examples"
+	$(BUILD)/kagent compile examples/vector_add/ref.cu examples/vector_add/cand_naive.cu \
+	  examples/vector_add/cand_vec4.cu examples/softmax/*.cu examples/kernelbench_tiny/cand.cu
+	@echo
+	@echo "== kagent compile: a candidate with a deliberate compile error (exit 1 expected)"
+	-$(BUILD)/kagent compile examples/vector_add/cand_compile_error.cu
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too).
+test-asan: deps
+	$(MAKE) BUILD=$(BUILD)-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DKAGENT_SANITIZE=ON" build
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests'
+
+bench: build
+	$(BUILD)/benchmarks/compile_latency
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.cu')
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

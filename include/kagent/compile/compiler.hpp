@@ -1,0 +1,46 @@
+#pragma once
+// NVRTC compilation of candidates (and native references, which use the same format).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kagent/compile/cache.hpp"
+#include "kagent/compile/kernel_info.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/plan_check.hpp"
+
+namespace kagent {
+
+struct CompileResult {
+  bool ok = false;
+  std::string arch;
+  std::vector<std::string> options;  // the full option list NVRTC saw
+  std::string log;                   // warnings/errors, in the candidate's own line numbers
+  std::string cubin;
+  std::vector<KernelInfo> kernels;
+  bool cache_hit = false;
+  double seconds = 0.0;  // wall time of this call (lookup or compile)
+  std::string key;
+};
+
+class Compiler {
+ public:
+  // cache may be null (no caching).
+  Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache);
+
+  // Compiles cand.source with the harness options for arch plus cand.plan.options. A compile
+  // error is a result with ok=false, not an exception; InputError only for a bad arch.
+  CompileResult compile(const Candidate& cand, const std::string& arch) const;
+
+  static std::string nvrtc_version();  // "13.0"
+
+ private:
+  CudaPaths paths_;
+  std::shared_ptr<CompileCache> cache_;
+};
+
+// The parameter lists of the compiled kernels, for check_plan_kernels.
+std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& kernels);
+
+}  // namespace kagent

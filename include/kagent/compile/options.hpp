@@ -1,0 +1,24 @@
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kagent {
+
+// Where the CUDA toolkit's headers are (cuda_fp16.h, mma.h, cooperative_groups, CCCL's cuda/).
+// $KAGENT_CUDA_HOME overrides the toolkit kagent was built against.
+struct CudaPaths {
+  std::filesystem::path include_dir;
+  std::filesystem::path cccl_dir;  // include_dir/cccl when present
+};
+CudaPaths find_cuda_paths();
+
+// The harness's NVRTC options for an architecture such as "sm_90a", followed by the candidate's.
+std::vector<std::string> harness_options(const std::string& arch, const CudaPaths& paths);
+
+// "sm_90a" style names: checked against what this NVRTC supports; throws InputError otherwise.
+void check_arch(const std::string& arch);
+// The architecture name for a compute capability: Hopper and newer get their "a" target.
+std::string arch_for_capability(int major, int minor);
+
+}  // namespace kagent

@@ -1,0 +1,64 @@
+#pragma once
+// The candidate: one .cu file of device code with a JSON launch plan in a /*kagent ... */ block
+// (CANDIDATE.md). Parsing checks everything that can be checked without the operator and the
+// compiled code; plan_check.hpp checks the rest.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kagent/spec/dtype.hpp"
+#include "kagent/spec/expr.hpp"
+
+namespace kagent {
+
+enum class ScalarType { i32, i64, u32, f32, f64 };
+std::string_view scalar_type_name(ScalarType t);
+size_t scalar_type_size(ScalarType t);
+
+struct PlanArg {
+  bool is_tensor = true;
+  std::string tensor;                      // when is_tensor: the tensor's name
+  ScalarType scalar_type = ScalarType::i32;  // otherwise: "type:expression"
+  Expr value;
+  std::string text;                        // the argument as written in the plan
+  size_t size_bytes() const { return is_tensor ? 8 : scalar_type_size(scalar_type); }
+};
+
+struct Launch {
+  std::string kernel;
+  std::vector<Expr> grid;   // 1 to 3
+  std::vector<Expr> block;  // 1 to 3
+  Expr smem;                // dynamic shared memory in bytes (default 0)
+  std::vector<PlanArg> args;
+};
+
+struct ScratchBuffer {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<Expr> shape;
+};
+
+struct LaunchPlan {
+  std::vector<ScratchBuffer> scratch;
+  std::vector<Launch> launches;
+  std::vector<std::string> options;  // extra NVRTC options, already checked against the refused set
+};
+
+struct Candidate {
+  std::filesystem::path path;  // as given by the user; used as the NVRTC program name
+  std::string source;          // the whole file, compiled verbatim so line numbers are the file's
+  LaunchPlan plan;
+  int plan_line = 0;           // 1-based line of "/*kagent"
+};
+
+// Throws InputError naming path:line and the plan key (e.g. "launch[1].grid") on any problem:
+// no or two plan blocks, unterminated block, malformed JSON (with the file's line), unknown keys,
+// wrong types, bad expressions, bad dtypes, refused options, duplicate scratch names.
+Candidate parse_candidate(std::string source, const std::filesystem::path& path);
+Candidate load_candidate(const std::filesystem::path& path);
+
+// Candidate-supplied NVRTC options: throws InputError for options that would let device code
+// launch grids (-rdc, -dc, -dlto and spellings) or that the harness controls (arch, include paths).
+void check_candidate_option(const std::string& option, const std::string& where);
+
+}  // namespace kagent

@@ -1,0 +1,72 @@
+#pragma once
+// The operator: an op.json (v1, CANDIDATE.md) or a KernelBench-style .py file used directly.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/spec/dtype.hpp"
+
+namespace kagent {
+
+enum class RefKind { python, cuda };
+enum class Precision { fp32, fp16, bf16 };
+std::string_view precision_name(Precision p);
+
+// How the runner fills an input tensor. Never zeros: zeros hide unwritten outputs.
+struct InitSpec {
+  enum class Kind { randn, rand, uniform, normal, randint };
+  Kind kind = Kind::randn;
+  double a = 0.0, b = 1.0;  // uniform(a,b) / normal(mean,std) / randint(lo,hi)
+  std::string text;         // as written
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  InitSpec init;  // inputs only
+  int64_t numel() const;
+  int64_t bytes() const;
+};
+
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+};
+
+struct Budget {
+  int turns = 40;
+  double minutes = 60.0;
+  int64_t tokens = 0;  // 0: no token limit
+};
+
+struct Op {
+  std::string name;
+  std::filesystem::path path;       // the op.json, or the .py when used directly
+  RefKind ref_kind = RefKind::python;
+  std::filesystem::path reference;  // absolute: the .py module or the native reference .cu
+  Precision precision = Precision::fp32;
+  Tolerance tolerance;              // defaults by precision unless op.json overrides
+  int correctness_trials = 5;
+  Budget budget;
+  std::optional<std::filesystem::path> start;  // starting candidate, absolute
+  std::vector<TensorSpec> inputs;   // native references only
+  std::vector<TensorSpec> outputs;  // native references only
+  std::optional<double> compile_baseline_ms;  // native only: makes tier 3 reachable
+  nlohmann::json llm;               // the op's "llm" section, validated by src/llm later
+  std::string description;
+
+  // Every tensor name a candidate may use (inputs then outputs); native references only.
+  std::vector<std::string> tensor_names() const;
+};
+
+Tolerance default_tolerance(Precision p);
+
+// Loads an op.json or a .py. Throws InputError naming the file, the key and what was expected.
+Op load_op(const std::filesystem::path& path);
+
+}  // namespace kagent

@@ -1,0 +1,92 @@
+// kagent compile CAND.cu... : NVRTC compilation and the per-kernel resource table. Needs no GPU.
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "compile_report.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/compile/compiler.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::vector<std::string> candidates;
+  std::string arch;
+  std::string op;
+  int gpu = 0;
+  bool json = false;
+  bool no_cache = false;
+};
+
+// One candidate: parse, compile, check the plan against the kernels (and the op's tensors).
+// Returns its exit code; bad input is reported as a message, not thrown, so the other files
+// still get compiled and reported.
+int compile_one(const std::string& path, const Compiler& compiler, const std::string& arch, const Op* op,
+                nlohmann::json& json_out, bool json) {
+  CompileResult r;
+  try {
+    r = compile_checked(load_candidate(path), op, compiler, arch);
+  } catch (const InputError& e) {
+    if (json) json_out.push_back({{"candidate", path}, {"ok", false}, {"error", e.what()}, {"exit_code", 2}});
+    else fmt::print(stderr, "kagent: error: {}\n", e.what());
+    return static_cast<int>(ExitCode::bad_input);
+  }
+  const int rc = static_cast<int>(r.ok ? ExitCode::ok : ExitCode::failed);
+  if (json) {
+    auto j = compile_json(path, r);
+    j["exit_code"] = rc;
+    json_out.push_back(std::move(j));
+    return rc;
+  }
+  if (!r.ok) {
+    fmt::print("{}: compile failed ({})\n{}\n", path, r.arch, r.log);
+    return rc;
+  }
+  fmt::print("{}  {}  {:.3f} s{}\n", path, r.arch, r.seconds, r.cache_hit ? " (cached)" : "");
+  if (!r.log.empty()) fmt::print("{}", r.log);  // warnings
+  fmt::print("{}\n", render_kernel_table(r));
+  return rc;
+}
+
+}  // namespace
+
+Command add_compile_command(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* sub = app.add_subcommand("compile", "Compile candidates with NVRTC and print their resource table");
+  sub->add_option("candidates", args->candidates, "Candidate .cu files")->required()->check(CLI::ExistingFile);
+  sub->add_option("--arch", args->arch, "Target, e.g. sm_90a (default: the GPU's, else sm_90a)");
+  sub->add_option("--gpu", args->gpu, "GPU whose architecture is the default target")->check(CLI::NonNegativeNumber);
+  sub->add_option("--op", args->op, "Also check plan tensor names against this op.json")->check(CLI::ExistingFile);
+  sub->add_flag("--json", args->json, "Print JSON");
+  sub->add_flag("--no-cache", args->no_cache, "Do not read or write the compile cache");
+
+  return {sub, [args]() {
+            std::string arch_source = "--arch";
+            std::string arch = args->arch.empty() ? default_arch(args->gpu, &arch_source) : args->arch;
+            check_arch(arch);
+            std::unique_ptr<Op> op;
+            if (!args->op.empty()) op = std::make_unique<Op>(load_op(args->op));
+            auto cache = args->no_cache ? nullptr : std::make_shared<CompileCache>(CompileCache::default_dir());
+            Compiler compiler(find_cuda_paths(), cache);
+            if (!args->json) fmt::print("target {} ({}), NVRTC {}\n\n", arch, arch_source, Compiler::nvrtc_version());
+
+            nlohmann::json results = nlohmann::json::array();
+            int worst = 0;
+            for (const auto& path : args->candidates) {
+              int rc = compile_one(path, compiler, arch, op.get(), results, args->json);
+              // Bad input outranks a failed compile: both are reported, the exit code says the worse.
+              worst = std::max(worst, rc);
+            }
+            if (args->json)
+              print_json({{"arch", arch}, {"arch_source", arch_source}, {"nvrtc", Compiler::nvrtc_version()},
+                          {"results", results}});
+            return worst;
+          }};
+}
+
+}  // namespace kagent::cli

@@ -1,0 +1,29 @@
+#pragma once
+// Each subcommand registers itself on the app and returns the function that runs it once CLI11
+// has parsed the command line. The function returns the process exit code (ExitCode) or throws
+// kagent::Error, which main() turns into a message and that error's code.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace kagent::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_compile_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_doctor_command(CLI::App& app);
+
+// Shared output helpers.
+void print_json(const nlohmann::json& j);
+// The architecture to compile for: --arch if given, else GPU `gpu`'s when there is one, else
+// sm_90a. `source` says where it came from, for the output.
+std::string default_arch(int gpu, std::string* source);
+
+}  // namespace kagent::cli

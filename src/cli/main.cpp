@@ -1,0 +1,69 @@
+// kagent: the command-line entry point. Subcommands live in cmd_*.cpp; this file owns the exit
+// codes: 0 ok, 1 the candidate or gate failed, 2 bad input or usage, 3 environment missing.
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "kagent/common/error.hpp"
+
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 ok, 1 the candidate or gate failed, 2 bad input or usage, "
+    "3 environment missing (no GPU, no endpoint, no Python/torch).";
+
+void setup_logging(bool verbose) {
+  // Logs go to stderr so --json output on stdout stays machine-readable.
+  auto logger = spdlog::stderr_color_mt("kagent");
+  logger->set_pattern("kagent: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug also works
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kagent: agentic CUDA kernel optimization harness", "kagent"};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", std::string("kagent ") + KAGENT_VERSION);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Debug logging on stderr");
+  app.require_subcommand(1);
+
+  std::vector<kagent::cli::Command> commands = {
+      kagent::cli::add_compile_command(app),
+      kagent::cli::add_eval_command(app),
+      kagent::cli::add_doctor_command(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);  // prints help/version (rc 0) or the parse error
+    return rc == 0 ? 0 : static_cast<int>(kagent::ExitCode::bad_input);
+  }
+  setup_logging(verbose);
+
+  for (const auto& cmd : commands) {
+    if (!cmd.app->parsed()) continue;
+    try {
+      return cmd.run();
+    } catch (const kagent::Error& e) {
+      std::fflush(stdout);
+      fmt::print(stderr, "kagent: error: {}\n", e.what());
+      return static_cast<int>(e.code());
+    } catch (const std::exception& e) {
+      // Not a known failure mode: say so plainly rather than abort.
+      std::fflush(stdout);
+      fmt::print(stderr, "kagent: internal error: {}\n", e.what());
+      return static_cast<int>(kagent::ExitCode::environment);
+    }
+  }
+  return static_cast<int>(kagent::ExitCode::bad_input);
+}

@@ -1,0 +1,168 @@
+#include <nvrtc.h>
+
+#include <chrono>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/hash.hpp"
+#include "kagent/compile/compiler.hpp"
+#include "kagent/compile/cubin.hpp"
+#include "kagent/compile/ptxas_log.hpp"
+
+namespace kagent {
+
+namespace {
+
+// Bumped whenever what a cache entry holds, or how it is produced, changes.
+constexpr std::string_view kCacheFormat = "kagent-compile-v1";
+
+class Program {
+ public:
+  Program(const std::string& source, const std::string& name) {
+    nvrtcResult rc = nvrtcCreateProgram(&prog_, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+    if (rc != NVRTC_SUCCESS)
+      throw Error(ExitCode::environment, fmt::format("{}: nvrtcCreateProgram: {}", name, nvrtcGetErrorString(rc)));
+  }
+  ~Program() { nvrtcDestroyProgram(&prog_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  nvrtcResult compile(const std::vector<std::string>& options) {
+    std::vector<const char*> argv;
+    for (const auto& o : options) argv.push_back(o.c_str());
+    return nvrtcCompileProgram(prog_, static_cast<int>(argv.size()), argv.data());
+  }
+  std::string log() const {
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog_, &n) != NVRTC_SUCCESS || n == 0) return {};
+    std::string s(n, '\0');
+    nvrtcGetProgramLog(prog_, s.data());
+    // The log is NUL-terminated and, with ptxas output appended, can hold a NUL mid-way too.
+    std::erase(s, '\0');
+    return s;
+  }
+  std::string cubin() const {
+    size_t n = 0;
+    if (nvrtcGetCUBINSize(prog_, &n) != NVRTC_SUCCESS || n == 0) return {};
+    std::string s(n, '\0');
+    nvrtcGetCUBIN(prog_, s.data());
+    return s;
+  }
+
+ private:
+  nvrtcProgram prog_{};
+};
+
+// The per-kernel table: which kernels exist, launch bounds and parameters come from the cubin;
+// the declared shared memory and spills from ptxas (the cubin's shared section also counts the
+// 1 KiB the system reserves per block on sm_90, which is not the candidate's doing).
+std::vector<KernelInfo> kernel_table(const std::string& cubin, const std::string& log) {
+  auto ptxas = parse_ptxas_log(log);
+  std::vector<KernelInfo> out;
+  for (const auto& ck : read_cubin_kernels(cubin)) {
+    KernelInfo k;
+    k.name = ck.name;
+    k.registers = ck.registers;
+    k.stack_frame = ck.frame_size;
+    if (auto it = ptxas.find(ck.name); it != ptxas.end()) {
+      k.registers = it->second.registers > 0 ? it->second.registers : k.registers;
+      k.static_smem = it->second.smem;
+      k.stack_frame = it->second.stack_frame;
+      k.spill_stores = it->second.spill_stores;
+      k.spill_loads = it->second.spill_loads;
+    }
+    k.launch_bounds = ck.max_threads;
+    k.max_threads_per_block = max_threads_for(k.registers, k.launch_bounds);
+    k.param_sizes = ck.param_sizes;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& kernels) {
+  std::vector<KernelSignature> out;
+  for (const auto& k : kernels) out.push_back({k.name, k.param_sizes});
+  return out;
+}
+
+Compiler::Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache)
+    : paths_(std::move(paths)), cache_(std::move(cache)) {}
+
+std::string Compiler::nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return fmt::format("{}.{}", major, minor);
+}
+
+CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_arch(arch);
+  CompileResult r;
+  r.arch = arch;
+  r.options = harness_options(arch, paths_);
+  r.options.insert(r.options.end(), cand.plan.options.begin(), cand.plan.options.end());
+  const std::string name = cand.path.string();
+
+  Hasher h;
+  h.add_field(kCacheFormat).add_field(nvrtc_version()).add_field(arch).add_field(name).add_field(cand.source);
+  for (const auto& o : r.options) h.add_field(o);
+  r.key = h.hex();
+
+  auto finish = [&] {
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
+
+  if (cache_) {
+    // The entry records its inputs; a hash collision or a stale entry is a miss, never a wrong cubin.
+    if (auto hit = cache_->get(r.key); hit && hit->meta.value("source", "") == cand.source &&
+                                       hit->meta.value("options", std::vector<std::string>{}) == r.options &&
+                                       hit->meta.value("nvrtc", "") == nvrtc_version()) {
+      try {
+        r.ok = hit->meta.at("ok").get<bool>();
+        r.log = hit->meta.at("log").get<std::string>();
+        r.kernels = hit->meta.at("kernels").get<std::vector<KernelInfo>>();
+        r.cubin = std::move(hit->cubin);
+        r.cache_hit = true;
+        return finish();
+      } catch (const std::exception& e) {
+        spdlog::debug("compile cache: ignoring a malformed entry {}: {}", r.key, e.what());
+      }
+    }
+  }
+
+  Program prog(cand.source, name);
+  nvrtcResult rc = prog.compile(r.options);
+  const std::string full_log = prog.log();
+  r.log = strip_ptxas_info(full_log);
+  r.ok = rc == NVRTC_SUCCESS;
+  if (r.ok) {
+    r.cubin = prog.cubin();
+    try {
+      r.kernels = kernel_table(r.cubin, full_log);
+    } catch (const std::exception& e) {
+      // The cubin itself is fine for the driver; only the table is lost. Say so.
+      spdlog::warn("{}: could not read the kernel table from the cubin: {}", name, e.what());
+    }
+  } else if (r.log.empty()) {
+    r.log = fmt::format("{}: NVRTC failed: {}\n", name, nvrtcGetErrorString(rc));
+  }
+
+  if (cache_) {
+    CacheEntry entry;
+    entry.meta = {{"format", kCacheFormat}, {"nvrtc", nvrtc_version()}, {"arch", arch},
+                  {"options", r.options}, {"source", cand.source},  {"ok", r.ok},
+                  {"log", r.log},         {"kernels", r.kernels}};
+    entry.cubin = r.cubin;
+    cache_->put(r.key, entry);
+  }
+  return finish();
+}
+
+}  // namespace kagent

@@ -1,0 +1,337 @@
+#include "kagent/spec/candidate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "text_util.hpp"
+
+namespace kagent {
+
+namespace {
+
+using spec_detail::is_identifier;
+using spec_detail::json_error_detail;
+using spec_detail::show;
+
+// ordered_json keeps the plan's order of scratch buffers, so allocation follows the file.
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kPlanStart = "/*kagent";
+constexpr std::string_view kPlanEnd = "*/";
+
+struct ScalarTypeInfo {
+  ScalarType type;
+  std::string_view name;
+  size_t size;
+};
+
+constexpr std::array<ScalarTypeInfo, 5> kScalarTypes = {{
+    {ScalarType::i32, "i32", 4},
+    {ScalarType::i64, "i64", 8},
+    {ScalarType::u32, "u32", 4},
+    {ScalarType::f32, "f32", 4},
+    {ScalarType::f64, "f64", 8},
+}};
+
+// Where the plan sits in the file.
+struct PlanBlock {
+  size_t json_begin = 0;  // just after "/*kagent"
+  size_t json_end = 0;    // at "*/"
+  int line = 0;           // of "/*kagent"
+};
+
+PlanBlock find_plan_block(const std::string& source, const std::string& path) {
+  size_t start = source.find(kPlanStart);
+  if (start == std::string::npos) {
+    throw InputError(
+        fmt::format("{}: no launch plan: expected a /*kagent {{ ... }} */ comment block (see CANDIDATE.md)", path));
+  }
+  PlanBlock block;
+  block.line = line_of_offset(source, start);
+  block.json_begin = start + kPlanStart.size();
+  block.json_end = source.find(kPlanEnd, block.json_begin);
+  if (block.json_end == std::string::npos) {
+    throw InputError(
+        fmt::format("{}:{}: the launch plan block /*kagent is not terminated: expected '*/'", path, block.line));
+  }
+  size_t second = source.find(kPlanStart, block.json_end + kPlanEnd.size());
+  if (second != std::string::npos) {
+    throw InputError(
+        fmt::format("{}: two launch plans (/*kagent blocks) at lines {} and {}: a candidate has exactly one", path,
+                    block.line, line_of_offset(source, second)));
+  }
+  return block;
+}
+
+// Reports errors as "<path>:<plan line>: plan key <key>: <what>".
+class PlanParser {
+ public:
+  PlanParser(std::string path, int plan_line) : path_(std::move(path)), line_(plan_line) {}
+
+  std::string where(const std::string& key) const { return fmt::format("{}:{}: plan key {}", path_, line_, key); }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(fmt::format("{}: {}", where(key), what));
+  }
+
+  LaunchPlan parse(const Json& root) const {
+    if (!root.is_object()) {
+      throw InputError(
+          fmt::format("{}:{}: the launch plan must be a JSON object, got {}", path_, line_, root.type_name()));
+    }
+    LaunchPlan plan;
+    for (const auto& item : root.items()) {
+      const std::string& key = item.key();
+      if (key == "scratch") {
+        plan.scratch = parse_scratch(item.value());
+      } else if (key == "launch") {
+        plan.launches = parse_launches(item.value());
+      } else if (key == "options") {
+        plan.options = parse_options(item.value());
+      } else {
+        fail(key, "unknown key (allowed: scratch, launch, options)");
+      }
+    }
+    if (!root.contains("launch")) fail("launch", "missing: a plan needs at least one launch");
+    return plan;
+  }
+
+ private:
+  std::string path_;
+  int line_;
+
+  // A JSON integer or a string holding an expression (grid, block, smem, scratch shapes).
+  // min_literal rejects literal values that can never be valid (a grid of 0, a negative smem).
+  Expr parse_expr_item(const Json& v, const std::string& key, int64_t min_literal) const {
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        fail(key, fmt::format("{} is too large", show(v)));
+      }
+      int64_t value = v.get<int64_t>();
+      if (value < min_literal) fail(key, fmt::format("expected an integer >= {}, got {}", min_literal, value));
+      return Expr::constant(value);
+    }
+    if (v.is_string()) return parse_expr_text(v.get<std::string>(), key);
+    fail(key, fmt::format("expected an integer or an expression string, got {}", show(v)));
+  }
+
+  Expr parse_expr_text(const std::string& text, const std::string& key) const {
+    try {
+      return Expr::parse(text);
+    } catch (const ExprError& e) {
+      fail(key, fmt::format("bad expression '{}': {}", text, e.what()));
+    }
+  }
+
+  std::vector<Expr> parse_dims(const Json& v, const std::string& key, size_t max_items, int64_t min_literal) const {
+    if (!v.is_array() || v.empty() || v.size() > max_items) {
+      std::string got = v.is_array() ? fmt::format("{} items", v.size()) : std::string(v.type_name());
+      if (max_items == 3) fail(key, fmt::format("expected an array of 1 to 3 integers or expressions, got {}", got));
+      fail(key, fmt::format("expected a non-empty array of integers or expressions, got {}", got));
+    }
+    std::vector<Expr> dims;
+    for (size_t i = 0; i < v.size(); ++i) {
+      dims.push_back(parse_expr_item(v[i], fmt::format("{}[{}]", key, i), min_literal));
+    }
+    return dims;
+  }
+
+  std::vector<ScratchBuffer> parse_scratch(const Json& v) const {
+    if (!v.is_object())
+      fail("scratch", fmt::format("expected an object name -> {{dtype, shape}}, got {}", v.type_name()));
+    std::vector<ScratchBuffer> buffers;
+    for (const auto& item : v.items()) {
+      std::string key = "scratch." + item.key();
+      if (!is_identifier(item.key()))
+        fail(key, "a scratch buffer's name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+      for (const auto& other : buffers) {
+        if (other.name == item.key()) fail(key, "duplicate scratch buffer name");
+      }
+      buffers.push_back(parse_scratch_buffer(item.key(), item.value(), key));
+    }
+    return buffers;
+  }
+
+  ScratchBuffer parse_scratch_buffer(const std::string& name, const Json& v, const std::string& key) const {
+    if (!v.is_object())
+      fail(key, fmt::format("expected an object {{\"dtype\": ..., \"shape\": [...]}}, got {}", show(v)));
+    for (const auto& item : v.items()) {
+      if (item.key() != "dtype" && item.key() != "shape")
+        fail(key + "." + item.key(), "unknown key (allowed: dtype, shape)");
+    }
+    ScratchBuffer buffer;
+    buffer.name = name;
+    if (!v.contains("dtype")) fail(key + ".dtype", fmt::format("missing (expected one of {})", dtype_choices()));
+    const Json& dtype = v.at("dtype");
+    auto parsed = dtype.is_string() ? parse_dtype(dtype.get<std::string>()) : std::nullopt;
+    if (!parsed) fail(key + ".dtype", fmt::format("expected one of {}, got {}", dtype_choices(), show(dtype)));
+    buffer.dtype = *parsed;
+    if (!v.contains("shape")) fail(key + ".shape", "missing (expected a non-empty array of integers or expressions)");
+    buffer.shape = parse_dims(v.at("shape"), key + ".shape", std::numeric_limits<size_t>::max(), 1);
+    return buffer;
+  }
+
+  std::vector<Launch> parse_launches(const Json& v) const {
+    if (!v.is_array() || v.empty()) {
+      fail("launch", fmt::format("expected a non-empty array of launches, got {}",
+                                 v.is_array() ? std::string("an empty array") : std::string(v.type_name())));
+    }
+    std::vector<Launch> launches;
+    for (size_t i = 0; i < v.size(); ++i) launches.push_back(parse_launch(v[i], fmt::format("launch[{}]", i)));
+    return launches;
+  }
+
+  Launch parse_launch(const Json& v, const std::string& key) const {
+    if (!v.is_object())
+      fail(key, fmt::format("expected an object {{kernel, grid, block, smem, args}}, got {}", show(v)));
+    for (const auto& item : v.items()) {
+      const std::string& k = item.key();
+      if (k != "kernel" && k != "grid" && k != "block" && k != "smem" && k != "args") {
+        fail(key + "." + k, "unknown key (allowed: kernel, grid, block, smem, args)");
+      }
+    }
+    for (const char* required : {"kernel", "grid", "block", "args"}) {
+      if (!v.contains(required)) fail(key + "." + required, "missing (a launch needs kernel, grid, block and args)");
+    }
+    Launch launch;
+    const Json& kernel = v.at("kernel");
+    if (!kernel.is_string() || !is_identifier(kernel.get<std::string>())) {
+      fail(key + ".kernel",
+           fmt::format("expected the name of an extern \"C\" __global__ function, got {}", show(kernel)));
+    }
+    launch.kernel = kernel.get<std::string>();
+    launch.grid = parse_dims(v.at("grid"), key + ".grid", 3, 1);
+    launch.block = parse_dims(v.at("block"), key + ".block", 3, 1);
+    if (v.contains("smem")) launch.smem = parse_expr_item(v.at("smem"), key + ".smem", 0);
+    launch.args = parse_args(v.at("args"), key + ".args");
+    return launch;
+  }
+
+  std::vector<PlanArg> parse_args(const Json& v, const std::string& key) const {
+    if (!v.is_array()) fail(key, fmt::format("expected an array of strings, got {}", v.type_name()));
+    std::vector<PlanArg> args;
+    for (size_t i = 0; i < v.size(); ++i) args.push_back(parse_arg(v[i], fmt::format("{}[{}]", key, i)));
+    return args;
+  }
+
+  // "name" passes a tensor's device pointer; "type:expression" passes a scalar by value.
+  PlanArg parse_arg(const Json& v, const std::string& key) const {
+    if (!v.is_string()) fail(key, fmt::format("expected a tensor name or \"type:expression\", got {}", show(v)));
+    PlanArg arg;
+    arg.text = v.get<std::string>();
+    if (is_identifier(arg.text)) {
+      arg.is_tensor = true;
+      arg.tensor = arg.text;
+      return arg;
+    }
+    size_t colon = arg.text.find(':');
+    if (colon == std::string::npos) {
+      fail(key, fmt::format("'{}' is neither a tensor name nor a scalar \"type:expression\" (e.g. \"i32:numel(x)\")",
+                            arg.text));
+    }
+    std::string type = arg.text.substr(0, colon);
+    auto found = std::find_if(kScalarTypes.begin(), kScalarTypes.end(), [&](const auto& t) { return t.name == type; });
+    if (found == kScalarTypes.end()) {
+      fail(key, fmt::format("'{}' has unknown scalar type '{}' (expected i32, i64, u32, f32, f64)", arg.text, type));
+    }
+    arg.is_tensor = false;
+    arg.scalar_type = found->type;
+    arg.value = parse_expr_text(arg.text.substr(colon + 1), key);
+    return arg;
+  }
+
+  std::vector<std::string> parse_options(const Json& v) const {
+    if (!v.is_array()) fail("options", fmt::format("expected an array of strings, got {}", v.type_name()));
+    std::vector<std::string> options;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string key = fmt::format("options[{}]", i);
+      if (!v[i].is_string()) fail(key, fmt::format("expected a string, got {}", show(v[i])));
+      std::string option = v[i].get<std::string>();
+      check_candidate_option(option, where(key));
+      options.push_back(option);
+    }
+    return options;
+  }
+};
+
+// The option's name: the text before '=' or a space ("-rdc=true" -> "-rdc").
+std::string_view option_name(std::string_view option) {
+  size_t end = option.find_first_of("= \t");
+  return end == std::string_view::npos ? option : option.substr(0, end);
+}
+
+}  // namespace
+
+std::string_view scalar_type_name(ScalarType t) {
+  for (const auto& entry : kScalarTypes) {
+    if (entry.type == t) return entry.name;
+  }
+  return "?";
+}
+
+size_t scalar_type_size(ScalarType t) {
+  for (const auto& entry : kScalarTypes) {
+    if (entry.type == t) return entry.size;
+  }
+  return 0;
+}
+
+void check_candidate_option(const std::string& option, const std::string& where) {
+  if (option.empty() || option[0] != '-') {
+    throw InputError(
+        fmt::format("{}: option '{}' is refused: expected an NVRTC option starting with '-'", where, option));
+  }
+  std::string_view name = option_name(option);
+  // Separate compilation and device linking would let device code launch grids (dynamic
+  // parallelism) on streams the timer does not see, so candidates stay whole-program.
+  static constexpr std::array<std::string_view, 10> kDeviceLink = {
+      "-rdc", "--relocatable-device-code", "-dc", "--device-c", "-dw", "--device-w", "-dlto", "--dlink-time-opt",
+      "-ewp", "--extensible-whole-program"};
+  if (std::find(kDeviceLink.begin(), kDeviceLink.end(), name) != kDeviceLink.end()) {
+    throw InputError(fmt::format(
+        "{}: option '{}' is refused: it would let device code launch grids (or link device code), which the "
+        "harness cannot time",
+        where, option));
+  }
+  if (name == "-arch" || name == "--gpu-architecture") {
+    throw InputError(
+        fmt::format("{}: option '{}' is refused: the GPU architecture is set by the harness", where, option));
+  }
+  if (name.starts_with("-I") || name == "--include-path") {
+    throw InputError(fmt::format("{}: option '{}' is refused: include paths are set by the harness", where, option));
+  }
+}
+
+Candidate parse_candidate(std::string source, const std::filesystem::path& path) {
+  const std::string path_text = path.string();
+  PlanBlock block = find_plan_block(source, path_text);
+  std::string_view json_text(source.data() + block.json_begin, block.json_end - block.json_begin);
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte counts characters read (1-based); map it back into the file to name the real line.
+    size_t offset = block.json_begin + (e.byte > 0 ? e.byte - 1 : 0);
+    offset = std::min(offset, block.json_end);
+    throw InputError(fmt::format("{}:{}: launch plan is not valid JSON: {}", path_text, line_of_offset(source, offset),
+                                 json_error_detail(e)));
+  }
+  Candidate cand;
+  cand.path = path;
+  cand.plan_line = block.line;
+  cand.plan = PlanParser(path_text, block.line).parse(root);
+  cand.source = std::move(source);
+  return cand;
+}
+
+Candidate load_candidate(const std::filesystem::path& path) {
+  return parse_candidate(read_text_file(path), path);
+}
+
+}  // namespace kagent

@@ -1,0 +1,494 @@
+#include "kagent/spec/expr.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace kagent {
+
+// The parsed tree. Nodes are immutable once built, so copies of an Expr share them safely.
+struct Expr::Node {
+  enum class Kind { integer, decimal, negate, add, sub, mul, div, mod, cdiv, min, max, shape, numel };
+  Kind kind = Kind::integer;
+  int column = 0;      // 1-based position of the operator, function or tensor name (for eval errors)
+  int64_t i = 0;       // integer literal, or the index of X.shape[i]
+  double f = 0.0;      // decimal literal
+  std::string tensor;  // X of X.shape[i] and numel(X)
+  std::shared_ptr<const Node> lhs;
+  std::shared_ptr<const Node> rhs;
+};
+
+namespace {
+
+using Node = Expr::Node;
+using NodePtr = std::shared_ptr<const Node>;
+using Kind = Node::Kind;
+
+// Deep enough for any real launch plan, shallow enough that "((((...)))" cannot exhaust the stack.
+constexpr int kMaxDepth = 100;
+
+bool is_ident_start(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+bool is_ident_char(char c) {
+  return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+NodePtr make_leaf_int(int64_t value, int column) {
+  auto node = std::make_shared<Node>();
+  node->kind = Kind::integer;
+  node->i = value;
+  node->column = column;
+  return node;
+}
+
+NodePtr make_binary(Kind kind, NodePtr lhs, NodePtr rhs, int column) {
+  auto node = std::make_shared<Node>();
+  node->kind = kind;
+  node->lhs = std::move(lhs);
+  node->rhs = std::move(rhs);
+  node->column = column;
+  return node;
+}
+
+// Recursive descent over the grammar:
+//   sum     := product (('+' | '-') product)*
+//   product := unary (('*' | '/' | '%') unary)*
+//   unary   := '-' unary | primary
+//   primary := number | '(' sum ')' | name '.' 'shape' '[' ['-'] digits ']'
+//            | ('cdiv' | 'min' | 'max') '(' sum ',' sum ')' | 'numel' '(' name ')'
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  NodePtr parse_all() {
+    skip_spaces();
+    if (at_end()) throw ExprError("empty expression", 1);
+    NodePtr root = parse_sum();
+    skip_spaces();
+    if (!at_end()) fail_expected("an operator or the end of the expression");
+    return root;
+  }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+  int column() const { return static_cast<int>(pos_) + 1; }
+
+  void skip_spaces() {
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;
+  }
+
+  std::string found() const {
+    if (at_end()) return "found the end of the expression";
+    return fmt::format("found '{}'", peek());
+  }
+
+  [[noreturn]] void fail_expected(std::string_view what) const {
+    throw ExprError(fmt::format("expected {} at column {}, {}", what, column(), found()), column());
+  }
+
+  // Consumes c (after spaces) or fails saying that c was expected here.
+  void expect(char c) {
+    skip_spaces();
+    if (peek() != c) fail_expected(fmt::format("'{}'", c));
+    ++pos_;
+  }
+
+  NodePtr parse_sum() {
+    if (++depth_ > kMaxDepth)
+      throw ExprError(fmt::format("expression nested too deeply at column {}", column()), column());
+    NodePtr lhs = parse_product();
+    for (;;) {
+      skip_spaces();
+      char op = peek();
+      if (op != '+' && op != '-') break;
+      int op_column = column();
+      ++pos_;
+      NodePtr rhs = parse_product();
+      lhs = make_binary(op == '+' ? Kind::add : Kind::sub, lhs, rhs, op_column);
+    }
+    --depth_;
+    return lhs;
+  }
+
+  NodePtr parse_product() {
+    NodePtr lhs = parse_unary();
+    for (;;) {
+      skip_spaces();
+      char op = peek();
+      if (op != '*' && op != '/' && op != '%') break;
+      int op_column = column();
+      ++pos_;
+      NodePtr rhs = parse_unary();
+      Kind kind = op == '*' ? Kind::mul : (op == '/' ? Kind::div : Kind::mod);
+      lhs = make_binary(kind, lhs, rhs, op_column);
+    }
+    return lhs;
+  }
+
+  NodePtr parse_unary() {
+    skip_spaces();
+    if (peek() != '-') return parse_primary();
+    if (++depth_ > kMaxDepth)
+      throw ExprError(fmt::format("expression nested too deeply at column {}", column()), column());
+    int op_column = column();
+    ++pos_;
+    auto node = std::make_shared<Node>();
+    node->kind = Kind::negate;
+    node->lhs = parse_unary();
+    node->column = op_column;
+    --depth_;
+    return node;
+  }
+
+  NodePtr parse_primary() {
+    skip_spaces();
+    char c = peek();
+    if (is_digit(c)) return parse_number();
+    if (is_ident_start(c)) return parse_name();
+    if (c == '(') {
+      ++pos_;
+      NodePtr inner = parse_sum();
+      expect(')');
+      return inner;
+    }
+    fail_expected("a number, a tensor's shape, a function or '('");
+  }
+
+  // Integer literal, or a decimal one (with '.' or an exponent) for f32/f64 scalar arguments.
+  NodePtr parse_number() {
+    size_t start = pos_;
+    int start_column = column();
+    bool decimal = false;
+    while (is_digit(peek())) ++pos_;
+    if (peek() == '.') {
+      decimal = true;
+      ++pos_;
+      while (is_digit(peek())) ++pos_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      decimal = true;
+      ++pos_;
+      if (peek() == '+' || peek() == '-') ++pos_;
+      if (!is_digit(peek())) fail_expected("digits of the exponent");
+      while (is_digit(peek())) ++pos_;
+    }
+    std::string_view literal = text_.substr(start, pos_ - start);
+    auto node = std::make_shared<Node>();
+    node->column = start_column;
+    const char* first = literal.data();
+    const char* last = literal.data() + literal.size();
+    std::from_chars_result result{};
+    if (decimal) {
+      node->kind = Kind::decimal;
+      result = std::from_chars(first, last, node->f);
+    } else {
+      node->kind = Kind::integer;
+      result = std::from_chars(first, last, node->i);
+    }
+    if (result.ec != std::errc() || result.ptr != last) {
+      throw ExprError(fmt::format("number '{}' out of range at column {}", literal, start_column), start_column);
+    }
+    return node;
+  }
+
+  std::string parse_identifier() {
+    size_t start = pos_;
+    while (is_ident_char(peek())) ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  // A name is a function call when '(' follows, otherwise a tensor whose shape is read.
+  NodePtr parse_name() {
+    int name_column = column();
+    std::string name = parse_identifier();
+    skip_spaces();
+    if (peek() == '(') return parse_call(name, name_column);
+    return parse_shape(name, name_column);
+  }
+
+  NodePtr parse_call(const std::string& name, int name_column) {
+    if (name == "numel") {
+      expect('(');
+      skip_spaces();
+      if (!is_ident_start(peek())) fail_expected("a tensor name");
+      auto node = std::make_shared<Node>();
+      node->kind = Kind::numel;
+      node->column = name_column;
+      node->tensor = parse_identifier();
+      expect(')');
+      return node;
+    }
+    Kind kind;
+    if (name == "cdiv") {
+      kind = Kind::cdiv;
+    } else if (name == "min") {
+      kind = Kind::min;
+    } else if (name == "max") {
+      kind = Kind::max;
+    } else {
+      throw ExprError(
+          fmt::format("unknown function '{}' at column {} (expected cdiv, min, max or numel)", name, name_column),
+          name_column);
+    }
+    expect('(');
+    NodePtr lhs = parse_sum();
+    expect(',');
+    NodePtr rhs = parse_sum();
+    expect(')');
+    return make_binary(kind, lhs, rhs, name_column);
+  }
+
+  // X.shape[i] with i an integer literal; a negative i counts from the end (Python style).
+  NodePtr parse_shape(const std::string& name, int name_column) {
+    if (peek() != '.') fail_expected(fmt::format("'.shape[i]' or '(' after '{}'", name));
+    ++pos_;
+    skip_spaces();
+    int word_column = column();
+    if (parse_identifier() != "shape") {
+      pos_ = static_cast<size_t>(word_column - 1);
+      fail_expected("'shape'");
+    }
+    expect('[');
+    skip_spaces();
+    bool negative = false;
+    if (peek() == '-') {
+      negative = true;
+      ++pos_;
+    }
+    if (!is_digit(peek())) fail_expected("an integer shape index");
+    int index_column = column();
+    size_t start = pos_;
+    while (is_digit(peek())) ++pos_;
+    int64_t index = 0;
+    std::string_view digits = text_.substr(start, pos_ - start);
+    auto result = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (result.ec != std::errc()) {
+      throw ExprError(fmt::format("shape index '{}' out of range at column {}", digits, index_column), index_column);
+    }
+    expect(']');
+    auto node = std::make_shared<Node>();
+    node->kind = Kind::shape;
+    node->column = name_column;
+    node->tensor = name;
+    node->i = negative ? -index : index;
+    return node;
+  }
+};
+
+ExprValue int_value(int64_t i) {
+  ExprValue v;
+  v.is_int = true;
+  v.i = i;
+  return v;
+}
+
+ExprValue double_value(double f) {
+  ExprValue v;
+  v.is_int = false;
+  v.f = f;
+  return v;
+}
+
+std::string_view op_name(Kind kind) {
+  switch (kind) {
+    case Kind::add:
+      return "'+'";
+    case Kind::sub:
+      return "'-'";
+    case Kind::mul:
+      return "'*'";
+    case Kind::div:
+      return "'/'";
+    case Kind::mod:
+      return "'%'";
+    case Kind::cdiv:
+      return "cdiv";
+    case Kind::min:
+      return "min";
+    case Kind::max:
+      return "max";
+    case Kind::negate:
+      return "unary '-'";
+    default:
+      return "expression";
+  }
+}
+
+[[noreturn]] void fail_at(const Node& n, const std::string& what) {
+  throw ExprError(fmt::format("{} at column {}", what, n.column), n.column);
+}
+
+[[noreturn]] void fail_overflow(const Node& n) {
+  fail_at(n, fmt::format("integer overflow in {}", op_name(n.kind)));
+}
+
+// Ceiling division for any signs: truncate, then step up when the exact quotient is positive
+// and not whole. Avoids (a + b - 1) / b, which overflows near the int64 limits.
+int64_t ceil_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  int64_t r = a % b;
+  if (r != 0 && ((r > 0) == (b > 0))) ++q;
+  return q;
+}
+
+int64_t eval_int_binary(const Node& n, int64_t a, int64_t b) {
+  int64_t out = 0;
+  switch (n.kind) {
+    case Kind::add:
+      if (__builtin_add_overflow(a, b, &out)) fail_overflow(n);
+      return out;
+    case Kind::sub:
+      if (__builtin_sub_overflow(a, b, &out)) fail_overflow(n);
+      return out;
+    case Kind::mul:
+      if (__builtin_mul_overflow(a, b, &out)) fail_overflow(n);
+      return out;
+    case Kind::div:
+    case Kind::cdiv:
+      if (b == 0) fail_at(n, fmt::format("division by zero in {}", op_name(n.kind)));
+      // INT64_MIN / -1 is the one quotient that does not fit (and is undefined behaviour).
+      if (a == INT64_MIN && b == -1) fail_overflow(n);
+      return n.kind == Kind::div ? a / b : ceil_div(a, b);
+    case Kind::mod:
+      if (b == 0) fail_at(n, "modulo by zero in '%'");
+      if (b == -1) return 0;  // INT64_MIN % -1 is undefined behaviour in C++; the answer is 0
+      return a % b;
+    case Kind::min:
+      return std::min(a, b);
+    case Kind::max:
+      return std::max(a, b);
+    default:
+      fail_at(n, "internal error: not a binary operator");
+  }
+}
+
+ExprValue eval_binary(const Node& n, const ExprValue& a, const ExprValue& b) {
+  if (a.is_int && b.is_int) return int_value(eval_int_binary(n, a.i, b.i));
+  if (n.kind == Kind::mod || n.kind == Kind::cdiv) {
+    fail_at(n, fmt::format("{} needs integer operands, not decimals", op_name(n.kind)));
+  }
+  double x = a.as_double();
+  double y = b.as_double();
+  switch (n.kind) {
+    case Kind::add:
+      return double_value(x + y);
+    case Kind::sub:
+      return double_value(x - y);
+    case Kind::mul:
+      return double_value(x * y);
+    case Kind::div:
+      if (y == 0.0) fail_at(n, "division by zero in '/'");
+      return double_value(x / y);
+    case Kind::min:
+      return double_value(std::min(x, y));
+    case Kind::max:
+      return double_value(std::max(x, y));
+    default:
+      fail_at(n, "internal error: not a binary operator");
+  }
+}
+
+const std::vector<int64_t>& lookup_shape(const Node& n, const ShapeLookup& shapes) {
+  const std::vector<int64_t>* shape = shapes ? shapes(n.tensor) : nullptr;
+  if (shape == nullptr) fail_at(n, fmt::format("unknown tensor '{}'", n.tensor));
+  return *shape;
+}
+
+int64_t eval_shape(const Node& n, const ShapeLookup& shapes) {
+  const auto& shape = lookup_shape(n, shapes);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t index = n.i < 0 ? n.i + rank : n.i;
+  if (index < 0 || index >= rank) {
+    fail_at(n, fmt::format("{}.shape[{}] is out of range: '{}' has {} dimension{}", n.tensor, n.i, n.tensor, rank,
+                           rank == 1 ? "" : "s"));
+  }
+  return shape[static_cast<size_t>(index)];
+}
+
+int64_t eval_numel(const Node& n, const ShapeLookup& shapes) {
+  int64_t product = 1;
+  for (int64_t dim : lookup_shape(n, shapes)) {
+    if (__builtin_mul_overflow(product, dim, &product))
+      fail_at(n, fmt::format("integer overflow in numel({})", n.tensor));
+  }
+  return product;
+}
+
+ExprValue eval_node(const Node& n, const ShapeLookup& shapes) {
+  switch (n.kind) {
+    case Kind::integer:
+      return int_value(n.i);
+    case Kind::decimal:
+      return double_value(n.f);
+    case Kind::shape:
+      return int_value(eval_shape(n, shapes));
+    case Kind::numel:
+      return int_value(eval_numel(n, shapes));
+    case Kind::negate: {
+      ExprValue v = eval_node(*n.lhs, shapes);
+      if (!v.is_int) return double_value(-v.f);
+      int64_t out = 0;
+      if (__builtin_sub_overflow(int64_t{0}, v.i, &out)) fail_overflow(n);
+      return int_value(out);
+    }
+    default: {
+      ExprValue a = eval_node(*n.lhs, shapes);
+      ExprValue b = eval_node(*n.rhs, shapes);
+      return eval_binary(n, a, b);
+    }
+  }
+}
+
+// Left-to-right walk, so names come out in the order they appear in the text.
+void collect_tensors(const Node& n, std::vector<std::string>& out) {
+  if (!n.tensor.empty() && std::find(out.begin(), out.end(), n.tensor) == out.end()) out.push_back(n.tensor);
+  if (n.lhs) collect_tensors(*n.lhs, out);
+  if (n.rhs) collect_tensors(*n.rhs, out);
+}
+
+}  // namespace
+
+Expr::Expr() : root_(make_leaf_int(0, 1)), text_("0") {}
+
+Expr Expr::parse(std::string_view text) {
+  Expr e;
+  e.root_ = Parser(text).parse_all();
+  e.text_ = std::string(text);
+  return e;
+}
+
+Expr Expr::constant(int64_t value) {
+  Expr e;
+  e.root_ = make_leaf_int(value, 1);
+  e.text_ = std::to_string(value);
+  return e;
+}
+
+ExprValue Expr::eval(const ShapeLookup& shapes) const {
+  return eval_node(*root_, shapes);
+}
+
+int64_t Expr::eval_int(const ShapeLookup& shapes) const {
+  ExprValue v = eval(shapes);
+  if (!v.is_int) throw ExprError(fmt::format("'{}' is not an integer (it uses a decimal number)", text_), 0);
+  return v.i;
+}
+
+std::vector<std::string> Expr::tensor_names() const {
+  std::vector<std::string> out;
+  collect_tensors(*root_, out);
+  return out;
+}
+
+}  // namespace kagent

@@ -1,0 +1,182 @@
+// The kagent binary end to end: exit codes (0 ok, 1 failed, 2 bad input, 3 environment),
+// messages that name the file, --json output, and no load-time dependency on the GPU driver.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/common/process.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  test::TempDir tmp;
+
+  ProcessResult kagent(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "KAGENT_CACHE_DIR=" + (tmp / "cache").string(),
+                                     (test::binary_dir() / "kagent").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_capture(argv, 300s);
+  }
+  static std::string example(const std::string& rel) { return (test::examples_dir() / rel).string(); }
+  static bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+};
+
+constexpr const char* kGoodKernel = R"~(/*kagent
+{"launch": [{"kernel": "add", "grid": ["cdiv(numel(out), 256)"], "block": [256],
+             "args": ["a", "b", "out", "i64:numel(out)"]}]}
+*/
+extern "C" __global__ void add(const float* a, const float* b, float* out, long long n) {
+  long long i = blockIdx.x * 256ll + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+}
+)~";
+
+}  // namespace
+
+TEST_F(Cli, HelpListsSubcommands) {
+  auto r = kagent({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* sub : {"compile", "eval", "doctor", "Exit codes"}) EXPECT_TRUE(has(r.output, sub)) << sub;
+}
+
+TEST_F(Cli, Version) {
+  auto r = kagent({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(has(r.output, std::string("kagent ") + KAGENT_VERSION)) << r.output;
+}
+
+TEST_F(Cli, UsageErrorsExit2) {
+  EXPECT_EQ(kagent({}).exit_code, 2);
+  EXPECT_EQ(kagent({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(kagent({"compile"}).exit_code, 2);
+  EXPECT_EQ(kagent({"compile", "/no/such/file.cu"}).exit_code, 2);
+  EXPECT_EQ(kagent({"eval", tmp.write("c.cu", kGoodKernel).string()}).exit_code, 2);  // --op missing
+}
+
+TEST_F(Cli, CompilePrintsTheResourceTable) {
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* col : {"kernel", "regs", "smem B", "spill st/ld B", "max threads", "add"})
+    EXPECT_TRUE(has(r.output, col)) << col << "\n" << r.output;
+}
+
+TEST_F(Cli, CompileJson) {
+  auto r = kagent({"compile", "--json", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["arch"], "sm_90a");
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["ok"], true);
+  EXPECT_EQ(j["results"][0]["kernels"][0]["name"], "add");
+  EXPECT_EQ(j["results"][0]["kernels"][0]["param_sizes"], nlohmann::json({8, 8, 8, 8}));
+  // Second run: served from the cache.
+  auto again = nlohmann::json::parse(kagent({"compile", "--json", "--arch", "sm_90a", (tmp / "good.cu").string()}).output);
+  EXPECT_EQ(again["results"][0]["cache_hit"], true);
+}
+
+TEST_F(Cli, CompileErrorExits1WithTheLine) {
+  std::string src = std::string(kGoodKernel) + "__global__ void broken() { int x = ; }\n";  // line 9
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("bad.cu", src).string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "bad.cu(9): error")) << r.output;
+}
+
+TEST_F(Cli, MalformedPlanExits2NamingFileAndLine) {
+  std::string src = "// header\n/*kagent\n{\"launch\": [ {\"kernel\": \"add\",, } ]}\n*/\n";
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("plan.cu", src).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "plan.cu:3")) << r.output;
+}
+
+TEST_F(Cli, PlanNamingAMissingKernelExits2) {
+  std::string src = kGoodKernel;
+  src.replace(src.find("\"add\""), 5, "\"sub\"");
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("k.cu", src).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "sub")) << r.output;
+}
+
+TEST_F(Cli, RefusedOptionExits2) {
+  std::string src = R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x"]}], "options": ["-rdc=true"]}
+*/
+extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.f; }
+)~";
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("rdc.cu", src).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "-rdc")) << r.output;
+}
+
+TEST_F(Cli, BadArchExits2) {
+  auto r = kagent({"compile", "--arch", "sm_1", tmp.write("good.cu", kGoodKernel).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "sm_1")) << r.output;
+}
+
+TEST_F(Cli, WorstExitCodeOfSeveralFiles) {
+  std::string bad = std::string(kGoodKernel) + "__global__ void broken() { int x = ; }\n";
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string(),
+                   tmp.write("bad.cu", bad).string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "add")) << "the good file is still reported\n" << r.output;
+}
+
+TEST_F(Cli, EvalBadOpExits2NamingTheKey) {
+  auto op = tmp.write("op.json", R"~({"name": "x", "reference": {"cuda": "ref.cu"}, "bogus": 1})~");
+  tmp.write("ref.cu", kGoodKernel);
+  auto r = kagent({"eval", tmp.write("c.cu", kGoodKernel).string(), "--op", op.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "bogus")) << r.output;
+}
+
+TEST_F(Cli, EvalCompileErrorIsTierMinusOne) {
+  std::string bad = std::string(kGoodKernel) + "__global__ void broken() { int x = ; }\n";
+  auto r = kagent({"eval", tmp.write("bad.cu", bad).string(), "--op", example("vector_add/op.json"), "--arch", "sm_90a"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "tier -1")) << r.output;
+}
+
+TEST_F(Cli, EvalWithoutGpuEvaluatorExits3) {
+  // This build stops after the offline checks: no GPU, or no GPU evaluator yet, is exit 3.
+  auto r = kagent({"eval", tmp.write("c.cu", kGoodKernel).string(), "--op", example("vector_add/op.json")});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  if (query_gpus().gpus.empty()) {
+    EXPECT_TRUE(has(r.output, "no GPU")) << r.output;
+  }
+}
+
+TEST_F(Cli, DoctorReportsEachCheck) {
+  auto r = kagent({"doctor", "--json"});
+  auto j = nlohmann::json::parse(r.output);
+  std::set<std::string> names;
+  for (const auto& c : j["checks"]) names.insert(c["name"].get<std::string>());
+  for (const char* n : {"nvrtc", "cuda headers", "driver", "runner", "python3", "torch", "llm endpoint", "cupti"})
+    EXPECT_TRUE(names.count(n)) << n;
+  bool gpu = !query_gpus().gpus.empty();
+  EXPECT_EQ(j["ok"].get<bool>(), r.exit_code == 0);
+  if (!gpu) {
+    EXPECT_EQ(r.exit_code, 3) << "no GPU must be exit 3\n" << r.output;
+  }
+}
+
+TEST_F(Cli, DoctorNeverPrintsKeyValues) {
+  std::vector<std::string> argv = {"env", "OPENAI_API_KEY=sk-very-secret-value", (test::binary_dir() / "kagent").string(),
+                                   "doctor"};
+  auto r = run_capture(argv, 300s);
+  EXPECT_TRUE(has(r.output, "OPENAI_API_KEY")) << r.output;
+  EXPECT_FALSE(has(r.output, "sk-very-secret-value")) << r.output;
+}
+
+TEST_F(Cli, BinaryDoesNotNeedTheDriverAtLoadTime) {
+  for (const char* bin : {"kagent", "kagent-runner"}) {
+    auto r = run_capture({"readelf", "-d", (test::binary_dir() / bin).string()}, 30s);
+    if (!r.started) GTEST_SKIP() << "readelf not installed";
+    EXPECT_FALSE(has(r.output, "libcuda.so")) << bin << " links the driver:\n" << r.output;
+  }
+}

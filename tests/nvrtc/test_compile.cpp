@@ -1,0 +1,173 @@
+// NVRTC compilation: needs the CUDA toolkit, not a GPU, so these run in CI.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "kagent/common/error.hpp"
+#include "kagent/compile/compiler.hpp"
+#include "kagent/spec/plan_check.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+
+namespace {
+
+constexpr const char* kPlan = R"~(/*kagent
+{"launch": [{"kernel": "k_shared", "grid": [1], "block": [256], "args": ["x", "y", "i32:numel(x)"]}]}
+*/
+)~";
+
+std::string with_plan(const std::string& body) { return std::string(kPlan) + body; }
+
+const std::string kSharedKernel = with_plan(R"~(
+extern "C" __global__ void __launch_bounds__(256) k_shared(const float* x, float* y, int n) {
+  __shared__ float tile[512];
+  int i = threadIdx.x;
+  tile[i] = i < n ? x[i] : 0.f;
+  tile[i + 256] = 0.f;
+  __syncthreads();
+  if (i < n) y[i] = tile[(i + 1) % 256];
+}
+)~");
+
+Candidate make(const std::string& source, const std::string& name = "cand.cu") {
+  return parse_candidate(source, name);
+}
+
+class CompileTest : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  std::shared_ptr<CompileCache> cache = std::make_shared<CompileCache>(dir.path());
+  Compiler compiler{find_cuda_paths(), cache};
+};
+
+}  // namespace
+
+TEST_F(CompileTest, ResourceTable) {
+  auto r = compiler.compile(make(kSharedKernel), "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log;
+  ASSERT_EQ(r.kernels.size(), 1u);
+  const auto& k = r.kernels[0];
+  EXPECT_EQ(k.name, "k_shared");
+  EXPECT_GT(k.registers, 0);
+  EXPECT_EQ(k.static_smem, 2048);
+  EXPECT_EQ(k.launch_bounds, 256);
+  EXPECT_EQ(k.max_threads_per_block, 256);
+  EXPECT_EQ(k.spill_stores, 0);
+  EXPECT_EQ(k.param_sizes, (std::vector<uint32_t>{8, 8, 4}));
+  EXPECT_FALSE(r.cubin.empty());
+  EXPECT_FALSE(r.cache_hit);
+}
+
+TEST_F(CompileTest, SecondCompileIsACacheHit) {
+  auto first = compiler.compile(make(kSharedKernel), "sm_90a");
+  auto second = compiler.compile(make(kSharedKernel), "sm_90a");
+  ASSERT_TRUE(first.ok && second.ok);
+  EXPECT_FALSE(first.cache_hit);
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_EQ(first.cubin, second.cubin);
+  EXPECT_EQ(first.key, second.key);
+  ASSERT_EQ(second.kernels.size(), 1u);
+  EXPECT_EQ(second.kernels[0].static_smem, 2048);
+  // A fresh compiler over the same folder (another process) hits too.
+  Compiler other(find_cuda_paths(), std::make_shared<CompileCache>(dir.path()));
+  EXPECT_TRUE(other.compile(make(kSharedKernel), "sm_90a").cache_hit);
+}
+
+TEST_F(CompileTest, ArchAndOptionsAreInTheKey) {
+  auto a = compiler.compile(make(kSharedKernel), "sm_90a");
+  auto b = compiler.compile(make(kSharedKernel), "sm_80");
+  ASSERT_TRUE(a.ok && b.ok);
+  EXPECT_NE(a.key, b.key);
+  EXPECT_FALSE(b.cache_hit);
+  std::string fast = kSharedKernel;
+  const std::string tail = "\"i32:numel(x)\"]}]";
+  fast.insert(fast.find(tail) + tail.size(), R"~(, "options": ["--use_fast_math"])~");
+  auto c = compiler.compile(make(fast), "sm_90a");
+  ASSERT_TRUE(c.ok) << c.log;
+  EXPECT_NE(a.key, c.key);
+  EXPECT_FALSE(c.cache_hit);
+}
+
+TEST_F(CompileTest, CandidateOptionsReachNvrtc) {
+  std::string src = R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x"]}], "options": ["--maxrregcount=32", "--use_fast_math"]}
+*/
+extern "C" __global__ void k(float* x) { x[threadIdx.x] = __expf(x[threadIdx.x]); }
+)~";
+  auto r = compiler.compile(make(src), "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_EQ(r.options.back(), "--use_fast_math");
+  EXPECT_LE(r.kernels.at(0).registers, 32);
+}
+
+TEST_F(CompileTest, HeadersForHalfBf16PipelineMmaCooperativeGroups) {
+  std::string src = R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [64], "smem": 256, "args": ["x", "y"]}]}
+*/
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+#include <cooperative_groups.h>
+#include <cuda/pipeline>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(const __nv_bfloat16* x, float* y) {
+  extern __shared__ __nv_bfloat16 buf[];
+  auto block = cg::this_thread_block();
+  cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+  pipe.producer_acquire();
+  cuda::memcpy_async(&buf[threadIdx.x], &x[threadIdx.x], sizeof(__nv_bfloat16), pipe);
+  pipe.producer_commit();
+  cuda::pipeline_consumer_wait_prior<0>(pipe);
+  block.sync();
+  __half h = __float2half(__bfloat162float(buf[threadIdx.x]));
+  y[threadIdx.x] = __half2float(h);
+}
+)~";
+  auto r = compiler.compile(make(src), "sm_90a");
+  EXPECT_TRUE(r.ok) << r.log;
+}
+
+TEST_F(CompileTest, CompileErrorUsesTheCandidatesLineNumbers) {
+  // The plan block takes lines 1-3, a blank line 4, the signature line 5: the error is on line 6.
+  std::string src = with_plan("\nextern \"C\" __global__ void k_shared(const float* x, float* y, int n) {\n"
+                              "  y[0] = undeclared_thing;\n}\n");
+  auto r = compiler.compile(make(src, "dir/my_cand.cu"), "sm_90a");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("dir/my_cand.cu(6): error"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("undeclared_thing"), std::string::npos);
+  EXPECT_TRUE(r.kernels.empty());
+}
+
+TEST_F(CompileTest, BadArchIsInputError) {
+  EXPECT_THROW(compiler.compile(make(kSharedKernel), "sm_1"), InputError);
+  EXPECT_THROW(compiler.compile(make(kSharedKernel), "compute_90"), InputError);
+}
+
+TEST_F(CompileTest, PlanCheckedAgainstCompiledKernels) {
+  std::string src = R"~(/*kagent
+{"launch": [{"kernel": "missing_kernel", "grid": [1], "block": [32], "args": ["x"]}]}
+*/
+extern "C" __global__ void present(float* x) { x[0] = 1.f; }
+)~";
+  auto cand = make(src);
+  auto r = compiler.compile(cand, "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log;
+  try {
+    check_plan_kernels(cand, kernel_signatures(r.kernels));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing_kernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("present"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CompileTest, ConcurrentCompilesOfOneCandidate) {
+  auto run = [&] { return compiler.compile(make(kSharedKernel), "sm_90a"); };
+  auto a = std::async(std::launch::async, run);
+  auto b = std::async(std::launch::async, run);
+  auto ra = a.get(), rb = b.get();
+  ASSERT_TRUE(ra.ok && rb.ok);
+  EXPECT_EQ(ra.cubin.size(), rb.cubin.size());
+  EXPECT_TRUE(compiler.compile(make(kSharedKernel), "sm_90a").cache_hit);
+}

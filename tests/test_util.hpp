@@ -1,0 +1,47 @@
+#pragma once
+// Small helpers shared by the tests: a temporary folder removed at scope exit, file writing,
+// and paths to the repository's examples and ../shared.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace kagent::test {
+
+inline std::filesystem::path source_dir() { return KAGENT_SOURCE_DIR; }
+inline std::filesystem::path examples_dir() { return source_dir() / "examples"; }
+inline std::filesystem::path shared_dir() { return KAGENT_SHARED_DIR; }
+inline std::filesystem::path binary_dir() { return KAGENT_BINARY_DIR; }
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "kagent-test-XXXXXX").string();
+    char* made = mkdtemp(templ.data());
+    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+  // Writes name (creating parent folders) and returns its full path.
+  std::filesystem::path write(const std::string& name, const std::string& contents) const {
+    auto p = path_ / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << contents;
+    return p;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace kagent::test

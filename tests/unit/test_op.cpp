@@ -1,0 +1,428 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kagent/common/error.hpp"
+#include "kagent/spec/op.hpp"
+#include "test_util.hpp"
+
+namespace kagent {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kKernelBenchPy = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+def get_inputs():
+    return [torch.rand(16, 32)]
+
+def get_init_inputs():
+    return []
+)";
+
+// vector_add from CANDIDATE.md; "b" comes before "a" so a sorted map would show.
+const std::string kVectorAdd = R"J({
+  "name": "vector_add",
+  "reference": {"cuda": "ref.cu"},
+  "inputs":  {"b": {"shape": [16777216], "dtype": "f32", "init": "randn"},
+              "a": {"shape": [4096, 4096], "dtype": "f32", "init": "uniform(-1,1)"}},
+  "outputs": {"out": {"shape": [16777216], "dtype": "f32"}}
+})J";
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A folder with ref.cu, ref.py and start.cu, into which each test writes its op.json.
+class OpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.write("ref.cu", "/*kagent {} */\n");
+    dir_.write("ref.py", kKernelBenchPy);
+    dir_.write("start.cu", "// start\n");
+  }
+
+  fs::path write(const std::string& json, const std::string& name = "op.json") { return dir_.write(name, json); }
+
+  // The InputError message of loading json; fails the test when it loads.
+  std::string error_of(const std::string& json) {
+    fs::path path = write(json);
+    try {
+      load_op(path);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << json;
+    return "";
+  }
+
+  // A native op.json with the given extra top-level members and input a's spec.
+  static std::string native(const std::string& input_a, const std::string& extra = "") {
+    return R"({"name": "t", "reference": {"cuda": "ref.cu"}, )" + extra + R"("inputs": {"a": )" + input_a +
+           R"(}, "outputs": {"out": {"shape": [4], "dtype": "f32"}}})";
+  }
+
+  std::string prefix() const { return (dir_.path() / "op.json").string() + ": "; }
+
+  test::TempDir dir_;
+};
+
+TEST_F(OpTest, NativeOpLoadsWithInputOrderPreserved) {
+  Op op = load_op(write(kVectorAdd));
+  EXPECT_EQ(op.name, "vector_add");
+  EXPECT_EQ(op.ref_kind, RefKind::cuda);
+  EXPECT_EQ(op.reference, dir_.path() / "ref.cu");
+  EXPECT_TRUE(op.reference.is_absolute());
+  ASSERT_EQ(op.inputs.size(), 2u);
+  EXPECT_EQ(op.inputs[0].name, "b");
+  EXPECT_EQ(op.inputs[1].name, "a");
+  EXPECT_EQ(op.inputs[1].shape, (std::vector<int64_t>{4096, 4096}));
+  EXPECT_EQ(op.inputs[1].numel(), 16777216);
+  EXPECT_EQ(op.inputs[1].bytes(), 4 * 16777216LL);
+  EXPECT_EQ(op.inputs[0].init.kind, InitSpec::Kind::randn);
+  EXPECT_EQ(op.inputs[1].init.kind, InitSpec::Kind::uniform);
+  EXPECT_DOUBLE_EQ(op.inputs[1].init.a, -1.0);
+  EXPECT_DOUBLE_EQ(op.inputs[1].init.b, 1.0);
+  EXPECT_EQ(op.inputs[1].init.text, "uniform(-1,1)");
+  ASSERT_EQ(op.outputs.size(), 1u);
+  EXPECT_EQ(op.outputs[0].name, "out");
+  EXPECT_EQ(op.outputs[0].dtype, DType::f32);
+  EXPECT_EQ(op.tensor_names(), (std::vector<std::string>{"b", "a", "out"}));
+  // Defaults.
+  EXPECT_EQ(op.precision, Precision::fp32);
+  EXPECT_DOUBLE_EQ(op.tolerance.atol, 1e-4);
+  EXPECT_DOUBLE_EQ(op.tolerance.rtol, 1e-4);
+  EXPECT_EQ(op.correctness_trials, 5);
+  EXPECT_FALSE(op.start.has_value());
+  EXPECT_FALSE(op.compile_baseline_ms.has_value());
+}
+
+TEST_F(OpTest, PythonReferenceOpLoadsAllSettings) {
+  Op op = load_op(write(R"({
+    "name": "softmax_rows", "reference": "ref.py", "precision": "fp16",
+    "tolerance": {"atol": 0.05, "rtol": 0.02}, "correctness_trials": 7,
+    "budget": {"turns": 12, "minutes": 30.5, "tokens": 100000}, "start": "start.cu",
+    "llm": {"model": "m", "temperature": 0.2}, "description": "rows"
+  })"));
+  EXPECT_EQ(op.name, "softmax_rows");
+  EXPECT_EQ(op.ref_kind, RefKind::python);
+  EXPECT_EQ(op.reference, dir_.path() / "ref.py");
+  EXPECT_EQ(op.precision, Precision::fp16);
+  EXPECT_DOUBLE_EQ(op.tolerance.atol, 0.05);
+  EXPECT_DOUBLE_EQ(op.tolerance.rtol, 0.02);
+  EXPECT_EQ(op.correctness_trials, 7);
+  EXPECT_EQ(op.budget.turns, 12);
+  EXPECT_DOUBLE_EQ(op.budget.minutes, 30.5);
+  EXPECT_EQ(op.budget.tokens, 100000);
+  ASSERT_TRUE(op.start.has_value());
+  EXPECT_EQ(*op.start, dir_.path() / "start.cu");
+  EXPECT_EQ(op.llm["model"], "m");
+  EXPECT_EQ(op.description, "rows");
+  EXPECT_TRUE(op.inputs.empty());
+  EXPECT_TRUE(op.tensor_names().empty());
+}
+
+TEST_F(OpTest, ToleranceDefaultsFollowPrecision) {
+  Op op = load_op(write(R"({"name": "t", "reference": "ref.py", "precision": "bf16"})"));
+  EXPECT_DOUBLE_EQ(op.tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(op.tolerance.rtol, 1e-2);
+}
+
+TEST_F(OpTest, PartialToleranceOverridesOnlyWhatItNames) {
+  Op op = load_op(write(R"({"name": "t", "reference": "ref.py", "precision": "fp16", "tolerance": {"rtol": 0.5}})"));
+  EXPECT_DOUBLE_EQ(op.tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(op.tolerance.rtol, 0.5);
+}
+
+TEST_F(OpTest, InitForms) {
+  Op op = load_op(write(R"J({"name": "t", "reference": {"cuda": "ref.cu"},
+    "inputs": {"a": {"shape": [4], "dtype": "f32", "init": "rand"},
+               "b": {"shape": [4], "dtype": "f32", "init": "normal(0.5, 2)"},
+               "c": {"shape": [4], "dtype": "i32", "init": "randint(-3,7)"},
+               "d": {"shape": [4], "dtype": "f32"}},
+    "outputs": {"out": {"shape": [4], "dtype": "f32"}}})J"));
+  ASSERT_EQ(op.inputs.size(), 4u);
+  EXPECT_EQ(op.inputs[0].init.kind, InitSpec::Kind::rand);
+  EXPECT_EQ(op.inputs[1].init.kind, InitSpec::Kind::normal);
+  EXPECT_DOUBLE_EQ(op.inputs[1].init.a, 0.5);
+  EXPECT_DOUBLE_EQ(op.inputs[1].init.b, 2.0);
+  EXPECT_EQ(op.inputs[2].init.kind, InitSpec::Kind::randint);
+  EXPECT_DOUBLE_EQ(op.inputs[2].init.a, -3.0);
+  EXPECT_DOUBLE_EQ(op.inputs[2].init.b, 7.0);
+  EXPECT_EQ(op.inputs[2].dtype, DType::i32);
+  EXPECT_EQ(op.inputs[2].bytes(), 16);
+  EXPECT_EQ(op.inputs[3].init.kind, InitSpec::Kind::randn);  // default
+}
+
+TEST_F(OpTest, CompileBaselineForNativeReference) {
+  Op op = load_op(write(native(R"({"shape": [4], "dtype": "f32"})", R"("compile_baseline_ms": 0.25, )")));
+  ASSERT_TRUE(op.compile_baseline_ms.has_value());
+  EXPECT_DOUBLE_EQ(*op.compile_baseline_ms, 0.25);
+}
+
+TEST_F(OpTest, UnknownTopLevelKey) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "tolerence": {}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key tolerence: unknown key (allowed: name, reference, precision, tolerance"))
+      << msg;
+}
+
+TEST_F(OpTest, UnknownNestedKey) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "budget": {"hours": 1}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key budget.hours: unknown key (allowed: turns, minutes, tokens)")) << msg;
+}
+
+TEST_F(OpTest, MissingName) {
+  std::string msg = error_of(R"({"reference": "ref.py"})");
+  EXPECT_TRUE(contains(msg, prefix() + "key name: missing")) << msg;
+}
+
+TEST_F(OpTest, MissingReferenceFileNamesKeyAndResolvedPath) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"cuda": "nope/ref.cu"}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key reference.cuda: file not found: ")) << msg;
+  EXPECT_TRUE(contains(msg, (dir_.path() / "nope" / "ref.cu").string())) << msg;
+}
+
+TEST_F(OpTest, MissingPythonReferenceFile) {
+  std::string msg = error_of(R"({"name": "t", "reference": "other.py"})");
+  EXPECT_TRUE(contains(msg, prefix() + "key reference: file not found: " + (dir_.path() / "other.py").string())) << msg;
+}
+
+TEST_F(OpTest, ReferenceStringMustBeAPythonFile) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.cu"})");
+  EXPECT_TRUE(contains(msg, prefix() + "key reference: expected a path to a .py file")) << msg;
+}
+
+TEST_F(OpTest, ReferenceObjectWithOtherKeys) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"triton": "ref.py"}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key reference.triton: unknown key (allowed: cuda)")) << msg;
+}
+
+TEST_F(OpTest, MissingStartFile) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "start": "s.cu"})");
+  EXPECT_TRUE(contains(msg, prefix() + "key start: file not found")) << msg;
+}
+
+TEST_F(OpTest, BadDtype) {
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "float32"})"));
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs.a.dtype: expected one of f32, f16, bf16, f64, i64, i32, i16, i8, "
+                                       "u8, bool, got \"float32\""))
+      << msg;
+}
+
+TEST_F(OpTest, NegativeShape) {
+  std::string msg = error_of(native(R"({"shape": [4, -3], "dtype": "f32"})"));
+  EXPECT_EQ(msg, prefix() + "key inputs.a.shape[1]: expected a positive integer, got -3");
+}
+
+TEST_F(OpTest, EmptyShape) {
+  std::string msg = error_of(native(R"({"shape": [], "dtype": "f32"})"));
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs.a.shape: expected a non-empty array")) << msg;
+}
+
+TEST_F(OpTest, ZerosInitIsRefusedWithReason) {
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "f32", "init": "zeros"})"));
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs.a.init: 'zeros' is refused")) << msg;
+  EXPECT_TRUE(contains(msg, "hide outputs the kernel never writes")) << msg;
+}
+
+TEST_F(OpTest, UnknownInit) {
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "f32", "init": "ones"})"));
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs.a.init: unknown init 'ones'")) << msg;
+}
+
+TEST_F(OpTest, InitParameterChecks) {
+  EXPECT_TRUE(contains(error_of(native(R"J({"shape": [4], "dtype": "f32", "init": "normal(0,0)"})J")), "std > 0"));
+  EXPECT_TRUE(contains(error_of(native(R"J({"shape": [4], "dtype": "i32", "init": "randint(5,5)"})J")), "lo < hi"));
+  EXPECT_TRUE(
+      contains(error_of(native(R"J({"shape": [4], "dtype": "f32", "init": "uniform(1,x)"})J")), "unknown init"));
+}
+
+TEST_F(OpTest, OutputsTakeNoInit) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"cuda": "ref.cu"},
+    "inputs": {"a": {"shape": [4], "dtype": "f32"}},
+    "outputs": {"out": {"shape": [4], "dtype": "f32", "init": "randn"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key outputs.out.init: unknown key (allowed: shape, dtype)")) << msg;
+}
+
+TEST_F(OpTest, DuplicateTensorNameAcrossInputsAndOutputs) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"cuda": "ref.cu"},
+    "inputs": {"a": {"shape": [4], "dtype": "f32"}},
+    "outputs": {"a": {"shape": [4], "dtype": "f32"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key outputs.a: duplicate tensor name 'a'")) << msg;
+}
+
+TEST_F(OpTest, TensorNameMustBeAnIdentifier) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"cuda": "ref.cu"},
+    "inputs": {"a.b": {"shape": [4], "dtype": "f32"}},
+    "outputs": {"out": {"shape": [4], "dtype": "f32"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs.a.b: a tensor name must be an identifier")) << msg;
+}
+
+TEST_F(OpTest, NativeReferenceNeedsInputsAndOutputs) {
+  std::string msg = error_of(R"({"name": "t", "reference": {"cuda": "ref.cu"},
+    "inputs": {"a": {"shape": [4], "dtype": "f32"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key outputs: missing")) << msg;
+  msg = error_of(R"({"name": "t", "reference": {"cuda": "ref.cu"}, "inputs": {},
+    "outputs": {"out": {"shape": [4], "dtype": "f32"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs: expected a non-empty object")) << msg;
+}
+
+TEST_F(OpTest, InputsOnAPythonReference) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py",
+    "inputs": {"a": {"shape": [4], "dtype": "f32"}}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key inputs: only for native references")) << msg;
+}
+
+TEST_F(OpTest, CompileBaselineOnAPythonReference) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "compile_baseline_ms": 1.0})");
+  EXPECT_TRUE(contains(msg, prefix() + "key compile_baseline_ms: only for native references")) << msg;
+}
+
+TEST_F(OpTest, BadPrecision) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "precision": "tf32"})");
+  EXPECT_EQ(msg, prefix() + "key precision: expected one of fp32, fp16, bf16, got \"tf32\"");
+}
+
+TEST_F(OpTest, NegativeTolerance) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "tolerance": {"atol": -1}})");
+  EXPECT_TRUE(contains(msg, prefix() + "key tolerance.atol: expected a number >= 0")) << msg;
+}
+
+TEST_F(OpTest, CorrectnessTrialsRange) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "correctness_trials": 0})");
+  EXPECT_TRUE(contains(msg, prefix() + "key correctness_trials: expected an integer from 1 to 100, got 0")) << msg;
+  msg = error_of(R"({"name": "t", "reference": "ref.py", "correctness_trials": 2.5})");
+  EXPECT_TRUE(contains(msg, "key correctness_trials")) << msg;
+}
+
+TEST_F(OpTest, BudgetValues) {
+  EXPECT_TRUE(
+      contains(error_of(R"({"name": "t", "reference": "ref.py", "budget": {"turns": 0}})"), "key budget.turns"));
+  EXPECT_TRUE(contains(error_of(R"({"name": "t", "reference": "ref.py", "budget": {"minutes": 0}})"),
+                       "key budget.minutes: expected a number > 0"));
+  EXPECT_TRUE(
+      contains(error_of(R"({"name": "t", "reference": "ref.py", "budget": {"tokens": -5}})"), "key budget.tokens"));
+}
+
+TEST_F(OpTest, LlmMustBeAnObject) {
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "llm": "gpt"})");
+  EXPECT_TRUE(contains(msg, prefix() + "key llm: expected an object")) << msg;
+}
+
+TEST_F(OpTest, MalformedJsonReportsLineAndColumn) {
+  // Line 3 lacks the comma before "reference"; the parser stops at the end of that token
+  // (column 13), as nlohmann itself reports it.
+  std::string msg = error_of("{\n  \"name\": \"t\"\n  \"reference\": \"ref.py\"\n}\n");
+  EXPECT_TRUE(contains(msg, (dir_.path() / "op.json").string() + ":3:13: not valid JSON: ")) << msg;
+  EXPECT_FALSE(contains(msg, "[json.exception")) << msg;
+}
+
+TEST_F(OpTest, TopLevelMustBeAnObject) {
+  std::string msg = error_of("[1, 2]");
+  EXPECT_TRUE(contains(msg, prefix() + "expected a JSON object")) << msg;
+}
+
+TEST_F(OpTest, MissingFile) {
+  try {
+    load_op(dir_.path() / "absent.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), (dir_.path() / "absent.json").string())) << e.what();
+  }
+}
+
+TEST_F(OpTest, OtherExtensionIsRefused) {
+  fs::path path = write("{}", "op.yaml");
+  try {
+    load_op(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), path.string() + ": expected an op.json")) << e.what();
+  }
+}
+
+TEST_F(OpTest, KernelBenchFileUsedDirectly) {
+  fs::path path = dir_.write("23_Softmax.py", kKernelBenchPy);
+  Op op = load_op(path);
+  EXPECT_EQ(op.name, "23_Softmax");
+  EXPECT_EQ(op.ref_kind, RefKind::python);
+  EXPECT_EQ(op.reference, path);
+  EXPECT_TRUE(op.reference.is_absolute());
+  EXPECT_EQ(op.precision, Precision::fp32);
+  EXPECT_EQ(op.correctness_trials, 5);
+  EXPECT_TRUE(op.inputs.empty());
+}
+
+TEST_F(OpTest, PythonFileMissingGetInitInputs) {
+  std::string text = kKernelBenchPy.substr(0, kKernelBenchPy.find("def get_init_inputs"));
+  fs::path path = dir_.write("bad.py", text);
+  try {
+    load_op(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, path.string() + ": expected top-level def get_init_inputs (a KernelBench problem file "
+                                              "defines Model, get_inputs and get_init_inputs)"))
+        << msg;
+    EXPECT_FALSE(contains(msg, "expected top-level class Model")) << msg;
+  }
+}
+
+TEST_F(OpTest, PythonDefinitionsMustBeTopLevel) {
+  // Indented definitions (inside a class or function) do not count.
+  fs::path path =
+      dir_.write("nested.py", "class Model:\n    def get_inputs(): pass\n    def get_init_inputs(): pass\n");
+  try {
+    load_op(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "def get_inputs, def get_init_inputs")) << e.what();
+  }
+}
+
+TEST(OpKernelBench, RealKernelBenchFileLoads) {
+  fs::path path = test::shared_dir() / "kernelbench" / "level1" / "23_Softmax.py";
+  if (!fs::exists(path)) GTEST_SKIP() << "KernelBench not found at " << path << " (shared/ is optional)";
+  Op op = load_op(path);
+  EXPECT_EQ(op.name, "23_Softmax");
+  EXPECT_EQ(op.ref_kind, RefKind::python);
+  EXPECT_TRUE(op.reference.is_absolute());
+  EXPECT_TRUE(fs::exists(op.reference));
+}
+
+TEST(DType, ParsesExactlyTheShortNames) {
+  for (std::string_view name : {"f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "bool"}) {
+    auto t = parse_dtype(name);
+    ASSERT_TRUE(t.has_value()) << name;
+    EXPECT_EQ(dtype_name(*t), name);
+  }
+  EXPECT_EQ(parse_dtype("bool"), DType::boolean);
+  EXPECT_FALSE(parse_dtype("float32").has_value());
+  EXPECT_FALSE(parse_dtype("F32").has_value());
+  EXPECT_FALSE(parse_dtype("").has_value());
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(dtype_size(DType::i64), 8u);
+  EXPECT_TRUE(dtype_is_float(DType::f16));
+  EXPECT_FALSE(dtype_is_float(DType::u8));
+  EXPECT_EQ(dtype_choices(), "f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool");
+}
+
+TEST(OpDefaults, PrecisionNamesAndTolerances) {
+  EXPECT_EQ(precision_name(Precision::fp32), "fp32");
+  EXPECT_EQ(precision_name(Precision::fp16), "fp16");
+  EXPECT_EQ(precision_name(Precision::bf16), "bf16");
+  EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp32).atol, 1e-4);
+  EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp16).rtol, 1e-2);
+  EXPECT_DOUBLE_EQ(default_tolerance(Precision::bf16).atol, 1e-2);
+}
+
+}  // namespace
+}  // namespace kagent
