@@ -1,6 +1,6 @@
-// kagent eval CAND.cu --op OP : the verdict on a candidate. This build does everything that needs
-// no GPU (operator and plan validation, compilation of candidate and native reference, plan
-// checks against the compiled kernels) and then hands over to the GPU evaluator.
+// kagent eval CAND.cu --op OP : the verdict on a candidate: compile, correctness, timing, reward.
+// Exit 0 correct, 1 not correct or not compiled, 2 bad input, 3 no GPU (or no evaluator for the
+// op's kind of reference).
 #include <memory>
 
 #include <fmt/format.h>
@@ -8,8 +8,7 @@
 #include "commands.hpp"
 #include "compile_report.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/compile/compiler.hpp"
-#include "kagent/gpu/devices.hpp"
+#include "kagent/eval/evaluator.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::cli {
@@ -22,6 +21,8 @@ struct EvalArgs {
   std::string arch;
   int gpu = 0;
   int trials = 0;  // 0: the op's correctness_trials
+  double timeout_s = 60;
+  bool no_timing = false;
   bool json = false;
 };
 
@@ -35,39 +36,41 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--trials", args->trials, "Correctness trials (default: the op's)")->check(CLI::Range(1, 100));
   sub->add_option("--arch", args->arch, "Compile target (default: the GPU's)");
+  sub->add_option("--timeout", args->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")
+      ->check(CLI::Range(1.0, 3600.0));
+  sub->add_flag("--no-timing", args->no_timing, "Correctness only");
   sub->add_flag("--json", args->json, "Print JSON");
 
   return {sub, [args]() {
             Op op = load_op(args->op);
             Candidate cand = load_candidate(args->candidate);
-            std::string arch_source = "--arch";
-            std::string arch = args->arch.empty() ? default_arch(args->gpu, &arch_source) : args->arch;
-            Compiler compiler(find_cuda_paths(), std::make_shared<CompileCache>(CompileCache::default_dir()));
-
-            CompileResult r = compile_checked(cand, &op, compiler, arch);
-            nlohmann::json out = {{"candidate", args->candidate}, {"op", op.name}, {"compile", compile_json(args->candidate, r)}};
-            if (!r.ok) {
-              out["tier"] = -1;
-              out["verdict"] = "does not compile";
-              if (args->json) print_json(out);
-              else fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, arch, r.log);
-              return static_cast<int>(ExitCode::failed);
+            EvalOptions opt;
+            opt.gpu = args->gpu;
+            opt.arch = args->arch;
+            opt.trials = args->trials;
+            opt.timing = !args->no_timing;
+            opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
+            auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+            // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
+            std::unique_ptr<Evaluator> ev;
+            try {
+              ev = std::make_unique<Evaluator>(opt, cache);
+            } catch (const EnvError&) {
+              std::string source;
+              std::string arch = args->arch.empty() ? default_arch(args->gpu, &source) : args->arch;
+              Compiler compiler(find_cuda_paths(), cache);
+              CompileResult r = compile_checked(cand, &op, compiler, arch);
+              if (!r.ok) {
+                if (args->json) print_json({{"candidate", args->candidate}, {"tier", -1}, {"compile", {{"ok", false}, {"log", r.log}}}});
+                else fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, arch, r.log);
+                return static_cast<int>(ExitCode::failed);
+              }
+              throw;
             }
-            if (op.ref_kind == RefKind::cuda) {
-              Candidate ref = load_candidate(op.reference);
-              CompileResult rr = compile_checked(ref, &op, compiler, arch);
-              if (!rr.ok)
-                throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), rr.log));
-            }
-            if (!args->json) fmt::print("{}  {}  compiled ({:.3f} s{})\n{}\n", args->candidate, arch, r.seconds,
-                                        r.cache_hit ? ", cached" : "", render_kernel_table(r));
-
-            GpuInventory inv = query_gpus();
-            if (inv.gpus.empty()) throw EnvError(fmt::format("no GPU to evaluate on: {}", inv.problem));
-            if (op.ref_kind == RefKind::python)
-              throw EnvError(fmt::format("{}: PyTorch references need the reference server, which this build lacks",
-                                         op.path.string()));
-            throw EnvError("GPU evaluation needs the kagent-runner evaluator, which this build lacks");
+            EvalReport rep = ev->evaluate(op, cand);
+            if (args->json) print_json(report_json(rep));
+            else fmt::print("{}", render_report(rep));
+            return static_cast<int>(rep.reward.tier > 0 ? ExitCode::ok : ExitCode::failed);
           }};
 }
 

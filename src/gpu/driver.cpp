@@ -2,13 +2,15 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
-
 #include <fmt/format.h>
 
 namespace kagent {
 
 namespace {
+
+// Two-step stringizing, so a name that cuda.h #defines to a versioned symbol becomes that symbol.
+#define KAGENT_STR2(x) #x
+#define KAGENT_STR(x) KAGENT_STR2(x)
 
 struct Loaded {
   DriverApi api{};
@@ -16,29 +18,26 @@ struct Loaded {
   std::string why;
 };
 
-template <typename F>
-bool bind(void* lib, const char* symbol, F*& slot, std::string& why) {
-  slot = reinterpret_cast<F*>(dlsym(lib, symbol));
-  if (slot == nullptr) why = fmt::format("libcuda.so.1 has no symbol {}", symbol);
-  return slot != nullptr;
-}
-
 Loaded load() {
   Loaded l;
-  // Never unloaded: the runner keeps using it for the process lifetime.
+  // Never unloaded: the runner uses it for the process lifetime.
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();
     l.why = fmt::format("the NVIDIA driver library libcuda.so.1 could not be loaded ({})", err ? err : "unknown");
     return l;
   }
-  auto& a = l.api;
-  l.ok = bind(lib, "cuInit", a.cuInit, l.why) && bind(lib, "cuDriverGetVersion", a.cuDriverGetVersion, l.why) &&
-         bind(lib, "cuDeviceGetCount", a.cuDeviceGetCount, l.why) && bind(lib, "cuDeviceGet", a.cuDeviceGet, l.why) &&
-         bind(lib, "cuDeviceGetName", a.cuDeviceGetName, l.why) &&
-         bind(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, l.why) &&
-         bind(lib, "cuDeviceTotalMem_v2", a.cuDeviceTotalMem, l.why) &&
-         bind(lib, "cuGetErrorString", a.cuGetErrorString, l.why);
+  l.ok = true;
+#define KAGENT_DRIVER_BIND(name)                                                      \
+  if (l.ok) {                                                                         \
+    l.api.name = reinterpret_cast<decltype(l.api.name)>(dlsym(lib, KAGENT_STR(name))); \
+    if (l.api.name == nullptr) {                                                      \
+      l.ok = false;                                                                   \
+      l.why = fmt::format("libcuda.so.1 has no symbol {} (driver too old?)", KAGENT_STR(name)); \
+    }                                                                                 \
+  }
+  KAGENT_DRIVER_FUNCTIONS(KAGENT_DRIVER_BIND)
+#undef KAGENT_DRIVER_BIND
   return l;
 }
 
@@ -54,9 +53,11 @@ const DriverApi* load_driver(std::string* why) {
 }
 
 std::string driver_error_text(const DriverApi& api, CUresult rc) {
-  const char* s = nullptr;
-  if (api.cuGetErrorString(rc, &s) != CUDA_SUCCESS || s == nullptr) return fmt::format("CUDA error {}", int(rc));
-  return fmt::format("{} (CUDA error {})", s, int(rc));
+  const char* name = nullptr;
+  const char* text = nullptr;
+  api.cuGetErrorName(rc, &name);
+  api.cuGetErrorString(rc, &text);
+  return fmt::format("{}: {}", name ? name : fmt::format("CUDA error {}", int(rc)), text ? text : "unknown error");
 }
 
 }  // namespace kagent

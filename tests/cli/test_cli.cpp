@@ -142,13 +142,28 @@ TEST_F(Cli, EvalCompileErrorIsTierMinusOne) {
   EXPECT_TRUE(has(r.output, "tier -1")) << r.output;
 }
 
-TEST_F(Cli, EvalWithoutGpuEvaluatorExits3) {
-  // This build stops after the offline checks: no GPU, or no GPU evaluator yet, is exit 3.
+TEST_F(Cli, EvalExitCodeFollowsTheVerdictOrTheMissingGpu) {
   auto r = kagent({"eval", tmp.write("c.cu", kGoodKernel).string(), "--op", example("vector_add/op.json")});
-  EXPECT_EQ(r.exit_code, 3) << r.output;
   if (query_gpus().gpus.empty()) {
+    EXPECT_EQ(r.exit_code, 3) << r.output;
     EXPECT_TRUE(has(r.output, "no GPU")) << r.output;
+  } else {
+    EXPECT_EQ(r.exit_code, 0) << r.output;  // a correct vector add
+    EXPECT_TRUE(has(r.output, "correctness: passed")) << r.output;
+    EXPECT_TRUE(has(r.output, "tier ")) << r.output;
   }
+}
+
+TEST_F(Cli, EvalJsonOnAGpu) {
+  if (query_gpus().gpus.empty()) GTEST_SKIP() << "no GPU: kagent eval --json needs one";
+  std::string wrong = kGoodKernel;
+  wrong.replace(wrong.find("a[i] + b[i]"), 11, "a[i] - b[i]");
+  auto r = kagent({"eval", "--json", tmp.write("w.cu", wrong).string(), "--op", example("vector_add/op.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["tier"], -1);
+  EXPECT_EQ(j["outcome"]["failure_stage"], "correctness");
+  EXPECT_EQ(j["outcome"]["mismatch"]["tensor"], "out");
 }
 
 TEST_F(Cli, DoctorReportsEachCheck) {

@@ -1,0 +1,87 @@
+// eval_latency: wall time of `kagent eval` work for bundled examples, cold (a new runner: process
+// start, CUDA context, module loads, reference timed) and warm (runner running, cubins cached,
+// reference timing cached), plus repeatability: the coefficient of variation of the candidate's
+// median over --repeat warm evaluations. Prints one table. Needs a GPU.
+// Usage: eval_latency [--reps N] [--repeat M]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "kagent/common/text_table.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/gpu/devices.hpp"
+
+using namespace kagent;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5, repeat = 10;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(2, std::atoi(argv[++i]));
+  }
+  if (query_gpus().gpus.empty()) {
+    fmt::print(stderr, "eval_latency: no GPU\n");
+    return 3;
+  }
+  const fs::path ex = fs::path(KAGENT_SOURCE_DIR) / "examples";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"vector_add/cand_naive.cu", "vector_add/op.json"},
+      {"vector_add/cand_vec4.cu", "vector_add/op.json"},
+      {"softmax/cand_online.cu", "softmax/op.json"},
+      {"softmax/ref.cu", "softmax/op.json"},
+  };
+  auto cache = std::make_shared<CompileCache>(fs::temp_directory_path() / "kagent-eval-bench-cache");
+  EvalOptions opt;
+  opt.runner_path = (fs::path(KAGENT_BINARY_DIR) / "kagent-runner").string();
+
+  TextTable t({"candidate", "kernel median ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
+  for (const auto& [cand_rel, op_rel] : cases) {
+    Op op = load_op(ex / op_rel);
+    Candidate cand = load_candidate(ex / cand_rel);
+    std::vector<double> cold, warm, medians;
+    EvalReport last;
+    for (int i = 0; i < reps; ++i) {  // cold: a fresh Evaluator, so a fresh runner each time
+      auto t0 = Clock::now();
+      Evaluator ev(opt, cache);
+      last = ev.evaluate(op, cand);
+      cold.push_back(seconds_since(t0));
+    }
+    Evaluator ev(opt, cache);
+    ev.evaluate(op, cand);  // prime: runner up, reference timed
+    for (int i = 0; i < std::max(reps, repeat); ++i) {
+      auto t0 = Clock::now();
+      EvalReport r = ev.evaluate(op, cand);
+      if (i < reps) warm.push_back(seconds_since(t0));
+      if (i < repeat && r.outcome.candidate_time) medians.push_back(r.outcome.candidate_time->median_ms);
+      last = r;
+    }
+    double mean = 0, var = 0;
+    for (double m : medians) mean += m / medians.size();
+    for (double m : medians) var += (m - mean) * (m - mean) / (medians.size() - 1);
+    const auto& ct = last.outcome.candidate_time;
+    t.add_row({cand_rel, ct ? fmt::format("{:.4f}", ct->median_ms) : "-", ct ? std::to_string(ct->n) : "-",
+               fmt::format("{:.3f}", median(cold)), fmt::format("{:.3f}", median(warm)),
+               fmt::format("{:.2f}", 100 * std::sqrt(var) / mean), std::to_string(last.reward.tier)});
+  }
+  fmt::print("eval_latency: medians of {} runs (cold = new runner), CV over {} warm evaluations\n{}", reps, repeat,
+             t.render());
+  return 0;
+}

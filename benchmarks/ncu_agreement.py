@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""ncu_agreement: kagent's timing against Nsight Compute on the same kernels.
+
+For each case: the median of kagent's candidate medians over --evals runs of `kagent eval --json`,
+and the median of `ncu --clock-control none --metrics gpu__time_duration.sum` over the profiled
+launches of the same kernel inside `kagent eval` (ncu follows kagent into kagent-runner). Prints a
+table of both and their ratio. Standard library only. Needs a GPU and ncu on PATH.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CASES = [
+    # candidate, op, kernel
+    ("examples/vector_add/cand_naive.cu", "examples/vector_add/op.json", "vector_add_grid_stride"),
+    ("examples/softmax/cand_online.cu", "examples/softmax/op.json", "softmax_online"),
+    ("examples/softmax/ref.cu", "examples/softmax/op.json", "softmax_ref"),
+]
+
+
+def kagent_median(kagent, cand, op, evals):
+    medians = []
+    for _ in range(evals):
+        out = subprocess.run([kagent, "eval", "--json", cand, "--op", op], capture_output=True, text=True, check=False)
+        j = json.loads(out.stdout)
+        medians.append(j["outcome"]["candidate_time"]["median_ms"])
+    return statistics.median(medians), medians
+
+
+def ncu_median(kagent, cand, op, kernel, skip, count):
+    cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--kernel-name", kernel,
+           "--launch-skip", str(skip), "--launch-count", str(count), "--target-processes", "all", "--csv",
+           "--print-units", "base", kagent, "eval", "--timeout", "600", cand, "--op", op]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    rows = [line for line in out.stdout.splitlines() if line.startswith('"')]
+    values = []
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            unit = row.get("Metric Unit", "nsecond")
+            v = float(row["Metric Value"].replace(",", ""))
+            scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6)
+            values.append(v * scale)
+    if not values:
+        sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
+        return None, 0
+    return statistics.median(values), len(values)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kagent", default="build/kagent")
+    ap.add_argument("--evals", type=int, default=3)
+    ap.add_argument("--skip", type=int, default=100, help="launches of the kernel to skip (correctness, warm-up)")
+    ap.add_argument("--count", type=int, default=200)
+    a = ap.parse_args()
+    print(f"{'kernel':<24} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11}")
+    for cand, op, kernel in CASES:
+        km, all_medians = kagent_median(a.kagent, cand, op, a.evals)
+        nm, n = ncu_median(a.kagent, cand, op, kernel, a.skip, a.count)
+        ratio = f"{km / nm:.4f}" if nm else "n/a"
+        nms = f"{nm:.4f}" if nm else "n/a"
+        print(f"{kernel:<24} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+#pragma once
+// The orchestrator side of an evaluation: compile the candidate (and the native reference and
+// kagent's harness kernels), hand them to this GPU's runner, turn the outcome into a reward.
+// kagent itself never creates a CUDA context.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kagent/compile/compiler.hpp"
+#include "kagent/eval/protocol.hpp"
+#include "kagent/eval/reward.hpp"
+#include "kagent/eval/runner_client.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent {
+
+struct EvalOptions {
+  int gpu = 0;
+  std::string arch;                       // empty: the GPU's
+  int trials = 0;                         // 0: the op's correctness_trials
+  bool timing = true;
+  std::chrono::milliseconds timeout{60000};  // wall-clock limit for one evaluation on the GPU
+  StopRule stop_rule;
+  std::string runner_path;                // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
+};
+
+struct EvalReport {
+  std::string candidate;  // path
+  std::string op;         // name
+  std::string arch;
+  CompileResult compile;
+  bool ran = false;       // the runner produced an outcome
+  EvalOutcome outcome;
+  Baselines baselines;
+  Reward reward;
+  std::string sandbox_warning;
+  bool reference_time_cached = false;  // the reference was timed by an earlier evaluation
+};
+
+class Evaluator {
+ public:
+  // Throws EnvError when no GPU can be used (no driver, no device).
+  Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache);
+  ~Evaluator();
+
+  // Throws InputError for a bad plan (unknown kernel, wrong argument count or size, unknown
+  // tensor) found before the GPU, EnvError for a missing environment. Everything about the
+  // candidate itself (compile errors, faults, hangs, wrong results) is in the report.
+  EvalReport evaluate(const Op& op, const Candidate& cand);
+
+  const std::string& arch() const { return arch_; }
+  RunnerClient& runner() { return *runner_; }
+
+ private:
+  std::string write_cubin(const CompileResult& r);
+
+  EvalOptions opt_;
+  std::string arch_;
+  Compiler compiler_;
+  std::unique_ptr<RunnerClient> runner_;
+  std::filesystem::path work_dir_;  // cubins handed to the runner; removed at destruction
+  // A native reference's timing is a baseline: measured once per (reference, shapes, arch) in
+  // this process, not again for every candidate.
+  std::map<std::string, TimingSummary> reference_times_;
+};
+
+// Text for people: compile line, verdict, mismatch, timing table, bandwidth, flags, reward.
+std::string render_report(const EvalReport& r);
+nlohmann::json report_json(const EvalReport& r);
+
+}  // namespace kagent

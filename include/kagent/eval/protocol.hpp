@@ -1,0 +1,82 @@
+#pragma once
+// The evaluate request kagent sends to kagent-runner, and the outcome it gets back (see
+// runner_client.hpp for the framing). Both sides use these types, so the JSON has one definition.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/eval/stats.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent {
+
+struct PlanSource {
+  std::string name;        // the candidate's path, for messages
+  std::string source;      // the .cu text (the runner parses its plan)
+  std::string cubin_path;  // compiled by kagent (NVRTC), read by the runner
+};
+
+struct EvalRequest {
+  uint64_t seed = 0;  // fresh per evaluation; trial t uses a seed derived from (seed, t)
+  int trials = 5;
+  Tolerance tolerance;
+  std::vector<TensorSpec> inputs, outputs;
+  PlanSource reference, candidate;
+  std::string harness_cubin_path;  // kagent's own kernels (src/runner/harness_kernels.cu)
+  bool timing = true;
+  bool time_reference = true;
+  StopRule stop_rule;
+  int check_every = 4;  // re-check outputs after every N-th timed sample (and after the last)
+};
+
+struct DeviceSummary {
+  std::string name;
+  int cc_major = 0, cc_minor = 0, sms = 0;
+  int64_t l2_bytes = 0;
+  double peak_gbs = 0;  // from memory clock and bus width
+};
+
+struct MismatchReport {
+  std::string tensor;
+  int trial = 0;
+  std::string when;  // "correctness" or "re-check after timing sample N"
+  uint64_t first_index = 0;
+  double candidate_value = 0, reference_value = 0;
+  uint64_t count = 0, nan_count = 0, numel = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+struct EvalOutcome {
+  bool correct = false;
+  std::string failure_stage;  // "", "plan", "launch", "correctness", "re-check", "timeout", "crash"
+  std::string message;        // one paragraph for failures, naming the launch/argument/tensor
+  std::optional<MismatchReport> mismatch;
+  std::vector<std::string> flags;  // degenerate reference, below the memory floor, ...
+  std::optional<TimingSummary> candidate_time, reference_time;
+  int64_t bytes_moved = 0;
+  double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;
+  int trials_run = 0, rechecks = 0;
+  int64_t flush_bytes = 0;
+  StopRule stop_rule;
+  DeviceSummary device;
+};
+
+void to_json(nlohmann::json& j, const TensorSpec& t);
+void from_json(const nlohmann::json& j, TensorSpec& t);
+void to_json(nlohmann::json& j, const StopRule& r);
+void from_json(const nlohmann::json& j, StopRule& r);
+void to_json(nlohmann::json& j, const TimingSummary& s);
+void from_json(const nlohmann::json& j, TimingSummary& s);
+void to_json(nlohmann::json& j, const EvalRequest& r);
+void from_json(const nlohmann::json& j, EvalRequest& r);
+void to_json(nlohmann::json& j, const MismatchReport& m);
+void from_json(const nlohmann::json& j, MismatchReport& m);
+void to_json(nlohmann::json& j, const DeviceSummary& d);
+void from_json(const nlohmann::json& j, DeviceSummary& d);
+void to_json(nlohmann::json& j, const EvalOutcome& o);
+void from_json(const nlohmann::json& j, EvalOutcome& o);
+
+}  // namespace kagent

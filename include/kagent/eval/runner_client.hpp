@@ -1,0 +1,84 @@
+#pragma once
+// The orchestrator's handle on one kagent-runner process (one per GPU): starts it sandboxed,
+// sends JSON-line requests, enforces a wall-clock limit per request, and restarts it after a
+// hang, a crash or a sticky CUDA error. kagent itself never creates a CUDA context.
+//
+// Protocol (JSON lines):
+//   runner -> stdout, once at start: {"hello": "kagent-runner", "version": "...", "pid": N,
+//                                      "sandbox": {"no_new_privs": bool, "netns": bool, "warning": "..."}}
+//   kagent -> stdin:  {"id": N, "cmd": "...", ...}      one line per request
+//   runner -> stdout: {"id": N, "ok": bool, ...}        one line per request
+//   runner -> stderr: "kagent-phase: <text>" before each step that can hang or fault (so a
+//                     timeout or crash can name the launch), and free-form log lines.
+//   A reply may carry "restart": true (sticky CUDA error): the runner exits after replying and
+//   the next request starts a fresh one.
+#include <sys/types.h>
+
+#include <chrono>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kagent {
+
+struct RunnerOptions {
+  std::string runner_path;        // the kagent-runner executable
+  std::vector<std::string> args;  // extra arguments for it
+  int gpu = 0;                    // passed as KAGENT_GPU in its environment
+  std::chrono::milliseconds start_timeout{30000};  // until the hello line
+  bool sandbox = true;            // no_new_privs, rlimits, scrubbed environment (see sandbox.hpp)
+};
+
+struct RunnerReply {
+  enum class Failure { none, timeout, crashed, protocol, start };
+  Failure failure = Failure::none;
+  nlohmann::json body;     // the reply line (when failure == none)
+  std::string message;     // for failures: what happened, naming the last phase
+  std::string last_phase;  // the last "kagent-phase:" text seen during this request
+  std::string stderr_tail; // the runner's last stderr lines (not phases), for diagnostics
+  bool ok() const { return failure == Failure::none; }
+};
+
+// Not thread-safe: one client per GPU worker. The runner is started with PR_SET_PDEATHSIG, which
+// fires when the *thread* that started it exits: use a client from a thread that outlives it.
+class RunnerClient {
+ public:
+  explicit RunnerClient(RunnerOptions options);
+  ~RunnerClient();  // stops the runner (closes stdin, then SIGKILL after a grace period)
+  RunnerClient(const RunnerClient&) = delete;
+  RunnerClient& operator=(const RunnerClient&) = delete;
+
+  // Sends one request (an "id" is added) and waits at most `timeout` for its reply. Starts the
+  // runner first if none is running. On timeout the runner is killed (its whole process group)
+  // and the failure names the last phase; on a crash, the signal or exit code and the stderr
+  // tail. After any failure, or a reply with "restart": true, the next request starts afresh.
+  RunnerReply request(nlohmann::json req, std::chrono::milliseconds timeout);
+
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  int starts() const { return starts_; }              // how many runners were started so far
+  const nlohmann::json& hello() const { return hello_; }  // the last hello line
+  const std::string& sandbox_warning() const { return sandbox_warning_; }
+
+ private:
+  bool start(RunnerReply& failure);
+  void stop(bool kill_now);
+  // Reads from stdout/stderr until a full stdout line arrives or the deadline passes.
+  bool read_line(std::string& line, std::chrono::steady_clock::time_point deadline, RunnerReply& r);
+  void take_stderr(RunnerReply* r);
+
+  RunnerOptions opt_;
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1, err_child_ = -1;
+  std::string out_buf_, err_buf_;
+  std::deque<std::string> err_tail_;
+  nlohmann::json hello_;
+  std::string sandbox_warning_;
+  int starts_ = 0;
+  long next_id_ = 1;
+  bool restart_pending_ = false;
+};
+
+}  // namespace kagent

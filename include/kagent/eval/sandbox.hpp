@@ -1,0 +1,31 @@
+#pragma once
+// What the runner's sandbox consists of. The orchestrator applies the process-level parts
+// between fork and exec (apply_child_limits, scrubbed_environment); the runner applies the
+// namespace part itself at start-up, before any CUDA call (enter_network_namespace), and
+// reports the outcome in its hello line.
+#include <string>
+#include <vector>
+
+namespace kagent {
+
+// In the forked child, before exec: own process group, die with the parent (PR_SET_PDEATHSIG),
+// PR_SET_NO_NEW_PRIVS, RLIMIT_CORE 0, RLIMIT_FSIZE 1 GiB, RLIMIT_NPROC 4096 (lowered only).
+// Async-signal-safe; returns false (errno set) if a step failed.
+bool apply_child_limits();
+
+// The runner's environment: PATH, HOME, TMPDIR, LANG=C, the variables the CUDA driver needs
+// (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, CUDA_MODULE_LOADING, LD_LIBRARY_PATH, NVIDIA_*),
+// kagent's cache location, profiler injection (LD_PRELOAD, CUDA_INJECTION64_PATH, NV_*, NSYS_*,
+// NCU_*, NVTX_*: ncu and compute-sanitizer must see the runner), plus the given extras
+// ("NAME=value"). API keys and everything else are dropped.
+std::vector<std::string> scrubbed_environment(const std::vector<std::string>& extra);
+
+struct NetnsResult {
+  bool entered = false;
+  std::string warning;  // set when no namespace could be made: one line saying why
+};
+// unshare(CLONE_NEWNET); if not permitted, a user namespace plus a network namespace (mapping
+// the current uid and gid); else a warning. Must run before the process starts threads.
+NetnsResult enter_network_namespace();
+
+}  // namespace kagent

@@ -1,0 +1,46 @@
+#pragma once
+// Timing statistics and the stopping rule of MEASUREMENT.md. Pure functions: the runner (and the
+// reference server's Python twin) feed them samples; unit tests run everywhere.
+#include <string>
+#include <vector>
+
+namespace kagent {
+
+struct TimingSummary {
+  int n = 0;
+  double median_ms = 0, mean_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0, stdev_ms = 0;
+  double rse_median = 0;   // relative standard error of the median (see relative_se_of_median)
+  double gpu_time_s = 0;   // sum of the samples
+  std::string stop_reason; // why sampling stopped ("converged", "max samples", ...)
+};
+
+// Summary of samples in milliseconds (any order). Percentiles by linear interpolation.
+TimingSummary summarize(const std::vector<double>& samples_ms);
+
+// Relative standard error of the median, from the asymptotic formula for the median of a normal
+// sample, SE = 1.2533 * stdev / sqrt(n), divided by the median. 0 for fewer than 2 samples.
+double relative_se_of_median(const std::vector<double>& samples_ms);
+
+// Every knob of the stopping rule; printed with the results so a number can be reproduced.
+struct StopRule {
+  int min_samples = 20;
+  double min_gpu_s = 0.1;
+  double target_rse = 0.005;  // 0.5 %
+  int max_samples = 1000;
+  double max_gpu_s = 2.0;
+  double max_wall_s = 10.0;
+};
+
+struct StopDecision {
+  bool stop = false;
+  std::string reason;  // "converged", "max samples", "max GPU time", "max wall time"; empty when !stop
+};
+
+// Stop when (n >= min_samples and gpu time >= min_gpu_s and (RSE of the median <= target or
+// SEM/mean <= target)), or when any cap is reached.
+StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule);
+
+// Warm-up: at least 3 runs and at least 50 ms of GPU time.
+bool warmup_done(int runs, double gpu_ms);
+
+}  // namespace kagent

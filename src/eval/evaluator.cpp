@@ -1,0 +1,215 @@
+#include "kagent/eval/evaluator.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/hash.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/common/text_table.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/eval/harness_source.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/spec/plan_check.hpp"
+
+namespace kagent {
+
+namespace {
+
+std::string runner_path(const EvalOptions& opt) {
+  if (!opt.runner_path.empty()) return opt.runner_path;
+  if (const char* r = std::getenv("KAGENT_RUNNER"); r != nullptr && *r != '\0') return r;
+  return (std::filesystem::path(self_dir()) / "kagent-runner").string();
+}
+
+std::filesystem::path make_work_dir() {
+  std::string templ = (std::filesystem::temp_directory_path() / "kagent-eval-XXXXXX").string();
+  if (mkdtemp(templ.data()) == nullptr) throw EnvError(fmt::format("cannot create a temporary folder in {}", templ));
+  return templ;
+}
+
+// Seeds come from the OS: an evaluation's inputs cannot be guessed or replayed by a candidate.
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+CompileResult compile_plan(const Compiler& c, const Candidate& cand, const Op& op, const std::string& arch) {
+  check_plan_tensors(cand, op.tensor_names());
+  CompileResult r = c.compile(cand, arch);
+  if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
+  return r;
+}
+
+}  // namespace
+
+Evaluator::Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache)
+    : opt_(std::move(options)), compiler_(find_cuda_paths(), std::move(cache)) {
+  GpuInventory inv = query_gpus();
+  if (inv.gpus.empty()) throw EnvError(fmt::format("no GPU to evaluate on: {}", inv.problem));
+  if (opt_.gpu < 0 || opt_.gpu >= static_cast<int>(inv.gpus.size()))
+    throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s)", opt_.gpu, inv.gpus.size()));
+  const GpuInfo& g = inv.gpus[static_cast<size_t>(opt_.gpu)];
+  arch_ = opt_.arch.empty() ? arch_for_capability(g.cc_major, g.cc_minor) : opt_.arch;
+  check_arch(arch_);
+  RunnerOptions ro;
+  ro.runner_path = runner_path(opt_);
+  ro.gpu = opt_.gpu;
+  runner_ = std::make_unique<RunnerClient>(ro);
+  work_dir_ = make_work_dir();
+}
+
+Evaluator::~Evaluator() {
+  runner_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(work_dir_, ec);
+}
+
+std::string Evaluator::write_cubin(const CompileResult& r) {
+  auto path = work_dir_ / (r.key + ".cubin");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) write_file_atomic(path, r.cubin);
+  return path.string();
+}
+
+EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
+  EvalReport rep;
+  rep.candidate = cand.path.string();
+  rep.op = op.name;
+  rep.arch = arch_;
+  if (op.ref_kind != RefKind::cuda)
+    throw EnvError(fmt::format("{}: PyTorch references need the reference server, which this build lacks",
+                               op.path.string()));
+
+  rep.compile = compile_plan(compiler_, cand, op, arch_);
+  if (!rep.compile.ok) {
+    rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
+    return rep;
+  }
+  Candidate ref = load_candidate(op.reference);
+  CompileResult ref_c = compile_plan(compiler_, ref, op, arch_);
+  if (!ref_c.ok) throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), ref_c.log));
+  CompileResult harness_c = compiler_.compile(harness_kernels(), arch_);
+  if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);
+
+  EvalRequest rq;
+  rq.seed = fresh_seed();
+  rq.trials = opt_.trials > 0 ? opt_.trials : op.correctness_trials;
+  rq.tolerance = op.tolerance;
+  rq.inputs = op.inputs;
+  rq.outputs = op.outputs;
+  rq.reference = {op.reference.string(), ref.source, write_cubin(ref_c)};
+  rq.candidate = {cand.path.string(), cand.source, write_cubin(rep.compile)};
+  rq.harness_cubin_path = write_cubin(harness_c);
+  rq.timing = opt_.timing;
+  rq.stop_rule = opt_.stop_rule;
+  const std::string ref_key = Hasher()
+                                  .add_field(ref_c.key)
+                                  .add_field(nlohmann::json(op.inputs).dump())
+                                  .add_field(nlohmann::json(op.outputs).dump())
+                                  .add_field(nlohmann::json(opt_.stop_rule).dump())
+                                  .hex();
+  auto cached_ref = reference_times_.find(ref_key);
+  rq.time_reference = cached_ref == reference_times_.end();
+
+  RunnerReply reply = runner_->request(rq, opt_.timeout);
+  rep.sandbox_warning = runner_->sandbox_warning();
+  if (!reply.ok()) {
+    // The runner hung or died: the candidate's doing (the runner restarts for the next one).
+    rep.ran = true;
+    rep.outcome.failure_stage = reply.failure == RunnerReply::Failure::timeout ? "timeout" : "crash";
+    rep.outcome.message = reply.message;
+    if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
+  } else if (!reply.body.value("ok", false)) {
+    std::string err = reply.body.value("error", "unknown runner error");
+    if (reply.body.value("environment", false)) throw EnvError(err);
+    throw Error(ExitCode::environment, "kagent-runner: " + err);
+  } else {
+    rep.ran = true;
+    rep.outcome = reply.body.at("outcome").get<EvalOutcome>();
+    if (rep.outcome.reference_time) reference_times_[ref_key] = *rep.outcome.reference_time;
+  }
+  if (rep.outcome.candidate_time && !rep.outcome.reference_time && cached_ref != reference_times_.end()) {
+    rep.outcome.reference_time = cached_ref->second;
+    rep.reference_time_cached = true;
+  }
+
+  if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
+  rep.baselines.compile_ms = op.compile_baseline_ms;
+  std::optional<double> cand_ms;
+  if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
+  rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines);
+  return rep;
+}
+
+std::string render_report(const EvalReport& r) {
+  std::string out;
+  const auto& o = r.outcome;
+  out += fmt::format("{}  {}  compiled in {:.3f} s{}\n", r.candidate, r.arch, r.compile.seconds,
+                     r.compile.cache_hit ? " (cached)" : "");
+  if (!r.compile.ok) {
+    out += r.compile.log;
+    out += fmt::format("\ntier {}: {}\n", r.reward.tier, r.reward.reason);
+    return out;
+  }
+  out += fmt::format("device: {} ({} SMs, L2 {} MiB, peak {:.0f} GB/s)\n", o.device.name, o.device.sms,
+                     o.device.l2_bytes >> 20, o.device.peak_gbs);
+  if (o.correct) {
+    out += fmt::format("correctness: passed {} trial(s); outputs re-checked {} time(s) during and after timing\n",
+                       o.trials_run, o.rechecks);
+  } else {
+    out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage.empty() ? "unknown" : o.failure_stage,
+                       o.message);
+  }
+  if (o.candidate_time) {
+    TextTable t({"", "median ms", "mean ms", "min ms", "p10 ms", "p90 ms", "stdev ms", "n", "stopped"});
+    auto row = [&](const char* who, const TimingSummary& s) {
+      t.add_row({who, fmt::format("{:.4f}", s.median_ms), fmt::format("{:.4f}", s.mean_ms), fmt::format("{:.4f}", s.min_ms),
+                 fmt::format("{:.4f}", s.p10_ms), fmt::format("{:.4f}", s.p90_ms), fmt::format("{:.4f}", s.stdev_ms),
+                 std::to_string(s.n), s.stop_reason});
+    };
+    row("candidate", *o.candidate_time);
+    if (o.reference_time) row(r.reference_time_cached ? "reference*" : "reference", *o.reference_time);
+    out += "\n" + t.render();
+    if (r.reference_time_cached) out += "* timed by an earlier evaluation of this operator in this process\n";
+    out += fmt::format("bandwidth: {:.0f} GB/s achieved ({:.1f}% of peak), memory floor {:.4f} ms for {} bytes\n",
+                       o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
+    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: >= {} samples and >= {} s GPU time, "
+                       "RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall\n",
+                       o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
+                       o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
+  }
+  for (const auto& f : o.flags) out += fmt::format("flag: {}\n", f);
+  if (!r.sandbox_warning.empty()) out += fmt::format("warning: {}\n", r.sandbox_warning);
+  auto speed = [](const std::optional<double>& s) { return s ? fmt::format("{:.3f}x", *s) : std::string("n/a"); };
+  out += fmt::format("speedup: {} vs eager (reference), {} vs compile\n", speed(r.reward.speedup_vs_eager),
+                     speed(r.reward.speedup_vs_compile));
+  out += fmt::format("tier {}: {}\n", r.reward.tier, r.reward.reason);
+  return out;
+}
+
+nlohmann::json report_json(const EvalReport& r) {
+  nlohmann::json j = {{"candidate", r.candidate},
+                      {"op", r.op},
+                      {"arch", r.arch},
+                      {"compile", {{"ok", r.compile.ok}, {"log", r.compile.log}, {"seconds", r.compile.seconds},
+                                   {"cache_hit", r.compile.cache_hit}, {"kernels", r.compile.kernels}}},
+                      {"tier", r.reward.tier},
+                      {"reason", r.reward.reason}};
+  j["speedup_vs_eager"] = r.reward.speedup_vs_eager ? nlohmann::json(*r.reward.speedup_vs_eager) : nlohmann::json();
+  j["speedup_vs_compile"] = r.reward.speedup_vs_compile ? nlohmann::json(*r.reward.speedup_vs_compile) : nlohmann::json();
+  j["baselines"] = {{"eager_ms", r.baselines.eager_ms ? nlohmann::json(*r.baselines.eager_ms) : nlohmann::json()},
+                    {"compile_ms", r.baselines.compile_ms ? nlohmann::json(*r.baselines.compile_ms) : nlohmann::json()}};
+  if (r.ran) j["outcome"] = r.outcome;
+  if (!r.sandbox_warning.empty()) j["sandbox_warning"] = r.sandbox_warning;
+  return j;
+}
+
+}  // namespace kagent

@@ -1,0 +1,200 @@
+#include "kagent/eval/protocol.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace kagent {
+
+namespace {
+
+std::string_view init_kind_name(InitSpec::Kind k) {
+  switch (k) {
+    case InitSpec::Kind::randn: return "randn";
+    case InitSpec::Kind::rand: return "rand";
+    case InitSpec::Kind::uniform: return "uniform";
+    case InitSpec::Kind::normal: return "normal";
+    case InitSpec::Kind::randint: return "randint";
+  }
+  return "randn";
+}
+
+InitSpec::Kind init_kind_from(const std::string& s) {
+  for (auto k : {InitSpec::Kind::randn, InitSpec::Kind::rand, InitSpec::Kind::uniform, InitSpec::Kind::normal,
+                 InitSpec::Kind::randint})
+    if (init_kind_name(k) == s) return k;
+  throw std::invalid_argument("unknown init kind '" + s + "'");
+}
+
+template <typename T>
+void opt_to(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+  else j[key] = nullptr;
+}
+template <typename T>
+void opt_from(const nlohmann::json& j, const char* key, std::optional<T>& v) {
+  if (j.contains(key) && !j.at(key).is_null()) v = j.at(key).get<T>();
+  else v.reset();
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const TensorSpec& t) {
+  j = {{"name", t.name},
+       {"shape", t.shape},
+       {"dtype", dtype_name(t.dtype)},
+       {"init", {{"kind", init_kind_name(t.init.kind)}, {"a", t.init.a}, {"b", t.init.b}, {"text", t.init.text}}}};
+}
+void from_json(const nlohmann::json& j, TensorSpec& t) {
+  j.at("name").get_to(t.name);
+  j.at("shape").get_to(t.shape);
+  auto dt = parse_dtype(j.at("dtype").get<std::string>());
+  if (!dt) throw std::invalid_argument("unknown dtype " + j.at("dtype").dump());
+  t.dtype = *dt;
+  const auto& init = j.at("init");
+  t.init.kind = init_kind_from(init.at("kind").get<std::string>());
+  init.at("a").get_to(t.init.a);
+  init.at("b").get_to(t.init.b);
+  t.init.text = init.value("text", "");
+}
+
+void to_json(nlohmann::json& j, const StopRule& r) {
+  j = {{"min_samples", r.min_samples}, {"min_gpu_s", r.min_gpu_s}, {"target_rse", r.target_rse},
+       {"max_samples", r.max_samples}, {"max_gpu_s", r.max_gpu_s}, {"max_wall_s", r.max_wall_s}};
+}
+void from_json(const nlohmann::json& j, StopRule& r) {
+  j.at("min_samples").get_to(r.min_samples);
+  j.at("min_gpu_s").get_to(r.min_gpu_s);
+  j.at("target_rse").get_to(r.target_rse);
+  j.at("max_samples").get_to(r.max_samples);
+  j.at("max_gpu_s").get_to(r.max_gpu_s);
+  j.at("max_wall_s").get_to(r.max_wall_s);
+}
+
+void to_json(nlohmann::json& j, const TimingSummary& s) {
+  j = {{"n", s.n},           {"median_ms", s.median_ms}, {"mean_ms", s.mean_ms},       {"min_ms", s.min_ms},
+       {"p10_ms", s.p10_ms}, {"p90_ms", s.p90_ms},       {"stdev_ms", s.stdev_ms},     {"rse_median", s.rse_median},
+       {"gpu_time_s", s.gpu_time_s}, {"stop_reason", s.stop_reason}};
+}
+void from_json(const nlohmann::json& j, TimingSummary& s) {
+  j.at("n").get_to(s.n);
+  j.at("median_ms").get_to(s.median_ms);
+  j.at("mean_ms").get_to(s.mean_ms);
+  j.at("min_ms").get_to(s.min_ms);
+  j.at("p10_ms").get_to(s.p10_ms);
+  j.at("p90_ms").get_to(s.p90_ms);
+  j.at("stdev_ms").get_to(s.stdev_ms);
+  j.at("rse_median").get_to(s.rse_median);
+  j.at("gpu_time_s").get_to(s.gpu_time_s);
+  j.at("stop_reason").get_to(s.stop_reason);
+}
+
+void to_json(nlohmann::json& j, const EvalRequest& r) {
+  auto plan = [](const PlanSource& p) {
+    return nlohmann::json{{"name", p.name}, {"source", p.source}, {"cubin_path", p.cubin_path}};
+  };
+  j = {{"cmd", "evaluate"},
+       {"seed", r.seed},
+       {"trials", r.trials},
+       {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
+       {"inputs", r.inputs},
+       {"outputs", r.outputs},
+       {"reference", plan(r.reference)},
+       {"candidate", plan(r.candidate)},
+       {"harness_cubin_path", r.harness_cubin_path},
+       {"timing", r.timing},
+       {"time_reference", r.time_reference},
+       {"stop_rule", r.stop_rule},
+       {"check_every", r.check_every}};
+}
+void from_json(const nlohmann::json& j, EvalRequest& r) {
+  auto plan = [](const nlohmann::json& p) {
+    return PlanSource{p.at("name").get<std::string>(), p.at("source").get<std::string>(),
+                      p.at("cubin_path").get<std::string>()};
+  };
+  j.at("seed").get_to(r.seed);
+  j.at("trials").get_to(r.trials);
+  j.at("tolerance").at("atol").get_to(r.tolerance.atol);
+  j.at("tolerance").at("rtol").get_to(r.tolerance.rtol);
+  j.at("inputs").get_to(r.inputs);
+  j.at("outputs").get_to(r.outputs);
+  r.reference = plan(j.at("reference"));
+  r.candidate = plan(j.at("candidate"));
+  j.at("harness_cubin_path").get_to(r.harness_cubin_path);
+  j.at("timing").get_to(r.timing);
+  j.at("time_reference").get_to(r.time_reference);
+  j.at("stop_rule").get_to(r.stop_rule);
+  j.at("check_every").get_to(r.check_every);
+}
+
+void to_json(nlohmann::json& j, const MismatchReport& m) {
+  j = {{"tensor", m.tensor},       {"trial", m.trial},     {"when", m.when},
+       {"first_index", m.first_index}, {"candidate_value", m.candidate_value},
+       {"reference_value", m.reference_value}, {"count", m.count}, {"nan_count", m.nan_count},
+       {"numel", m.numel},         {"max_abs", m.max_abs}, {"max_rel", m.max_rel}};
+}
+void from_json(const nlohmann::json& j, MismatchReport& m) {
+  j.at("tensor").get_to(m.tensor);
+  j.at("trial").get_to(m.trial);
+  j.at("when").get_to(m.when);
+  j.at("first_index").get_to(m.first_index);
+  // NaN and infinities travel as null in JSON.
+  m.candidate_value = j.at("candidate_value").is_null() ? std::nan("") : j.at("candidate_value").get<double>();
+  m.reference_value = j.at("reference_value").is_null() ? std::nan("") : j.at("reference_value").get<double>();
+  j.at("count").get_to(m.count);
+  j.at("nan_count").get_to(m.nan_count);
+  j.at("numel").get_to(m.numel);
+  m.max_abs = j.at("max_abs").is_null() ? INFINITY : j.at("max_abs").get<double>();
+  m.max_rel = j.at("max_rel").is_null() ? INFINITY : j.at("max_rel").get<double>();
+}
+
+void to_json(nlohmann::json& j, const DeviceSummary& d) {
+  j = {{"name", d.name}, {"cc_major", d.cc_major}, {"cc_minor", d.cc_minor},
+       {"sms", d.sms},   {"l2_bytes", d.l2_bytes}, {"peak_gbs", d.peak_gbs}};
+}
+void from_json(const nlohmann::json& j, DeviceSummary& d) {
+  j.at("name").get_to(d.name);
+  j.at("cc_major").get_to(d.cc_major);
+  j.at("cc_minor").get_to(d.cc_minor);
+  j.at("sms").get_to(d.sms);
+  j.at("l2_bytes").get_to(d.l2_bytes);
+  j.at("peak_gbs").get_to(d.peak_gbs);
+}
+
+void to_json(nlohmann::json& j, const EvalOutcome& o) {
+  j = {{"correct", o.correct},
+       {"failure_stage", o.failure_stage},
+       {"message", o.message},
+       {"flags", o.flags},
+       {"bytes_moved", o.bytes_moved},
+       {"memory_floor_ms", o.memory_floor_ms},
+       {"achieved_gbs", o.achieved_gbs},
+       {"bandwidth_share", o.bandwidth_share},
+       {"trials_run", o.trials_run},
+       {"rechecks", o.rechecks},
+       {"flush_bytes", o.flush_bytes},
+       {"stop_rule", o.stop_rule},
+       {"device", o.device}};
+  opt_to(j, "mismatch", o.mismatch);
+  opt_to(j, "candidate_time", o.candidate_time);
+  opt_to(j, "reference_time", o.reference_time);
+}
+void from_json(const nlohmann::json& j, EvalOutcome& o) {
+  j.at("correct").get_to(o.correct);
+  j.at("failure_stage").get_to(o.failure_stage);
+  j.at("message").get_to(o.message);
+  j.at("flags").get_to(o.flags);
+  j.at("bytes_moved").get_to(o.bytes_moved);
+  j.at("memory_floor_ms").get_to(o.memory_floor_ms);
+  j.at("achieved_gbs").get_to(o.achieved_gbs);
+  j.at("bandwidth_share").get_to(o.bandwidth_share);
+  j.at("trials_run").get_to(o.trials_run);
+  j.at("rechecks").get_to(o.rechecks);
+  j.at("flush_bytes").get_to(o.flush_bytes);
+  j.at("stop_rule").get_to(o.stop_rule);
+  j.at("device").get_to(o.device);
+  opt_from(j, "mismatch", o.mismatch);
+  opt_from(j, "candidate_time", o.candidate_time);
+  opt_from(j, "reference_time", o.reference_time);
+}
+
+}  // namespace kagent

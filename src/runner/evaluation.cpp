@@ -1,0 +1,274 @@
+#include "evaluation.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "kagent/common/files.hpp"
+#include "plan_executor.hpp"
+
+namespace kagent::runner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class Events {
+ public:
+  Events() {
+    check(cu().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(cu().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~Events() {
+    cu().cuEventDestroy(start_);
+    cu().cuEventDestroy(stop_);
+  }
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+class Evaluation {
+ public:
+  Evaluation(const Device& dev, Harness& h, const EvalRequest& rq) : dev_(dev), h_(h), rq_(rq) {}
+  EvaluationResult run();
+
+ private:
+  void allocate();
+  void new_inputs(int trial);
+  void restore_inputs();
+  void poison(const std::vector<DeviceBuffer>& bufs);
+  TensorMap tensors(const std::vector<DeviceBuffer>& outs) const;
+  // Compares candidate outputs with reference outputs; fills the mismatch report and returns false
+  // on the first tensor that fails.
+  bool outputs_match(int trial, const std::string& when, EvalOutcome& o);
+  void flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o);
+  TimingSummary time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
+                          bool recheck, EvalOutcome& o, bool& recheck_failed);
+
+  const Device& dev_;
+  Harness& h_;
+  const EvalRequest& rq_;
+  std::vector<DeviceBuffer> in_, pristine_, ref_out_, cand_out_;
+  DeviceBuffer flush_;
+  uint32_t flush_value_ = 0;
+};
+
+TensorMap Evaluation::tensors(const std::vector<DeviceBuffer>& outs) const {
+  TensorMap m;
+  for (size_t i = 0; i < rq_.inputs.size(); ++i)
+    m[rq_.inputs[i].name] = {rq_.inputs[i].shape, rq_.inputs[i].dtype, in_[i].get(), in_[i].bytes()};
+  for (size_t i = 0; i < rq_.outputs.size(); ++i)
+    m[rq_.outputs[i].name] = {rq_.outputs[i].shape, rq_.outputs[i].dtype, outs[i].get(), outs[i].bytes()};
+  return m;
+}
+
+void Evaluation::allocate() {
+  for (const auto& t : rq_.inputs) {
+    in_.emplace_back(static_cast<size_t>(t.bytes()));
+    pristine_.emplace_back(static_cast<size_t>(t.bytes()));
+  }
+  for (const auto& t : rq_.outputs) {
+    ref_out_.emplace_back(static_cast<size_t>(t.bytes()));
+    cand_out_.emplace_back(static_cast<size_t>(t.bytes()));
+  }
+  // Twice the L2, written before every timed sample, so no sample starts with a warm cache.
+  flush_ = DeviceBuffer(static_cast<size_t>(std::max<int64_t>(dev_.summary().l2_bytes, 1 << 20) * 2));
+}
+
+void Evaluation::new_inputs(int trial) {
+  const uint64_t trial_seed = splitmix64(rq_.seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(trial + 1));
+  for (size_t i = 0; i < rq_.inputs.size(); ++i) {
+    const TensorSpec& t = rq_.inputs[i];
+    h_.fill(in_[i].get(), t.numel(), t.dtype, t.init, splitmix64(trial_seed + i));
+    check(cu().cuMemcpyDtoDAsync(pristine_[i].get(), in_[i].get(), in_[i].bytes(), dev_.stream()), "copy inputs");
+  }
+}
+
+void Evaluation::restore_inputs() {
+  for (size_t i = 0; i < in_.size(); ++i)
+    check(cu().cuMemcpyDtoDAsync(in_[i].get(), pristine_[i].get(), in_[i].bytes(), dev_.stream()), "restore inputs");
+}
+
+void Evaluation::poison(const std::vector<DeviceBuffer>& bufs) {
+  // 0xFF bytes: NaN in every float format, -1 in integers; an element never written fails.
+  for (const auto& b : bufs) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison outputs");
+}
+
+void Evaluation::flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o) {
+  // A reference that is all (near) zero or constant cannot tell a correct kernel from an empty one.
+  if (c.ref_max_abs <= 1e-6) {
+    o.flags.push_back(fmt::format("degenerate reference: output '{}' is all (near) zero (max |ref| = {:.3g})", name,
+                                  c.ref_max_abs));
+  } else if (c.ref_min == c.ref_max) {
+    o.flags.push_back(fmt::format("degenerate reference: output '{}' is constant ({:.6g})", name, c.ref_min));
+  }
+}
+
+bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o) {
+  for (size_t i = 0; i < rq_.outputs.size(); ++i) {
+    const TensorSpec& t = rq_.outputs[i];
+    CompareResult c = h_.compare(cand_out_[i].get(), ref_out_[i].get(), t.numel(), t.dtype, rq_.tolerance);
+    if (trial == 0 && when == "correctness") flag_degenerate(t.name, c, o);
+    if (c.mismatches == 0) continue;
+    MismatchReport m;
+    m.tensor = t.name;
+    m.trial = trial;
+    m.when = when;
+    m.first_index = c.first_bad;
+    m.candidate_value = h_.read(cand_out_[i].get(), static_cast<int64_t>(c.first_bad), t.dtype);
+    m.reference_value = h_.read(ref_out_[i].get(), static_cast<int64_t>(c.first_bad), t.dtype);
+    m.count = c.mismatches;
+    m.nan_count = c.nan_mismatches;
+    m.numel = static_cast<uint64_t>(t.numel());
+    m.max_abs = c.max_abs;
+    m.max_rel = c.max_rel;
+    o.mismatch = m;
+    o.message = fmt::format(
+        "output '{}' differs from the reference ({}, trial {}): {} of {} elements outside atol={:g} rtol={:g} "
+        "({} NaN/Inf mismatches); first at index {}: candidate {:.8g}, reference {:.8g}; max abs error {:.3g}, "
+        "max rel error {:.3g}",
+        t.name, when, trial, m.count, m.numel, rq_.tolerance.atol, rq_.tolerance.rtol, m.nan_count, m.first_index,
+        m.candidate_value, m.reference_value, m.max_abs, m.max_rel);
+    return false;
+  }
+  return true;
+}
+
+TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs,
+                                    const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
+  Events ev;
+  const unsigned flush_words = static_cast<unsigned>(flush_.bytes() / 4);
+  const auto wall0 = Clock::now();
+  auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
+
+  // One sample: L2 persisting lines reset, inputs restored, outputs and scratch poisoned, L2
+  // flushed; all of it queued before the start event, then the plan, then the stop event.
+  auto sample = [&]() -> double {
+    check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
+    restore_inputs();
+    poison(outs);
+    plan.poison_scratch();
+    check(cu().cuMemsetD32Async(flush_.get(), ++flush_value_, flush_words, dev_.stream()), "L2 flush");
+    check(cu().cuEventRecord(ev.start_, dev_.stream()), "cuEventRecord");
+    plan.run(false, label);
+    check(cu().cuEventRecord(ev.stop_, dev_.stream()), "cuEventRecord");
+    check(cu().cuEventSynchronize(ev.stop_), label);
+    float ms = 0;
+    check(cu().cuEventElapsedTime(&ms, ev.start_, ev.stop_), "cuEventElapsedTime");
+    return ms;
+  };
+
+  phase(label + ": warm-up");
+  int runs = 0;
+  double warm_ms = 0;
+  while (!warmup_done(runs, warm_ms) && wall_s() < rq_.stop_rule.max_wall_s) {
+    warm_ms += sample();
+    ++runs;
+  }
+  phase(label + ": sampling");
+  std::vector<double> samples;
+  StopDecision d;
+  while (!d.stop) {
+    samples.push_back(sample());
+    // Outputs checked right after the stop event: deferred or racy work cannot hide.
+    if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.check_every)) == 0) {
+      ++o.rechecks;
+      if (!outputs_match(rq_.trials - 1, fmt::format("re-check after timing sample {}", samples.size()), o)) {
+        recheck_failed = true;
+        break;
+      }
+    }
+    d = should_stop(samples, wall_s(), rq_.stop_rule);
+  }
+  if (recheck && !recheck_failed) {
+    ++o.rechecks;
+    if (!outputs_match(rq_.trials - 1, "re-check after timing", o)) recheck_failed = true;
+  }
+  TimingSummary s = summarize(samples);
+  s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
+  return s;
+}
+
+EvaluationResult Evaluation::run() {
+  EvaluationResult res;
+  EvalOutcome& o = res.outcome;
+  o.device = dev_.summary();
+  o.stop_rule = rq_.stop_rule;
+  try {
+    allocate();
+    o.flush_bytes = static_cast<int64_t>(flush_.bytes());
+    Candidate ref = parse_candidate(rq_.reference.source, rq_.reference.name);
+    Candidate cand = parse_candidate(rq_.candidate.source, rq_.candidate.name);
+    Module ref_mod(read_text_file(rq_.reference.cubin_path));
+    Module cand_mod(read_text_file(rq_.candidate.cubin_path));
+    PlanExecutor ref_plan(dev_, ref_mod, ref, tensors(ref_out_), "reference " + rq_.reference.name);
+    PlanExecutor cand_plan(dev_, cand_mod, cand, tensors(cand_out_), "candidate " + rq_.candidate.name);
+
+    for (int t = 0; t < rq_.trials; ++t) {
+      const std::string ctx = fmt::format("trial {}", t);
+      new_inputs(t);
+      poison(ref_out_);
+      ref_plan.poison_scratch();
+      ref_plan.run(true, ctx);
+      // The candidate sees untouched inputs and outputs that hold nothing it did not write.
+      restore_inputs();
+      poison(cand_out_);
+      cand_plan.poison_scratch();
+      cand_plan.run(true, ctx);
+      o.trials_run = t + 1;
+      if (!outputs_match(t, "correctness", o)) {
+        o.failure_stage = "correctness";
+        return res;
+      }
+    }
+    o.correct = true;
+    if (!rq_.timing) return res;
+
+    bool failed = false;
+    if (rq_.time_reference)
+      o.reference_time = time_plan(ref_plan, ref_out_, "timing reference", false, o, failed);
+    o.candidate_time = time_plan(cand_plan, cand_out_, "timing candidate", true, o, failed);
+    if (failed) {
+      o.correct = false;
+      o.failure_stage = "re-check";
+      return res;
+    }
+    for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
+    for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();
+    const double med_s = o.candidate_time->median_ms * 1e-3;
+    if (med_s > 0) o.achieved_gbs = static_cast<double>(o.bytes_moved) / med_s / 1e9;
+    if (o.device.peak_gbs > 0) {
+      o.bandwidth_share = o.achieved_gbs / o.device.peak_gbs;
+      o.memory_floor_ms = static_cast<double>(o.bytes_moved) / (o.device.peak_gbs * 1e9) * 1e3;
+      if (o.candidate_time->median_ms < o.memory_floor_ms)
+        o.flags.push_back(fmt::format("suspicious: median {:.4f} ms is below the memory floor {:.4f} ms ({} bytes at "
+                                      "{:.0f} GB/s peak)",
+                                      o.candidate_time->median_ms, o.memory_floor_ms, o.bytes_moved, o.device.peak_gbs));
+    }
+  } catch (const PlanError& e) {
+    o.failure_stage = "plan";
+    o.message = e.what();
+  } catch (const CudaError& e) {
+    o.correct = false;
+    o.failure_stage = "launch";
+    o.message = e.what();
+    res.restart = e.sticky();
+  }
+  return res;
+}
+
+}  // namespace
+
+EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq) {
+  return Evaluation(dev, harness, rq).run();
+}
+
+}  // namespace kagent::runner

@@ -1,0 +1,75 @@
+#include "harness.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace kagent::runner {
+
+namespace {
+// Inverse of ordered_key() in harness_kernels.cu.
+double from_key(uint64_t key) {
+  uint64_t bits = (key >> 63) ? key & ~(1ull << 63) : ~key;
+  double v;
+  std::memcpy(&v, &bits, 8);
+  return v;
+}
+}  // namespace
+
+Harness::Harness(const Device& dev, const std::string& cubin) : dev_(dev), mod_(cubin), stats_(9 * 8) {}
+
+CUfunction Harness::fn(const char* op, DType t) const {
+  std::string name = fmt::format("kagent_{}_{}", op, dtype_name(t));
+  CUfunction f = mod_.function(name);
+  if (f == nullptr) throw CudaError(CUDA_ERROR_NOT_FOUND, "harness kernel " + name + " is missing", false);
+  return f;
+}
+
+void Harness::launch(CUfunction f, int64_t numel, void** args) {
+  const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * 32);
+  check(cu().cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, dev_.stream(), args, nullptr),
+        "harness kernel launch");
+}
+
+void Harness::fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed) {
+  int kind = static_cast<int>(init.kind);
+  double a = init.a, b = init.b;
+  void* args[] = {&p, &numel, &seed, &kind, &a, &b};
+  launch(fn("fill", t), numel, args);
+}
+
+CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol) {
+  CUdeviceptr st = stats_.get();
+  void* init_args[] = {&st};
+  CUfunction init = mod_.function("kagent_compare_init");
+  check(cu().cuLaunchKernel(init, 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr), "compare init");
+  double atol = tol.atol, rtol = tol.rtol;
+  void* args[] = {&out, &ref, &numel, &atol, &rtol, &st};
+  launch(fn("compare", t), numel, args);
+  uint64_t w[8];
+  dev_.sync();
+  check(cu().cuMemcpyDtoH(w, st, sizeof w), "reading comparison results");
+  CompareResult r;
+  r.mismatches = w[0];
+  r.nan_mismatches = w[1];
+  r.first_bad = w[2];
+  r.max_abs = from_key(w[3]);
+  r.max_rel = from_key(w[4]);
+  r.ref_min = from_key(w[5]);
+  r.ref_max = from_key(w[6]);
+  r.ref_max_abs = from_key(w[7]);
+  return r;
+}
+
+double Harness::read(CUdeviceptr p, int64_t index, DType t) {
+  CUdeviceptr slot = stats_.get() + 8 * 8;
+  void* args[] = {&p, &index, &slot};
+  check(cu().cuLaunchKernel(fn("read", t), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), args, nullptr), "read element");
+  dev_.sync();
+  double v = 0;
+  check(cu().cuMemcpyDtoH(&v, slot, 8), "read element");
+  return v;
+}
+
+}  // namespace kagent::runner

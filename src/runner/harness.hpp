@@ -1,0 +1,33 @@
+#pragma once
+// kagent's own kernels (harness_kernels.cu) as host calls: fill a tensor from an init spec and a
+// seed, compare an output with the reference output, read one element.
+#include <cstdint>
+
+#include "device.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent::runner {
+
+struct CompareResult {
+  uint64_t mismatches = 0, nan_mismatches = 0, first_bad = 0;
+  double max_abs = 0, max_rel = 0;
+  double ref_min = 0, ref_max = 0, ref_max_abs = 0;
+};
+
+class Harness {
+ public:
+  Harness(const Device& dev, const std::string& cubin);
+  void fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed);
+  CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol);
+  double read(CUdeviceptr p, int64_t index, DType t);
+
+ private:
+  CUfunction fn(const char* op, DType t) const;
+  void launch(CUfunction f, int64_t numel, void** args);
+
+  const Device& dev_;
+  Module mod_;
+  DeviceBuffer stats_;  // CompareStats (8 words) and one double for read()
+};
+
+}  // namespace kagent::runner

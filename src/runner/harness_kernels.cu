@@ -1,0 +1,176 @@
+// kagent's own device kernels, compiled by NVRTC like a candidate and loaded by kagent-runner:
+// input generation (counter-based, so a seed fully determines a tensor and no RNG state lives on
+// the GPU) and output comparison (tolerance, NaN/Inf parity, mismatch statistics, and the
+// reference's value range for the degenerate-reference flag). Device code only.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+// ---- random numbers: splitmix64 of (seed, stream, index) ----
+__device__ __forceinline__ u64 mix64(u64 z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// Uniform in (0, 1): never exactly 0, so log() in Box-Muller is finite.
+__device__ __forceinline__ double u01(u64 seed, u64 stream, u64 i) {
+  u64 r = mix64(seed ^ mix64(stream * 0xD1B54A32D192ED03ull + i));
+  return ((r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+// Init kinds, as kagent::InitSpec::Kind: randn, rand, uniform(a,b), normal(a,b), randint[a,b).
+enum { kRandn = 0, kRand = 1, kUniform = 2, kNormal = 3, kRandint = 4 };
+
+__device__ double sample(int kind, double a, double b, u64 seed, u64 i) {
+  switch (kind) {
+    case kRand: return u01(seed, 1, i);
+    case kUniform: return a + (b - a) * u01(seed, 1, i);
+    case kRandint: {
+      double lo = a, span = b - a;
+      double v = floor(lo + span * u01(seed, 1, i));
+      return v < b ? v : b - 1;
+    }
+    case kRandn:
+    case kNormal:
+    default: {
+      double r = sqrt(-2.0 * log(u01(seed, 1, i)));
+      double z = r * cospi(2.0 * u01(seed, 2, i));
+      return kind == kNormal ? a + b * z : z;
+    }
+  }
+}
+
+template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_double<__half>(double v) { return __double2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
+  return __double2bfloat16(v);
+}
+
+template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
+template <> __device__ __forceinline__ double to_double<__half>(__half v) { return static_cast<double>(__half2float(v)); }
+template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+  return static_cast<double>(__bfloat162float(v));
+}
+
+template <typename T>
+__device__ void fill(T* out, i64 n, u64 seed, int kind, double a, double b) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = from_double<T>(sample(kind, a, b, seed, (u64)i));
+}
+
+// Booleans ignore the init kind: a fair coin per element, so both values occur.
+template <>
+__device__ void fill<bool>(bool* out, i64 n, u64 seed, int, double, double) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = u01(seed, 3, (u64)i) < 0.5;
+}
+
+// ---- comparison ----
+// Doubles as unsigned keys whose order is the numeric order, for atomicMin/atomicMax.
+__device__ __forceinline__ u64 ordered_key(double v) {
+  u64 bits = __double_as_longlong(v);
+  return (bits >> 63) ? ~bits : bits | 0x8000000000000000ull;
+}
+
+// Layout shared with src/runner (CompareStats): 8 u64 words.
+struct CompareStats {
+  u64 mismatches;      // elements outside tolerance, including NaN/Inf parity failures
+  u64 nan_mismatches;  // of which NaN or Inf did not match
+  u64 first_bad;       // smallest mismatching index (~0 when none)
+  u64 max_abs_key;     // ordered_key of the largest finite |out - ref|
+  u64 max_rel_key;     // ordered_key of the largest |out - ref| / |ref|
+  u64 ref_min_key;     // ordered_key of min(ref), finite values
+  u64 ref_max_key;     // ordered_key of max(ref), finite values
+  u64 ref_max_abs_key; // ordered_key of max |ref|
+};
+
+template <typename T>
+__device__ void compare(const T* out, const T* ref, i64 n, double atol, double rtol, CompareStats* st) {
+  u64 bad = 0, nan_bad = 0, first = ~0ull;
+  double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    double o = to_double(out[i]), r = to_double(ref[i]);
+    bool ok;
+    if (isnan(r) || isnan(o) || isinf(r) || isinf(o)) {
+      ok = (isnan(r) && isnan(o)) || o == r;  // NaN where NaN, the same infinity where infinity
+      if (!ok) ++nan_bad;
+    } else {
+      double d = fabs(o - r);
+      ok = d <= atol + rtol * fabs(r);
+      max_abs = fmax(max_abs, d);
+      if (r != 0) max_rel = fmax(max_rel, d / fabs(r));
+      else if (d > 0) max_rel = 1.0 / 0.0;
+    }
+    if (isfinite(r)) {
+      rmin = fmin(rmin, r);
+      rmax = fmax(rmax, r);
+      rabs = fmax(rabs, fabs(r));
+    }
+    if (!ok) {
+      ++bad;
+      if ((u64)i < first) first = (u64)i;
+    }
+  }
+  // One atomic per warp: reduce within the warp first.
+  for (int off = 16; off > 0; off >>= 1) {
+    bad += __shfl_down_sync(0xffffffffu, bad, off);
+    nan_bad += __shfl_down_sync(0xffffffffu, nan_bad, off);
+    first = min(first, __shfl_down_sync(0xffffffffu, first, off));
+    max_abs = fmax(max_abs, __shfl_down_sync(0xffffffffu, max_abs, off));
+    max_rel = fmax(max_rel, __shfl_down_sync(0xffffffffu, max_rel, off));
+    rmin = fmin(rmin, __shfl_down_sync(0xffffffffu, rmin, off));
+    rmax = fmax(rmax, __shfl_down_sync(0xffffffffu, rmax, off));
+    rabs = fmax(rabs, __shfl_down_sync(0xffffffffu, rabs, off));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (bad) atomicAdd(&st->mismatches, bad);
+    if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
+    if (first != ~0ull) atomicMin(&st->first_bad, first);
+    atomicMax(&st->max_abs_key, ordered_key(max_abs));
+    atomicMax(&st->max_rel_key, ordered_key(max_rel));
+    atomicMin(&st->ref_min_key, ordered_key(rmin));
+    atomicMax(&st->ref_max_key, ordered_key(rmax));
+    atomicMax(&st->ref_max_abs_key, ordered_key(rabs));
+  }
+}
+
+extern "C" __global__ void kagent_compare_init(CompareStats* st) {
+  st->mismatches = 0;
+  st->nan_mismatches = 0;
+  st->first_bad = ~0ull;
+  st->max_abs_key = ordered_key(0.0);
+  st->max_rel_key = ordered_key(0.0);
+  st->ref_min_key = ordered_key(1.0 / 0.0);
+  st->ref_max_key = ordered_key(-1.0 / 0.0);
+  st->ref_max_abs_key = ordered_key(0.0);
+}
+
+// One element as a double, for the mismatch report (works for every dtype, no host conversion).
+template <typename T>
+__device__ void read_element(const T* p, i64 i, double* out) {
+  *out = to_double(p[i]);
+}
+
+#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                         \
+  extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {      \
+    fill<T>(out, n, seed, kind, a, b);                                                                        \
+  }                                                                                                           \
+  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, i64 n, double atol, double rtol, \
+                                                   CompareStats* st) {                                        \
+    compare<T>(out, ref, n, atol, rtol, st);                                                                  \
+  }                                                                                                           \
+  extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) { read_element<T>(p, i, out); }
+
+KAGENT_DTYPE_KERNELS(float, f32)
+KAGENT_DTYPE_KERNELS(double, f64)
+KAGENT_DTYPE_KERNELS(__half, f16)
+KAGENT_DTYPE_KERNELS(__nv_bfloat16, bf16)
+KAGENT_DTYPE_KERNELS(long long, i64)
+KAGENT_DTYPE_KERNELS(int, i32)
+KAGENT_DTYPE_KERNELS(short, i16)
+KAGENT_DTYPE_KERNELS(signed char, i8)
+KAGENT_DTYPE_KERNELS(unsigned char, u8)
+KAGENT_DTYPE_KERNELS(bool, bool)

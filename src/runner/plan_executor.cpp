@@ -1,0 +1,201 @@
+#include "plan_executor.hpp"
+
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace kagent::runner {
+
+namespace {
+
+// The parameter sizes of a kernel as the driver sees them.
+std::vector<size_t> param_sizes(CUfunction fn) {
+  std::vector<size_t> sizes;
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, size = 0;
+    if (cu().cuFuncGetParamInfo(fn, i, &offset, &size) != CUDA_SUCCESS) break;
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+std::array<unsigned char, 8> scalar_bytes(const PlanArg& a, const ExprValue& v, const std::string& where) {
+  std::array<unsigned char, 8> out{};
+  auto need_int = [&] {
+    if (!v.is_int) throw PlanError(fmt::format("{}: '{}' is not an integer", where, a.text));
+  };
+  auto range = [&](int64_t lo, int64_t hi) {
+    if (v.i < lo || v.i > hi) throw PlanError(fmt::format("{}: '{}' = {} does not fit {}", where, a.text, v.i,
+                                                          scalar_type_name(a.scalar_type)));
+  };
+  switch (a.scalar_type) {
+    case ScalarType::i32: {
+      need_int();
+      range(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      int32_t x = static_cast<int32_t>(v.i);
+      std::memcpy(out.data(), &x, 4);
+      break;
+    }
+    case ScalarType::u32: {
+      need_int();
+      range(0, std::numeric_limits<uint32_t>::max());
+      uint32_t x = static_cast<uint32_t>(v.i);
+      std::memcpy(out.data(), &x, 4);
+      break;
+    }
+    case ScalarType::i64: {
+      need_int();
+      std::memcpy(out.data(), &v.i, 8);
+      break;
+    }
+    case ScalarType::f32: {
+      float x = static_cast<float>(v.as_double());
+      std::memcpy(out.data(), &x, 4);
+      break;
+    }
+    case ScalarType::f64: {
+      double x = v.as_double();
+      std::memcpy(out.data(), &x, 8);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate& cand, const TensorMap& tensors,
+                           std::string who)
+    : dev_(dev), who_(std::move(who)) {
+  // Scratch first: launches may pass scratch buffers and use their shapes.
+  TensorMap all = tensors;
+  ShapeLookup op_shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
+    auto it = tensors.find(std::string(name));
+    return it == tensors.end() ? nullptr : &it->second.shape;
+  };
+  for (const auto& s : cand.plan.scratch) {
+    DeviceTensor t;
+    t.dtype = s.dtype;
+    int64_t numel = 1;
+    for (size_t d = 0; d < s.shape.size(); ++d) {
+      int64_t n = 0;
+      try {
+        n = s.shape[d].eval_int(op_shapes);
+      } catch (const ExprError& e) {
+        throw PlanError(fmt::format("{}: scratch {} shape[{}] '{}': {}", who_, s.name, d, s.shape[d].text(), e.what()));
+      }
+      if (n <= 0) throw PlanError(fmt::format("{}: scratch {} shape[{}] '{}' = {} (must be positive)", who_, s.name, d,
+                                              s.shape[d].text(), n));
+      t.shape.push_back(n);
+      numel *= n;
+    }
+    t.bytes = static_cast<size_t>(numel) * dtype_size(s.dtype);
+    scratch_.emplace_back(t.bytes);
+    t.ptr = scratch_.back().get();
+    all[s.name] = t;
+  }
+  for (size_t i = 0; i < cand.plan.launches.size(); ++i) {
+    const Launch& l = cand.plan.launches[i];
+    Prepared p;
+    p.kernel = l.kernel;
+    p.fn = mod.function(l.kernel);
+    if (p.fn == nullptr) throw PlanError(fmt::format("{}: launch[{}] names kernel '{}', which the module does not define",
+                                                     who_, i, l.kernel));
+    launches_.push_back(std::move(p));
+    prepare_launch(i, l, all);
+  }
+}
+
+void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap& tensors) {
+  Prepared& p = launches_[index];
+  const std::string where = fmt::format("{}: launch[{}] ({})", who_, index, l.kernel);
+  ShapeLookup shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
+    auto it = tensors.find(std::string(name));
+    return it == tensors.end() ? nullptr : &it->second.shape;
+  };
+  auto eval = [&](const Expr& e, const std::string& key) {
+    try {
+      return e.eval(shapes);
+    } catch (const ExprError& err) {
+      throw PlanError(fmt::format("{} {} '{}': {}", where, key, e.text(), err.what()));
+    }
+  };
+
+  // Arguments against the kernel's parameters, by count and by size.
+  auto sizes = param_sizes(p.fn);
+  if (sizes.size() != l.args.size())
+    throw PlanError(fmt::format("{}: the plan passes {} argument(s), the kernel takes {} parameter(s)", where,
+                                l.args.size(), sizes.size()));
+  p.values.resize(l.args.size());
+  for (size_t a = 0; a < l.args.size(); ++a) {
+    const PlanArg& arg = l.args[a];
+    const std::string awhere = fmt::format("{} argument {} '{}'", where, a, arg.text);
+    if (arg.size_bytes() != sizes[a])
+      throw PlanError(fmt::format("{}: {} bytes, but parameter {} is {} bytes", awhere, arg.size_bytes(), a, sizes[a]));
+    if (arg.is_tensor) {
+      auto it = tensors.find(arg.tensor);
+      if (it == tensors.end()) throw PlanError(fmt::format("{}: no tensor named '{}'", awhere, arg.tensor));
+      std::memcpy(p.values[a].data(), &it->second.ptr, sizeof(CUdeviceptr));
+    } else {
+      p.values[a] = scalar_bytes(arg, eval(arg.value, fmt::format("args[{}]", a)), awhere);
+    }
+  }
+  for (auto& v : p.values) p.ptrs.push_back(v.data());
+
+  // Launch dimensions within the hardware's and the kernel's limits.
+  auto dims = [&](const std::vector<Expr>& exprs, const char* key, std::array<unsigned, 3>& out,
+                  const std::array<int64_t, 3>& limit) {
+    for (size_t d = 0; d < exprs.size(); ++d) {
+      ExprValue v = eval(exprs[d], fmt::format("{}[{}]", key, d));
+      if (!v.is_int || v.i < 1 || v.i > limit[d])
+        throw PlanError(fmt::format("{} {}[{}] '{}' = {}: must be an integer in 1..{}", where, key, d, exprs[d].text(),
+                                    v.is_int ? std::to_string(v.i) : std::to_string(v.f), limit[d]));
+      out[d] = static_cast<unsigned>(v.i);
+    }
+  };
+  dims(l.grid, "grid", p.grid, {2147483647, 65535, 65535});
+  dims(l.block, "block", p.block, {1024, 1024, 64});
+  const int64_t threads = int64_t(p.block[0]) * p.block[1] * p.block[2];
+  int max_threads = 0, static_smem = 0;
+  check(cu().cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p.fn), where);
+  check(cu().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p.fn), where);
+  if (threads > max_threads)
+    throw PlanError(fmt::format("{}: block of {} threads, but this kernel allows at most {} (registers or "
+                                "__launch_bounds__)", where, threads, max_threads));
+
+  ExprValue smem = eval(l.smem, "smem");
+  if (!smem.is_int || smem.i < 0) throw PlanError(fmt::format("{} smem '{}': must be a non-negative integer", where, l.smem.text()));
+  if (smem.i + static_smem > dev_.max_smem_optin())
+    throw PlanError(fmt::format("{}: {} bytes of dynamic + {} of static shared memory exceed the device's {} per block",
+                                where, smem.i, static_smem, dev_.max_smem_optin()));
+  p.smem = static_cast<unsigned>(smem.i);
+  // Over 48 KiB of dynamic shared memory needs the kernel's opt-in attribute.
+  if (p.smem > 48 * 1024)
+    check(cu().cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)),
+          where + ": setting the dynamic shared memory limit");
+}
+
+void PlanExecutor::run(bool sync_each, const std::string& context) {
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    Prepared& p = launches_[i];
+    const std::string what = fmt::format("{}: {} launch[{}] (kernel {})", context, who_, i, p.kernel);
+    if (sync_each) phase(what);
+    check(cu().cuLaunchKernel(p.fn, p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], p.smem,
+                              dev_.stream(), p.ptrs.data(), nullptr),
+          what);
+    if (sync_each) check(cu().cuStreamSynchronize(dev_.stream()), what);
+  }
+}
+
+void PlanExecutor::poison_scratch() {
+  for (const auto& b : scratch_) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison scratch");
+}
+
+size_t PlanExecutor::scratch_bytes() const {
+  size_t n = 0;
+  for (const auto& b : scratch_) n += b.bytes();
+  return n;
+}
+
+}  // namespace kagent::runner

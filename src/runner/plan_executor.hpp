@@ -1,0 +1,54 @@
+#pragma once
+// Runs a candidate's launch plan: binds tensor and scalar arguments, checks them against each
+// kernel's parameter list (cuFuncGetParamInfo), checks launch dimensions and shared memory,
+// allocates scratch, and enqueues the launches in order on the device's one stream.
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+#include "kagent/spec/candidate.hpp"
+
+namespace kagent::runner {
+
+struct DeviceTensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+};
+using TensorMap = std::map<std::string, DeviceTensor>;
+
+class PlanExecutor {
+ public:
+  // `who` names the plan in messages ("candidate cand.cu"). Throws PlanError for a plan that
+  // cannot run as written, CudaError for driver failures.
+  PlanExecutor(const Device& dev, const Module& mod, const Candidate& cand, const TensorMap& tensors,
+               std::string who);
+
+  // Enqueues every launch. With sync_each, reports a phase before each launch and synchronizes
+  // after it, so a fault or hang is attributed to its launch (used for correctness runs).
+  void run(bool sync_each, const std::string& context);
+  // Fills the scratch buffers with 0xFF bytes (stream-ordered), so nothing survives across calls.
+  void poison_scratch();
+  size_t scratch_bytes() const;
+
+ private:
+  struct Prepared {
+    std::string kernel;
+    CUfunction fn = nullptr;
+    std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
+    unsigned smem = 0;
+    std::vector<std::array<unsigned char, 8>> values;  // argument bytes
+    std::vector<void*> ptrs;                            // into values: what cuLaunchKernel reads
+  };
+  void prepare_launch(size_t index, const Launch& l, const TensorMap& tensors);
+
+  const Device& dev_;
+  std::string who_;
+  std::vector<DeviceBuffer> scratch_;
+  std::vector<Prepared> launches_;
+};
+
+}  // namespace kagent::runner

@@ -1,0 +1,186 @@
+// GPU evaluation end to end: the examples pass, wrong kernels fail with a mismatch report, faults
+// and hangs are contained and the next evaluation works, reward hacks gain nothing. Every test
+// skips, with the reason, on a machine without a GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kagent/common/error.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/harness_source.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+
+namespace {
+
+class GpuEval : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GpuInventory inv = query_gpus();
+    if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
+    opts.runner_path = (test::binary_dir() / "kagent-runner").string();
+    opts.timeout = 60s;
+    cache = std::make_shared<CompileCache>(cache_dir.path());
+  }
+  Evaluator& ev() {
+    if (!ev_) ev_ = std::make_unique<Evaluator>(opts, cache);
+    return *ev_;
+  }
+  EvalReport eval(const std::string& cand, const std::string& op_rel = "vector_add/op.json") {
+    Op op = load_op(test::examples_dir() / op_rel);
+    return ev().evaluate(op, load_candidate(cand));
+  }
+  static std::string fixture(const std::string& name) {
+    return (test::source_dir() / "tests/gpu/kernels" / name).string();
+  }
+  static std::string example(const std::string& rel) { return (test::examples_dir() / rel).string(); }
+  static bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+  test::TempDir cache_dir;
+  std::shared_ptr<CompileCache> cache;
+  EvalOptions opts;
+  std::unique_ptr<Evaluator> ev_;
+};
+
+}  // namespace
+
+TEST_F(GpuEval, ExamplesAreCorrectAndTimed) {
+  for (auto [cand, op] : std::vector<std::pair<std::string, std::string>>{
+           {"vector_add/cand_naive.cu", "vector_add/op.json"},
+           {"vector_add/cand_vec4.cu", "vector_add/op.json"},
+           {"softmax/cand_online.cu", "softmax/op.json"},
+           {"softmax/cand_scratch.cu", "softmax/op.json"},
+           {"softmax/cand_bf16_pipeline.cu", "softmax/op.json"}}) {
+    SCOPED_TRACE(cand);
+    EvalReport r = eval(example(cand), op);
+    ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+    EXPECT_GE(r.reward.tier, 1) << r.reward.reason;
+    ASSERT_TRUE(r.outcome.candidate_time && r.outcome.reference_time);
+    EXPECT_GE(r.outcome.candidate_time->n, 20);
+    EXPECT_GT(r.outcome.candidate_time->median_ms, 0);
+    EXPECT_GE(r.outcome.rechecks, 1);
+    EXPECT_TRUE(r.reward.speedup_vs_eager.has_value());
+    for (const auto& f : r.outcome.flags) EXPECT_FALSE(has(f, "degenerate")) << f;
+  }
+}
+
+TEST_F(GpuEval, WrongKernelFailsWithAMismatchReport) {
+  EvalReport r = eval(fixture("wrong.cu"));
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.outcome.failure_stage, "correctness");
+  EXPECT_EQ(r.reward.tier, -1);
+  ASSERT_TRUE(r.outcome.mismatch);
+  const auto& m = *r.outcome.mismatch;
+  EXPECT_EQ(m.tensor, "out");
+  EXPECT_GT(m.count, m.numel / 2);
+  EXPECT_LT(m.first_index, 16u);
+  EXPECT_NE(m.candidate_value, m.reference_value);
+  EXPECT_GT(m.max_abs, 0);
+  EXPECT_TRUE(has(r.outcome.message, "first at index")) << r.outcome.message;
+}
+
+TEST_F(GpuEval, HalfWrittenOutputFails) {
+  EvalReport r = eval(fixture("half_output.cu"));
+  EXPECT_FALSE(r.outcome.correct);
+  ASSERT_TRUE(r.outcome.mismatch);
+  // The unwritten half holds the poison (NaN): exactly half the elements fail, all as NaN mismatches.
+  EXPECT_EQ(r.outcome.mismatch->count, r.outcome.mismatch->numel / 2);
+  EXPECT_EQ(r.outcome.mismatch->nan_count, r.outcome.mismatch->numel / 2);
+  EXPECT_EQ(r.outcome.mismatch->first_index, r.outcome.mismatch->numel / 2);
+}
+
+TEST_F(GpuEval, ZeroingInputsGainsNothing) {
+  // Correct on restored inputs; without restoration every timed sample after the first would add
+  // zeros and the re-checks would fail.
+  EvalReport r = eval(fixture("zero_inputs.cu"));
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_GE(r.outcome.rechecks, 2);
+}
+
+TEST_F(GpuEval, IllegalAddressIsContainedAndTheNextEvaluationWorks) {
+  EvalReport r = eval(fixture("illegal_address.cu"));
+  EXPECT_EQ(r.reward.tier, -1);
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_TRUE(has(r.outcome.message, "ILLEGAL_ADDRESS")) << r.outcome.message;
+  EXPECT_TRUE(has(r.outcome.message, "launch[0]")) << r.outcome.message;
+  const int starts = ev().runner().starts();
+  EvalReport next = eval(example("vector_add/cand_naive.cu"));
+  EXPECT_TRUE(next.outcome.correct) << next.outcome.message;
+  EXPECT_EQ(ev().runner().starts(), starts + 1) << "the runner restarts after a sticky error";
+}
+
+TEST_F(GpuEval, TrapIsContainedAndTheNextEvaluationWorks) {
+  EvalReport r = eval(fixture("trap.cu"));
+  EXPECT_EQ(r.reward.tier, -1);
+  EXPECT_FALSE(r.outcome.message.empty());
+  EvalReport next = eval(example("vector_add/cand_naive.cu"));
+  EXPECT_TRUE(next.outcome.correct) << next.outcome.message;
+}
+
+TEST_F(GpuEval, EndlessLoopTimesOutNamingTheLaunch) {
+  opts.timeout = 8s;
+  auto t0 = std::chrono::steady_clock::now();
+  EvalReport r = eval(fixture("endless_loop.cu"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+  EXPECT_EQ(r.outcome.failure_stage, "timeout");
+  EXPECT_EQ(r.reward.tier, -1);
+  EXPECT_TRUE(has(r.outcome.message, "launch[0]")) << r.outcome.message;
+  EXPECT_TRUE(has(r.outcome.message, "candidate")) << r.outcome.message;
+  EvalReport next = eval(example("vector_add/cand_naive.cu"));
+  EXPECT_TRUE(next.outcome.correct) << next.outcome.message;
+}
+
+TEST_F(GpuEval, RaceIsCaught) {
+  EvalReport r = eval(fixture("race.cu"));
+  EXPECT_FALSE(r.outcome.correct) << "a kernel that is right only sometimes must fail";
+  EXPECT_TRUE(r.outcome.failure_stage == "correctness" || r.outcome.failure_stage == "re-check")
+      << r.outcome.failure_stage;
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(GpuEval, WrongArgumentCountIsAClearErrorBeforeTheGpu) {
+  try {
+    eval(fixture("wrong_arg_count.cu"));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "launch[0]")) << e.what();
+    EXPECT_TRUE(has(e.what(), "4 parameters")) << e.what();
+  }
+}
+
+TEST_F(GpuEval, RunnerChecksArgumentsAgainstTheDriversParameterList) {
+  // Bypass the offline check: send the runner a plan with one argument too few.
+  Op op = load_op(test::examples_dir() / "vector_add/op.json");
+  Candidate good = load_candidate(example("vector_add/cand_naive.cu"));
+  Compiler compiler(find_cuda_paths(), cache);
+  const std::string arch = ev().arch();
+  auto write = [&](const CompileResult& c, const std::string& name) {
+    auto p = cache_dir / name;
+    std::ofstream(p, std::ios::binary) << c.cubin;
+    return p.string();
+  };
+  std::string bad_source = good.source;
+  auto at = bad_source.find(", \"i64:numel(out)\"");
+  ASSERT_NE(at, std::string::npos) << "cand_naive.cu's plan changed";
+  bad_source.erase(at, std::string(", \"i64:numel(out)\"").size());
+  EvalRequest rq;
+  rq.seed = 1;
+  rq.trials = 1;
+  rq.inputs = op.inputs;
+  rq.outputs = op.outputs;
+  rq.reference = {op.reference.string(), load_candidate(op.reference).source,
+                  write(compiler.compile(load_candidate(op.reference), arch), "ref.cubin")};
+  rq.candidate = {"bad.cu", bad_source, write(compiler.compile(good, arch), "cand.cubin")};
+  rq.harness_cubin_path = write(compiler.compile(harness_kernels(), arch), "harness.cubin");
+  rq.timing = false;
+  RunnerReply reply = ev().runner().request(rq, 60s);
+  ASSERT_TRUE(reply.ok()) << reply.message;
+  auto o = reply.body.at("outcome").get<EvalOutcome>();
+  EXPECT_EQ(o.failure_stage, "plan");
+  EXPECT_TRUE(has(o.message, "launch[0]")) << o.message;
+  EXPECT_TRUE(has(o.message, "3 argument(s)")) << o.message;
+  EXPECT_TRUE(has(o.message, "4 parameter(s)")) << o.message;
+}
