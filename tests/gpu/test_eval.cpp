@@ -141,6 +141,17 @@ TEST_F(GpuEval, RaceIsCaught) {
   EXPECT_EQ(r.reward.tier, -1);
 }
 
+TEST_F(GpuEval, KernelThatGoesWrongAfterTheTrialsIsCaughtByTheRecheck) {
+  EvalReport r = eval(fixture("wrong_after_warmup.cu"));
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.outcome.failure_stage, "re-check") << r.outcome.message;
+  EXPECT_EQ(r.outcome.trials_run, 5) << "the correctness trials all passed";
+  ASSERT_TRUE(r.outcome.mismatch);
+  EXPECT_EQ(r.outcome.mismatch->first_index, 0u);
+  EXPECT_TRUE(has(r.outcome.mismatch->when, "re-check")) << r.outcome.mismatch->when;
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
 TEST_F(GpuEval, WrongArgumentCountIsAClearErrorBeforeTheGpu) {
   try {
     eval(fixture("wrong_arg_count.cu"));
