@@ -26,17 +26,22 @@ CASES = [
 def kagent_median(kagent, cand, op, evals):
     medians = []
     for _ in range(evals):
-        out = subprocess.run([kagent, "eval", "--json", cand, "--op", op], capture_output=True, text=True, check=False)
+        out = subprocess.run([kagent, "eval", "--json", cand, "--op", op], capture_output=True, text=True, check=False,
+                             timeout=120)
         j = json.loads(out.stdout)
         medians.append(j["outcome"]["candidate_time"]["median_ms"])
     return statistics.median(medians), medians
 
 
-def ncu_median(kagent, cand, op, kernel, skip, count):
+def ncu_median(kagent, cand, op, kernel, skip, count, timeout):
     cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--kernel-name", kernel,
            "--launch-skip", str(skip), "--launch-count", str(count), "--target-processes", "all", "--csv",
            "--print-units", "base", kagent, "eval", "--timeout", "600", cand, "--op", op]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        sys.stderr.write(f"ncu timed out after {timeout} s\n{(e.stdout or b'')[-2000:]}\n")
+        return None, 0
     rows = [line for line in out.stdout.splitlines() if line.startswith('"')]
     values = []
     for row in csv.DictReader(io.StringIO("\n".join(rows))):
@@ -57,11 +62,12 @@ def main():
     ap.add_argument("--evals", type=int, default=3)
     ap.add_argument("--skip", type=int, default=100, help="launches of the kernel to skip (correctness, warm-up)")
     ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--timeout", type=int, default=150, help="seconds per ncu run")
     a = ap.parse_args()
     print(f"{'kernel':<24} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11}")
     for cand, op, kernel in CASES:
         km, all_medians = kagent_median(a.kagent, cand, op, a.evals)
-        nm, n = ncu_median(a.kagent, cand, op, kernel, a.skip, a.count)
+        nm, n = ncu_median(a.kagent, cand, op, kernel, a.skip, a.count, a.timeout)
         ratio = f"{km / nm:.4f}" if nm else "n/a"
         nms = f"{nm:.4f}" if nm else "n/a"
         print(f"{kernel:<24} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")

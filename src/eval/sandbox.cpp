@@ -34,7 +34,7 @@ bool lower_limit(int resource, rlim_t value) {
 
 // Variables the runner may see: what the CUDA driver and a Python reference need to find
 // libraries, devices and caches. Anything else (API keys above all) stays in kagent.
-constexpr std::array<std::string_view, 12> kKeptVariables = {"PATH",
+constexpr std::array<std::string_view, 13> kKeptVariables = {"PATH",
                                                              "LD_LIBRARY_PATH",
                                                              "CUDA_VISIBLE_DEVICES",
                                                              "CUDA_DEVICE_ORDER",
@@ -45,7 +45,8 @@ constexpr std::array<std::string_view, 12> kKeptVariables = {"PATH",
                                                              "KAGENT_CACHE_DIR",
                                                              "XDG_CACHE_HOME",
                                                              "HOME",
-                                                             "SPDLOG_LEVEL"};
+                                                             "SPDLOG_LEVEL",
+                                                             "KAGENT_RUNNER_NETNS"};
 
 // Profilers and checkers (ncu, nsys, compute-sanitizer) inject themselves into CUDA processes
 // through these; the user runs them around kagent on purpose, so they reach the runner too.

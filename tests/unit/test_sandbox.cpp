@@ -131,6 +131,7 @@ TEST(Sandbox, ScrubbedEnvironmentDropsSecretsKeepsCudaVariables) {
                                          "XDG_CACHE_HOME",
                                          "HOME",
                                          "SPDLOG_LEVEL",
+                                         "KAGENT_RUNNER_NETNS",
                                          "LANG",
                                          "KAGENT_GPU"};
   auto profiler = [](const std::string& n) {
