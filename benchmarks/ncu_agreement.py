@@ -42,6 +42,8 @@ def ncu_median(kagent, cand, op, kernel, skip, count, timeout):
     except subprocess.TimeoutExpired as e:
         sys.stderr.write(f"ncu timed out after {timeout} s\n{(e.stdout or b'')[-2000:]}\n")
         return None, 0
+    if "no network namespace" not in out.stdout + out.stderr:
+        sys.stderr.write("note: kagent did not report leaving the network namespace under ncu\n")
     rows = [line for line in out.stdout.splitlines() if line.startswith('"')]
     values = []
     for row in csv.DictReader(io.StringIO("\n".join(rows))):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|bench|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|bench|ncu|all]   (default all)
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-gpu-out}
 mkdir -p "$OUT"
@@ -17,13 +17,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
-if [ "$what" != bench ]; then
+if [ "$what" = all ] || [ "$what" = tests ]; then
   step tests 300 bash -c "cd $B && ctest --output-on-failure -j 4 -E '^GpuEval' && ctest --output-on-failure -j 1 -R '^GpuEval'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi
-if [ "$what" != tests ]; then
+if [ "$what" = all ] || [ "$what" = bench ]; then
   step bench 200 $B/benchmarks/compile_latency --reps 5
   step bench 200 $B/benchmarks/eval_latency --reps 5 --repeat 10
+fi
+if [ "$what" = all ] || [ "$what" = ncu ]; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
 

@@ -120,6 +120,20 @@ std::vector<std::string> scrubbed_environment(const std::vector<std::string>& ex
   return env;
 }
 
+bool cuda_tool_attached() {
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view var = *e;
+    std::string_view name = name_of(var);
+    std::string_view value = var.substr(std::min(var.size(), name.size() + 1));
+    if (name == "KAGENT_RUNNER_NETNS" && value == "0") return true;
+    if (value.empty()) continue;
+    if (name == "CUDA_INJECTION64_PATH" || name == "LD_PRELOAD" || name.substr(0, 20) == "NV_NSIGHT_INJECTION_" ||
+        name.substr(0, 7) == "NV_TPS_")
+      return true;
+  }
+  return false;
+}
+
 NetnsResult enter_network_namespace() {
   NetnsResult result;
   // Saved before unshare: inside a fresh user namespace they read as the overflow id.

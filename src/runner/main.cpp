@@ -33,23 +33,6 @@ int gpu_ordinal() {
   return g ? std::atoi(g) : 0;
 }
 
-// Nsight Compute, Nsight Systems and compute-sanitizer inject a library into CUDA processes that
-// talks to the tool over a localhost socket; in a fresh network namespace it cannot reach it and
-// the runner would hang at its first CUDA call. KAGENT_RUNNER_NETNS=0 turns the namespace off too.
-bool profiler_attached() {
-  for (const char* var : {"CUDA_INJECTION64_PATH", "LD_PRELOAD"}) {
-    const char* v = std::getenv(var);
-    if (v != nullptr && *v != '\0') return true;
-  }
-  const char* off = std::getenv("KAGENT_RUNNER_NETNS");
-  return off != nullptr && std::string(off) == "0";
-}
-
-std::string profiler_warning() {
-  return "runner sandbox: no network namespace, because a CUDA tool is injected (CUDA_INJECTION64_PATH or "
-         "LD_PRELOAD) or KAGENT_RUNNER_NETNS=0; the runner can reach the network";
-}
-
 struct State {
   std::unique_ptr<Device> device;
   std::unique_ptr<Harness> harness;
@@ -109,7 +92,7 @@ int main(int argc, char** argv) {
   }
 
   // Before any CUDA call (the driver starts threads): its own network namespace where allowed.
-  NetnsResult ns = profiler_attached() ? NetnsResult{false, profiler_warning()} : enter_network_namespace();
+  NetnsResult ns = cuda_tool_attached() ? NetnsResult{false, kCudaToolNetnsWarning} : enter_network_namespace();
   reply({{"hello", "kagent-runner"},
          {"version", KAGENT_VERSION},
          {"pid", static_cast<int>(getpid())},

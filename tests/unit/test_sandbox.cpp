@@ -255,4 +255,34 @@ TEST(Sandbox, NetworkNamespaceUnprivilegedFallback) {
 }
 
 }  // namespace
+TEST(Sandbox, CudaToolDetection) {
+  ScopedEnv a("CUDA_INJECTION64_PATH", nullptr);
+  ScopedEnv b("LD_PRELOAD", nullptr);
+  ScopedEnv c("NV_NSIGHT_INJECTION_TRANSPORT_TYPE", nullptr);
+  ScopedEnv d("NV_TPS_LAUNCH_TOKEN", nullptr);
+  ScopedEnv e("KAGENT_RUNNER_NETNS", nullptr);
+  EXPECT_FALSE(cuda_tool_attached());
+  {
+    // What ncu --target-processes all sets in a child it follows (seen with Nsight Compute 2025.3).
+    ScopedEnv uds("NV_NSIGHT_INJECTION_TRANSPORT_TYPE", "uds");
+    EXPECT_TRUE(cuda_tool_attached());
+  }
+  {
+    ScopedEnv tok("NV_TPS_LAUNCH_TOKEN", "Interactive Profile");
+    EXPECT_TRUE(cuda_tool_attached());
+  }
+  {
+    ScopedEnv inj("CUDA_INJECTION64_PATH", "/opt/x/libinject.so");
+    EXPECT_TRUE(cuda_tool_attached());
+  }
+  {
+    ScopedEnv off("KAGENT_RUNNER_NETNS", "0");
+    EXPECT_TRUE(cuda_tool_attached());
+  }
+  {
+    ScopedEnv on("KAGENT_RUNNER_NETNS", "1");
+    EXPECT_FALSE(cuda_tool_attached());
+  }
+}
+
 }  // namespace kagent
