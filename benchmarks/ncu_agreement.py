@@ -66,13 +66,14 @@ def main():
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--timeout", type=int, default=150, help="seconds per ncu run")
     a = ap.parse_args()
-    print(f"{'kernel':<24} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11}")
+    print(f"{'kernel':<24} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11} {'diff us':>8}")
     for cand, op, kernel in CASES:
         km, all_medians = kagent_median(a.kagent, cand, op, a.evals)
         nm, n = ncu_median(a.kagent, cand, op, kernel, a.skip, a.count, a.timeout)
         ratio = f"{km / nm:.4f}" if nm else "n/a"
         nms = f"{nm:.4f}" if nm else "n/a"
-        print(f"{kernel:<24} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")
+        diff = f"{(km - nm) * 1e3:.1f}" if nm else "n/a"
+        print(f"{kernel:<24} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11} {diff:>8}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")
         sys.stdout.flush()
 
 

@@ -148,7 +148,6 @@ bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& 
 TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs,
                                     const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
   Events ev;
-  const unsigned flush_words = static_cast<unsigned>(flush_.bytes() / 4);
   const auto wall0 = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
 
@@ -164,7 +163,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
     restore_inputs();
     poison(outs);
     plan.poison_scratch();
-    check(cu().cuMemsetD32Async(flush_.get(), ++flush_value_, flush_words, dev_.stream()), "L2 flush");
+    h_.flush(flush_.get(), flush_.bytes(), ++flush_value_);
     check(cu().cuEventRecord(ev.start_, dev_.stream()), "cuEventRecord");
     plan.run(false, label);
     check(cu().cuEventRecord(ev.stop_, dev_.stream()), "cuEventRecord");

@@ -73,3 +73,15 @@ double Harness::read(CUdeviceptr p, int64_t index, DType t) {
 }
 
 }  // namespace kagent::runner
+
+namespace kagent::runner {
+
+void Harness::flush(CUdeviceptr p, size_t bytes, uint32_t value) {
+  int64_t n16 = static_cast<int64_t>(bytes / 16);
+  void* args[] = {&p, &n16, &value};
+  CUfunction f = mod_.function("kagent_flush");
+  if (f == nullptr) throw CudaError(CUDA_ERROR_NOT_FOUND, "harness kernel kagent_flush is missing", false);
+  launch(f, n16, args);
+}
+
+}  // namespace kagent::runner

@@ -154,6 +154,14 @@ __device__ void read_element(const T* p, i64 i, double* out) {
   *out = to_double(p[i]);
 }
 
+// The L2 flush before each timed sample: 16-byte stores over a buffer of twice the L2. A kernel
+// rather than a copy-engine memset, so that the step right before the start event runs on the
+// SMs like the plan itself (no engine switch inside the timed span).
+extern "C" __global__ void kagent_flush(uint4* p, i64 n16, unsigned int value) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n16; i += (i64)gridDim.x * blockDim.x)
+    p[i] = make_uint4(value, value + 1, value + 2, (unsigned int)i);
+}
+
 #define KAGENT_DTYPE_KERNELS(T, NAME)                                                                         \
   extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {      \
     fill<T>(out, n, seed, kind, a, b);                                                                        \
