@@ -20,6 +20,9 @@ CASES = [
     ("examples/vector_add/cand_naive.cu", "examples/vector_add/op.json", "vector_add_grid_stride"),
     ("examples/softmax/cand_online.cu", "examples/softmax/op.json", "softmax_online"),
     ("examples/softmax/ref.cu", "examples/softmax/op.json", "softmax_ref"),
+    # The same kernel almost empty and 4x longer: shows whether a difference is fixed or proportional.
+    ("examples/vector_add/cand_naive.cu", "benchmarks/ops/tiny_add/op.json", "vector_add_grid_stride"),
+    ("examples/vector_add/cand_naive.cu", "benchmarks/ops/big_add/op.json", "vector_add_grid_stride"),
 ]
 
 
@@ -66,14 +69,15 @@ def main():
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--timeout", type=int, default=150, help="seconds per ncu run")
     a = ap.parse_args()
-    print(f"{'kernel':<24} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11} {'diff us':>8}")
+    print(f"{'kernel (op)':<36} {'kagent median ms':>17} {'ncu median ms':>14} {'ncu n':>6} {'kagent/ncu':>11} {'diff us':>8}")
     for cand, op, kernel in CASES:
         km, all_medians = kagent_median(a.kagent, cand, op, a.evals)
         nm, n = ncu_median(a.kagent, cand, op, kernel, a.skip, a.count, a.timeout)
         ratio = f"{km / nm:.4f}" if nm else "n/a"
         nms = f"{nm:.4f}" if nm else "n/a"
         diff = f"{(km - nm) * 1e3:.1f}" if nm else "n/a"
-        print(f"{kernel:<24} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11} {diff:>8}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")
+        label = f"{kernel} ({os.path.basename(os.path.dirname(op))})"
+        print(f"{label:<36} {km:>17.4f} {nms:>14} {n:>6} {ratio:>11} {diff:>8}   (kagent medians {', '.join(f'{m:.4f}' for m in all_medians)})")
         sys.stdout.flush()
 
 
