@@ -76,9 +76,11 @@ double Harness::read(CUdeviceptr p, int64_t index, DType t) {
 
 namespace kagent::runner {
 
-void Harness::flush(CUdeviceptr p, size_t bytes, uint32_t value) {
+void Harness::flush(CUdeviceptr p, size_t bytes) {
   int64_t n16 = static_cast<int64_t>(bytes / 16);
-  void* args[] = {&p, &n16, &value};
+  unsigned int never = 0;  // with never != 0xFFFFFFFF the store in kagent_flush cannot happen
+  CUdeviceptr sink = stats_.get() + 8 * 8;
+  void* args[] = {&p, &n16, &never, &sink};
   CUfunction f = mod_.function("kagent_flush");
   if (f == nullptr) throw CudaError(CUDA_ERROR_NOT_FOUND, "harness kernel kagent_flush is missing", false);
   launch(f, n16, args);

@@ -20,8 +20,8 @@ class Harness {
   void fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed);
   CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol);
   double read(CUdeviceptr p, int64_t index, DType t);
-  // Overwrites `bytes` (a multiple of 16) at p: the L2 flush.
-  void flush(CUdeviceptr p, size_t bytes, uint32_t value);
+  // Reads `bytes` (a multiple of 16) at p: the L2 flush (see kagent_flush).
+  void flush(CUdeviceptr p, size_t bytes);
 
  private:
   CUfunction fn(const char* op, DType t) const;

@@ -154,12 +154,19 @@ __device__ void read_element(const T* p, i64 i, double* out) {
   *out = to_double(p[i]);
 }
 
-// The L2 flush before each timed sample: 16-byte stores over a buffer of twice the L2. A kernel
-// rather than a copy-engine memset, so that the step right before the start event runs on the
-// SMs like the plan itself (no engine switch inside the timed span).
-extern "C" __global__ void kagent_flush(uint4* p, i64 n16, unsigned int value) {
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n16; i += (i64)gridDim.x * blockDim.x)
-    p[i] = make_uint4(value, value + 1, value + 2, (unsigned int)i);
+// The L2 flush before each timed sample: 16-byte loads over a buffer of twice the L2. Reading,
+// not writing: a written buffer leaves the L2 full of dirty lines, and the timed plan then pays
+// their write-back to DRAM (about 10 us on an H100, measured against Nsight Compute, whatever the
+// kernel's length). After a read sweep the L2 holds only clean lines that cost nothing to evict,
+// the state ncu's cache control gives. The sum is stored only under a condition that never holds
+// (`never` is not a value the loads can produce), so the loads cannot be optimised away.
+extern "C" __global__ void kagent_flush(const uint4* p, i64 n16, unsigned int never, unsigned int* sink) {
+  unsigned int acc = 0;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n16; i += (i64)gridDim.x * blockDim.x) {
+    uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == never && never == 0xFFFFFFFFu) *sink = acc;
 }
 
 #define KAGENT_DTYPE_KERNELS(T, NAME)                                                                         \
