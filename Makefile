@@ -28,6 +28,10 @@ demo: deps build
 	@echo
 	@echo "== kagent compile: a candidate with a deliberate compile error (exit 1 expected)"
 	-$(BUILD)/kagent compile examples/vector_add/cand_compile_error.cu
+	@echo
+	@echo "== kagent eval: correctness, timing and reward (needs a GPU; exit 3 without one)"
+	-$(BUILD)/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
+	-$(BUILD)/kagent eval tests/gpu/kernels/half_output.cu --op examples/vector_add/op.json
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -41,21 +41,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "eval_latency: no GPU\n");
     return 3;
   }
-  const fs::path ex = fs::path(KAGENT_SOURCE_DIR) / "examples";
+  const fs::path src = KAGENT_SOURCE_DIR;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"vector_add/cand_naive.cu", "vector_add/op.json"},
-      {"vector_add/cand_vec4.cu", "vector_add/op.json"},
-      {"softmax/cand_online.cu", "softmax/op.json"},
-      {"softmax/ref.cu", "softmax/op.json"},
+      {"examples/vector_add/cand_naive.cu", "examples/vector_add/op.json"},
+      {"examples/vector_add/cand_vec4.cu", "examples/vector_add/op.json"},
+      {"examples/softmax/cand_online.cu", "examples/softmax/op.json"},
+      {"examples/vector_add/cand_naive.cu", "benchmarks/ops/add_100us/op.json"},  // the target's kernel length
   };
   auto cache = std::make_shared<CompileCache>(fs::temp_directory_path() / "kagent-eval-bench-cache");
   EvalOptions opt;
   opt.runner_path = (fs::path(KAGENT_BINARY_DIR) / "kagent-runner").string();
 
-  TextTable t({"candidate", "kernel median ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
+  TextTable t({"candidate (op)", "kernel median ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
   for (const auto& [cand_rel, op_rel] : cases) {
-    Op op = load_op(ex / op_rel);
-    Candidate cand = load_candidate(ex / cand_rel);
+    Op op = load_op(src / op_rel);
+    Candidate cand = load_candidate(src / cand_rel);
     std::vector<double> cold, warm, medians;
     EvalReport last;
     for (int i = 0; i < reps; ++i) {  // cold: a fresh Evaluator, so a fresh runner each time
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     for (double m : medians) mean += m / medians.size();
     for (double m : medians) var += (m - mean) * (m - mean) / (medians.size() - 1);
     const auto& ct = last.outcome.candidate_time;
-    t.add_row({cand_rel, ct ? fmt::format("{:.4f}", ct->median_ms) : "-", ct ? std::to_string(ct->n) : "-",
+    t.add_row({fmt::format("{} ({})", fs::path(cand_rel).filename().string(), op.name), ct ? fmt::format("{:.4f}", ct->median_ms) : "-", ct ? std::to_string(ct->n) : "-",
                fmt::format("{:.3f}", median(cold)), fmt::format("{:.3f}", median(warm)),
                fmt::format("{:.2f}", 100 * std::sqrt(var) / mean), std::to_string(last.reward.tier)});
   }

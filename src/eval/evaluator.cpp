@@ -100,6 +100,7 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
   if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);
 
   EvalRequest rq;
+  rq.gpu = opt_.gpu;
   rq.seed = fresh_seed();
   rq.trials = opt_.trials > 0 ? opt_.trials : op.correctness_trials;
   rq.tolerance = op.tolerance;

@@ -93,6 +93,7 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
     return nlohmann::json{{"name", p.name}, {"source", p.source}, {"cubin_path", p.cubin_path}};
   };
   j = {{"cmd", "evaluate"},
+       {"gpu", r.gpu},
        {"seed", r.seed},
        {"trials", r.trials},
        {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
@@ -111,6 +112,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
     return PlanSource{p.at("name").get<std::string>(), p.at("source").get<std::string>(),
                       p.at("cubin_path").get<std::string>()};
   };
+  j.at("gpu").get_to(r.gpu);
   j.at("seed").get_to(r.seed);
   j.at("trials").get_to(r.trials);
   j.at("tolerance").at("atol").get_to(r.tolerance.atol);

@@ -49,6 +49,11 @@ bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
     out["error"] = fmt::format("bad evaluate request: {}", e.what());
     return true;
   }
+  if (rq.gpu != gpu_ordinal()) {
+    out["ok"] = false;
+    out["error"] = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), rq.gpu);
+    return true;
+  }
   try {
     if (!s.device) s.device = std::make_unique<Device>(gpu_ordinal());
     if (!s.harness || s.harness_path != rq.harness_cubin_path) {

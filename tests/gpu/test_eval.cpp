@@ -178,6 +178,7 @@ TEST_F(GpuEval, RunnerChecksArgumentsAgainstTheDriversParameterList) {
   ASSERT_NE(at, std::string::npos) << "cand_naive.cu's plan changed";
   bad_source.erase(at, std::string(", \"i64:numel(out)\"").size());
   EvalRequest rq;
+  rq.gpu = opts.gpu;
   rq.seed = 1;
   rq.trials = 1;
   rq.inputs = op.inputs;
@@ -194,4 +195,16 @@ TEST_F(GpuEval, RunnerChecksArgumentsAgainstTheDriversParameterList) {
   EXPECT_TRUE(has(o.message, "launch[0]")) << o.message;
   EXPECT_TRUE(has(o.message, "3 argument(s)")) << o.message;
   EXPECT_TRUE(has(o.message, "4 parameter(s)")) << o.message;
+}
+
+TEST_F(GpuEval, RunnerRefusesARequestForAnotherGpu) {
+  Op op = load_op(test::examples_dir() / "vector_add/op.json");
+  EvalRequest rq;
+  rq.gpu = opts.gpu + 1;
+  rq.inputs = op.inputs;
+  rq.outputs = op.outputs;
+  RunnerReply reply = ev().runner().request(rq, 60s);
+  ASSERT_TRUE(reply.ok()) << reply.message;
+  EXPECT_FALSE(reply.body.value("ok", true));
+  EXPECT_TRUE(has(reply.body.value("error", ""), "serves GPU")) << reply.body.dump();
 }

@@ -20,6 +20,7 @@ struct PlanSource {
 };
 
 struct EvalRequest {
+  int gpu = 0;        // the GPU this request is for; a runner serves one GPU and refuses others
   uint64_t seed = 0;  // fresh per evaluation; trial t uses a seed derived from (seed, t)
   int trials = 5;
   Tolerance tolerance;
