@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kagent builds against, only those that are missing.
-# The CUDA toolkit (NVRTC, headers, CUPTI) is expected in /usr/local/cuda (or $CUDA_HOME).
+# Installs the Debian packages kagent builds against, only those whose files are missing (a
+# machine may have cmake or gtest from elsewhere). The CUDA toolkit (NVRTC, headers) is expected in
+# /usr/local/cuda or $CUDA_HOME. Packages later issues need (libcurl4-openssl-dev for the LLM
+# client, libcpp-httplib-dev for its mock-server tests) join this list when their code lands.
 set -euo pipefail
 
-packages=(cmake make g++ libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-          libgtest-dev libcpp-httplib-dev libseccomp-dev binutils)
+# package : a file or command that shows it is present
+checks=(
+  "cmake:cmd:cmake"
+  "make:cmd:make"
+  "g++:cmd:g++"
+  "binutils:cmd:readelf"
+  "nlohmann-json3-dev:file:/usr/include/nlohmann/json.hpp"
+  "libcli11-dev:file:/usr/include/CLI/CLI.hpp"
+  "libspdlog-dev:file:/usr/include/spdlog/spdlog.h"
+  "libfmt-dev:file:/usr/include/fmt/core.h"
+  "libgtest-dev:file:/usr/include/gtest/gtest.h"
+)
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+for c in "${checks[@]}"; do
+  IFS=: read -r pkg kind what <<<"$c"
+  if [ "$kind" = cmd ]; then command -v "$what" >/dev/null 2>&1 || missing+=("$pkg")
+  else [ -e "$what" ] || missing+=("$pkg"); fi
 done
 
 if ((${#missing[@]})); then
   echo "kagent: installing missing packages: ${missing[*]}"
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
+  $sudo apt-get update -qq || true
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
