@@ -57,37 +57,6 @@ void from_json(const nlohmann::json& j, TensorSpec& t) {
   t.init.text = init.value("text", "");
 }
 
-void to_json(nlohmann::json& j, const StopRule& r) {
-  j = {{"min_samples", r.min_samples}, {"min_gpu_s", r.min_gpu_s}, {"target_rse", r.target_rse},
-       {"max_samples", r.max_samples}, {"max_gpu_s", r.max_gpu_s}, {"max_wall_s", r.max_wall_s}};
-}
-void from_json(const nlohmann::json& j, StopRule& r) {
-  j.at("min_samples").get_to(r.min_samples);
-  j.at("min_gpu_s").get_to(r.min_gpu_s);
-  j.at("target_rse").get_to(r.target_rse);
-  j.at("max_samples").get_to(r.max_samples);
-  j.at("max_gpu_s").get_to(r.max_gpu_s);
-  j.at("max_wall_s").get_to(r.max_wall_s);
-}
-
-void to_json(nlohmann::json& j, const TimingSummary& s) {
-  j = {{"n", s.n},           {"median_ms", s.median_ms}, {"mean_ms", s.mean_ms},       {"min_ms", s.min_ms},
-       {"p10_ms", s.p10_ms}, {"p90_ms", s.p90_ms},       {"stdev_ms", s.stdev_ms},     {"rse_median", s.rse_median},
-       {"gpu_time_s", s.gpu_time_s}, {"stop_reason", s.stop_reason}};
-}
-void from_json(const nlohmann::json& j, TimingSummary& s) {
-  j.at("n").get_to(s.n);
-  j.at("median_ms").get_to(s.median_ms);
-  j.at("mean_ms").get_to(s.mean_ms);
-  j.at("min_ms").get_to(s.min_ms);
-  j.at("p10_ms").get_to(s.p10_ms);
-  j.at("p90_ms").get_to(s.p90_ms);
-  j.at("stdev_ms").get_to(s.stdev_ms);
-  j.at("rse_median").get_to(s.rse_median);
-  j.at("gpu_time_s").get_to(s.gpu_time_s);
-  j.at("stop_reason").get_to(s.stop_reason);
-}
-
 void to_json(nlohmann::json& j, const EvalRequest& r) {
   auto plan = [](const PlanSource& p) {
     return nlohmann::json{{"name", p.name}, {"source", p.source}, {"cubin_path", p.cubin_path}};
@@ -147,19 +116,6 @@ void from_json(const nlohmann::json& j, MismatchReport& m) {
   j.at("numel").get_to(m.numel);
   m.max_abs = j.at("max_abs").is_null() ? INFINITY : j.at("max_abs").get<double>();
   m.max_rel = j.at("max_rel").is_null() ? INFINITY : j.at("max_rel").get<double>();
-}
-
-void to_json(nlohmann::json& j, const DeviceSummary& d) {
-  j = {{"name", d.name}, {"cc_major", d.cc_major}, {"cc_minor", d.cc_minor},
-       {"sms", d.sms},   {"l2_bytes", d.l2_bytes}, {"peak_gbs", d.peak_gbs}};
-}
-void from_json(const nlohmann::json& j, DeviceSummary& d) {
-  j.at("name").get_to(d.name);
-  j.at("cc_major").get_to(d.cc_major);
-  j.at("cc_minor").get_to(d.cc_minor);
-  j.at("sms").get_to(d.sms);
-  j.at("l2_bytes").get_to(d.l2_bytes);
-  j.at("peak_gbs").get_to(d.peak_gbs);
 }
 
 void to_json(nlohmann::json& j, const EvalOutcome& o) {

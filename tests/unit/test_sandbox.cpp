@@ -18,35 +18,12 @@
 #include <gtest/gtest.h>
 
 #include "kagent/eval/sandbox.hpp"
+#include "test_util.hpp"
 
 namespace kagent {
 namespace {
 
-// Sets an environment variable for the scope of a test and restores the old value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 // Runs `body` in a forked child and returns what it produced: process-wide changes (limits,
 // namespaces, uid) must never reach the test process itself.

@@ -65,18 +65,19 @@ struct EvalOutcome {
   DeviceSummary device;
 };
 
+// Plain records: nlohmann's macro writes their JSON with the field names as keys.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse, max_samples, max_gpu_s, max_wall_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms, rse_median,
+                                   gpu_time_s, stop_reason)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
+
+// Hand-written where the JSON differs from the fields (enums by name, NaN as null, optionals).
 void to_json(nlohmann::json& j, const TensorSpec& t);
 void from_json(const nlohmann::json& j, TensorSpec& t);
-void to_json(nlohmann::json& j, const StopRule& r);
-void from_json(const nlohmann::json& j, StopRule& r);
-void to_json(nlohmann::json& j, const TimingSummary& s);
-void from_json(const nlohmann::json& j, TimingSummary& s);
 void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
 void to_json(nlohmann::json& j, const MismatchReport& m);
 void from_json(const nlohmann::json& j, MismatchReport& m);
-void to_json(nlohmann::json& j, const DeviceSummary& d);
-void from_json(const nlohmann::json& j, DeviceSummary& d);
 void to_json(nlohmann::json& j, const EvalOutcome& o);
 void from_json(const nlohmann::json& j, EvalOutcome& o);
 
