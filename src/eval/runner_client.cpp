@@ -284,7 +284,11 @@ bool RunnerClient::start(Reply& r) {
   args.insert(args.end(), opt_.args.begin(), opt_.args.end());
   std::string gpu_var = fmt::format("KAGENT_GPU={}", opt_.gpu);
   CStrings argv(args);
-  CStrings envp(opt_.sandbox ? scrubbed_environment({gpu_var}) : inherited_environment(gpu_var));
+  std::vector<std::string> extra = opt_.env;
+  extra.push_back(gpu_var);
+  std::vector<std::string> env = opt_.sandbox ? scrubbed_environment(extra) : inherited_environment(gpu_var);
+  if (!opt_.sandbox) env.insert(env.end(), opt_.env.begin(), opt_.env.end());
+  CStrings envp(env);
 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err)) {
@@ -336,7 +340,7 @@ bool RunnerClient::start(Reply& r) {
     return fail(what);
   }
   auto hello = nlohmann::json::parse(line, nullptr, false);
-  if (hello.is_discarded() || !hello.is_object() || hello.value("hello", std::string()) != "kagent-runner") {
+  if (hello.is_discarded() || !hello.is_object() || hello.value("hello", std::string()) != opt_.hello_name) {
     stop(true);
     return fail(fmt::format("runner '{}' sent a malformed hello line: {}", exe, excerpt(line)));
   }

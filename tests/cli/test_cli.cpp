@@ -166,6 +166,19 @@ TEST_F(Cli, EvalJsonOnAGpu) {
   EXPECT_EQ(j["outcome"]["mismatch"]["tensor"], "out");
 }
 
+TEST_F(Cli, RefOnAPyTorchProblem) {
+  auto r = kagent({"ref", example("kernelbench_tiny/op.json")});
+  auto torch = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
+  if (!torch.started || torch.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 3) << r.output;  // no torch (or no GPU for it): the environment is missing
+    EXPECT_TRUE(has(r.output, "torch") || has(r.output, "GPU")) << r.output;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"linear_weight", "linear_bias", "out", "eager:", "torch.compile:"})
+    EXPECT_TRUE(has(r.output, s)) << s << "\n" << r.output;
+}
+
 TEST_F(Cli, DoctorReportsEachCheck) {
   auto r = kagent({"doctor", "--json"});
   auto j = nlohmann::json::parse(r.output);

@@ -29,6 +29,8 @@ struct RunnerOptions {
   int gpu = 0;                    // passed as KAGENT_GPU in its environment
   std::chrono::milliseconds start_timeout{30000};  // until the hello line
   bool sandbox = true;            // no_new_privs, rlimits, scrubbed environment (see sandbox.hpp)
+  std::vector<std::string> env;   // extra "NAME=value" entries for its environment
+  std::string hello_name = "kagent-runner";  // the "hello" value its first line must carry
 };
 
 struct RunnerReply {

@@ -1,0 +1,61 @@
+#pragma once
+// The Python reference server (tools/kagent_ref) seen from kagent: one long-lived process per
+// GPU that imports a PyTorch problem file in isolation, builds its model under a seed, reports
+// the operator's signature as a candidate sees it, and times torch eager and torch.compile with
+// the runner's protocol (baselines cached on disk).
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/eval/runner_client.hpp"
+#include "kagent/eval/stats.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent {
+
+struct RefScalar {
+  std::string name;
+  nlohmann::json value;
+  std::string type;  // "int", "float" or "bool"
+};
+
+struct RefSignature {
+  std::vector<TensorSpec> inputs;   // forward's tensor parameters, by name
+  std::vector<RefScalar> scalars;   // forward's non-tensor parameters
+  std::vector<TensorSpec> params;   // state_dict entries, '.' replaced by '_'
+  std::vector<TensorSpec> outputs;  // out, or out0, out1, ...
+  std::optional<std::string> degenerate;  // why the reference output cannot tell right from empty
+  std::string source_hash, gpu_name, torch_version;
+};
+
+struct RefBaselines {
+  TimingSummary eager;
+  std::optional<TimingSummary> compile;
+  std::string compile_error;  // when torch.compile could not build or run the model
+  bool cached = false;
+  std::string key;
+};
+
+class RefServer {
+ public:
+  // Starts `python3 -m kagent_ref`. Throws EnvError when python3 or torch is missing.
+  explicit RefServer(int gpu);
+
+  // Loads the op's problem file. Problem errors (syntax error, exception in get_inputs, ...) are
+  // InputError with the traceback's last lines; out of GPU memory is EnvError.
+  RefSignature load(const Op& op, Precision precision, uint64_t seed);
+  RefBaselines baselines(bool refresh, const StopRule& rule);
+
+  static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/
+
+ private:
+  nlohmann::json call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
+  int gpu_;
+  RunnerClient client_;
+};
+
+}  // namespace kagent

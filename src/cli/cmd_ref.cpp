@@ -1,0 +1,136 @@
+// kagent ref OP: the operator as a candidate sees it (tensor names, shapes, dtypes, scalars) and
+// its eager and torch.compile times. PyTorch references go through the reference server
+// (baselines cached on disk; --refresh re-measures); native references list op.json's tensors
+// and time the reference plan in kagent-runner.
+#include <memory>
+#include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "commands.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/common/text_table.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/protocol.hpp"
+#include "kagent/reference/ref_server.hpp"
+
+namespace kagent::cli {
+
+namespace {
+
+struct RefArgs {
+  std::string op;
+  std::string precision;
+  int gpu = 0;
+  bool refresh = false;
+  bool json = false;
+};
+
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{}", fmt::join(shape, " x ")); }
+
+std::string time_text(const std::optional<TimingSummary>& t) {
+  if (!t) return "n/a";
+  return fmt::format("{:.4f} ms median (n={}, p10 {:.4f}, p90 {:.4f}, {})", t->median_ms, t->n, t->p10_ms, t->p90_ms,
+                     t->stop_reason);
+}
+
+nlohmann::json tensors_json(const std::vector<TensorSpec>& ts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& t : ts) a.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}});
+  return a;
+}
+
+void add_rows(TextTable& t, const std::vector<TensorSpec>& ts, const char* role) {
+  for (const auto& s : ts) t.add_row({s.name, role, shape_text(s.shape), std::string(dtype_name(s.dtype))});
+}
+
+Precision parse_precision(const std::string& p) {
+  for (auto v : {Precision::fp32, Precision::fp16, Precision::bf16})
+    if (precision_name(v) == p) return v;
+  throw InputError(fmt::format("--precision '{}': expected fp32, fp16 or bf16", p));
+}
+
+int run_python(const Op& op, const RefArgs& a) {
+  Precision precision = a.precision.empty() ? op.precision : parse_precision(a.precision);
+  RefServer server(a.gpu);
+  RefSignature sig = server.load(op, precision, std::random_device{}());
+  RefBaselines b = server.baselines(a.refresh, StopRule{});
+  if (a.json) {
+    nlohmann::json scalars = nlohmann::json::array();
+    for (const auto& s : sig.scalars) scalars.push_back({{"name", s.name}, {"value", s.value}, {"type", s.type}});
+    print_json({{"op", op.name},
+                {"reference", op.reference.string()},
+                {"precision", precision_name(precision)},
+                {"gpu", sig.gpu_name},
+                {"torch", sig.torch_version},
+                {"inputs", tensors_json(sig.inputs)},
+                {"scalars", scalars},
+                {"params", tensors_json(sig.params)},
+                {"outputs", tensors_json(sig.outputs)},
+                {"degenerate", sig.degenerate ? nlohmann::json(*sig.degenerate) : nlohmann::json()},
+                {"eager", b.eager},
+                {"compile", b.compile ? nlohmann::json(*b.compile) : nlohmann::json()},
+                {"compile_error", b.compile_error},
+                {"baselines_cached", b.cached}});
+    return 0;
+  }
+  fmt::print("{} (PyTorch reference {}), {}, {} with torch {}\n\n", op.name, op.reference.string(),
+             precision_name(precision), sig.gpu_name, sig.torch_version);
+  TextTable t({"tensor", "role", "shape", "dtype"});
+  add_rows(t, sig.inputs, "input");
+  add_rows(t, sig.params, "param");
+  add_rows(t, sig.outputs, "output");
+  fmt::print("{}", t.render());
+  for (const auto& s : sig.scalars) fmt::print("scalar {} = {} ({})\n", s.name, s.value.dump(), s.type);
+  if (sig.degenerate) fmt::print("flag: degenerate reference: {}\n", *sig.degenerate);
+  fmt::print("\neager:         {}\n", time_text(b.eager));
+  fmt::print("torch.compile: {}{}\n", time_text(b.compile), b.compile_error.empty() ? "" : "  (" + b.compile_error + ")");
+  fmt::print("baselines: {}\n", b.cached ? "from the cache (--refresh re-measures)" : "measured now and cached");
+  return 0;
+}
+
+int run_native(const Op& op, const RefArgs& a) {
+  EvalOptions opt;
+  opt.gpu = a.gpu;
+  Evaluator ev(opt, std::make_shared<CompileCache>(CompileCache::default_dir()));
+  // The reference evaluated as a candidate against itself: its timing is the eager baseline.
+  EvalReport r = ev.evaluate(op, load_candidate(op.reference));
+  std::optional<TimingSummary> eager = r.outcome.reference_time;
+  std::optional<TimingSummary> compile;
+  if (a.json) {
+    print_json({{"op", op.name}, {"reference", op.reference.string()}, {"inputs", tensors_json(op.inputs)},
+                {"outputs", tensors_json(op.outputs)}, {"eager", eager ? nlohmann::json(*eager) : nlohmann::json()},
+                {"compile_ms", op.compile_baseline_ms ? nlohmann::json(*op.compile_baseline_ms) : nlohmann::json()}});
+    return 0;
+  }
+  fmt::print("{} (native reference {}), {}\n\n", op.name, op.reference.string(), r.outcome.device.name);
+  TextTable t({"tensor", "role", "shape", "dtype"});
+  add_rows(t, op.inputs, "input");
+  add_rows(t, op.outputs, "output");
+  fmt::print("{}", t.render());
+  for (const auto& f : r.outcome.flags) fmt::print("flag: {}\n", f);
+  fmt::print("\neager (reference plan): {}\n", time_text(eager));
+  fmt::print("torch.compile:          {}\n",
+             op.compile_baseline_ms ? fmt::format("{:.4f} ms (compile_baseline_ms in op.json)", *op.compile_baseline_ms)
+                                    : std::string("n/a (no compile_baseline_ms in op.json)"));
+  return 0;
+}
+
+}  // namespace
+
+Command add_ref_command(CLI::App& app) {
+  auto args = std::make_shared<RefArgs>();
+  CLI::App* sub = app.add_subcommand("ref", "Show an operator's signature and its eager and torch.compile times");
+  sub->add_option("op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
+  sub->add_option("--precision", args->precision, "fp32, fp16 or bf16 (default: the op's)");
+  sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--refresh", args->refresh, "Re-measure the baselines instead of reading the cache");
+  sub->add_flag("--json", args->json, "Print JSON");
+  return {sub, [args]() {
+            Op op = load_op(args->op);
+            return op.ref_kind == RefKind::python ? run_python(op, *args) : run_native(op, *args);
+          }};
+}
+
+}  // namespace kagent::cli

@@ -1,0 +1,114 @@
+#include "kagent/reference/ref_server.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/compile/cache.hpp"
+#include "kagent/eval/protocol.hpp"
+
+namespace kagent {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+RunnerOptions server_options(int gpu) {
+  RunnerOptions o;
+  o.runner_path = "python3";
+  o.args = {"-m", "kagent_ref"};
+  o.gpu = gpu;
+  o.hello_name = "kagent-ref";
+  o.start_timeout = 120s;  // importing torch can take a while on a cold machine
+  o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
+  return o;
+}
+
+std::string traceback_tail(const nlohmann::json& body) {
+  std::string out;
+  if (auto tb = body.find("traceback"); tb != body.end() && tb->is_array())
+    for (const auto& line : *tb) out += "\n  " + line.get<std::string>();
+  return out;
+}
+
+std::vector<TensorSpec> tensors(const nlohmann::json& arr) {
+  std::vector<TensorSpec> out;
+  for (const auto& t : arr) {
+    TensorSpec s;
+    s.name = t.at("name").get<std::string>();
+    s.shape = t.at("shape").get<std::vector<int64_t>>();
+    auto dt = parse_dtype(t.at("dtype").get<std::string>());
+    if (!dt) throw Error(ExitCode::environment, "reference server sent an unknown dtype " + t.at("dtype").dump());
+    s.dtype = *dt;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RefServer::tools_dir() {
+  if (const char* d = std::getenv("KAGENT_TOOLS_DIR"); d != nullptr && *d != '\0') return d;
+  return KAGENT_TOOLS_DIR_DEFAULT;
+}
+
+RefServer::RefServer(int gpu) : gpu_(gpu), client_(server_options(gpu)) {
+  if (find_in_path("python3").empty())
+    throw EnvError("python3 not found: PyTorch references need python3 with torch");
+  RunnerReply r = client_.request({{"cmd", "ping"}}, 120s);
+  if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
+  const auto& hello = client_.hello();
+  if (hello.value("torch", nlohmann::json()).is_null())
+    throw EnvError(fmt::format("python3 cannot import torch ({}): PyTorch references need it",
+                               hello.value("error", std::string("unknown"))));
+}
+
+nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
+  RunnerReply r = client_.request(std::move(req), timeout);
+  if (!r.ok()) throw EnvError(fmt::format("reference server failed {}: {}", what, r.message));
+  if (r.body.value("ok", false)) return r.body;
+  std::string err = r.body.value("error", std::string("unknown error"));
+  std::string msg = fmt::format("{}: {}{}", what, err, traceback_tail(r.body));
+  if (err.find("OutOfMemoryError") != std::string::npos) throw EnvError(msg);
+  throw InputError(msg);
+}
+
+RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
+  nlohmann::json body = call({{"cmd", "load"},
+                              {"problem", op.reference.string()},
+                              {"precision", precision_name(precision)},
+                              {"seed", seed},
+                              {"gpu", gpu_}},
+                             600s, op.reference.string());
+  const auto& sig = body.at("signature");
+  RefSignature s;
+  s.inputs = tensors(sig.at("inputs"));
+  s.params = tensors(sig.at("params"));
+  s.outputs = tensors(sig.at("outputs"));
+  for (const auto& sc : sig.at("scalars"))
+    s.scalars.push_back({sc.at("name").get<std::string>(), sc.at("value"), sc.at("type").get<std::string>()});
+  if (body.contains("degenerate") && body["degenerate"].is_string()) s.degenerate = body["degenerate"].get<std::string>();
+  s.source_hash = body.value("source_hash", "");
+  s.gpu_name = body.value("gpu_name", "");
+  s.torch_version = body.value("torch", "");
+  return s;
+}
+
+RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
+  nlohmann::json body = call({{"cmd", "baselines"},
+                              {"refresh", refresh},
+                              {"cache_dir", CompileCache::default_dir().string()},
+                              {"stop_rule", rule}},
+                             1800s, "timing the PyTorch baselines");
+  RefBaselines b;
+  b.eager = body.at("eager").get<TimingSummary>();
+  if (!body.at("compile").is_null()) b.compile = body.at("compile").get<TimingSummary>();
+  if (body.contains("compile_error") && body["compile_error"].is_string()) b.compile_error = body["compile_error"];
+  b.cached = body.value("cached", false);
+  b.key = body.value("key", "");
+  return b;
+}
+
+}  // namespace kagent

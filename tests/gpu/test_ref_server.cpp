@@ -1,0 +1,131 @@
+// The Python reference server against real problem files: signature names per CANDIDATE.md,
+// scalars, problems that print, problem errors with the traceback's tail, the degenerate flag,
+// eager and torch.compile baselines and their cache. Needs python3 with torch and a GPU; skips
+// with the reason otherwise.
+#include <gtest/gtest.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/reference/ref_server.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kScaledAdd = R"~(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        print("a problem file that prints must not break the protocol")
+
+    def forward(self, x, y, alpha: float):
+        return self.proj(x) + alpha * y, x.sum(dim=1)
+
+def get_inputs():
+    return [torch.randn(8, 64), torch.randn(8, 64), 0.5]
+
+def get_init_inputs():
+    return [64]
+)~";
+
+class RefServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
+    if (!r.started || r.exit_code != 0) GTEST_SKIP() << "python3 with torch and a GPU is needed: " << r.output;
+  }
+  Op op_for(const std::string& source) {
+    return load_op(dir.write("problem_" + std::to_string(n_++) + ".py", source));
+  }
+  static bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+  test::TempDir dir;
+  int n_ = 0;
+};
+
+}  // namespace
+
+TEST_F(RefServerTest, SignatureFollowsCandidateNaming) {
+  RefServer server(0);
+  RefSignature s = server.load(op_for(kScaledAdd), Precision::fp32, 1);
+  ASSERT_EQ(s.inputs.size(), 2u);
+  EXPECT_EQ(s.inputs[0].name, "x");
+  EXPECT_EQ(s.inputs[1].name, "y");
+  EXPECT_EQ(s.inputs[0].shape, (std::vector<int64_t>{8, 64}));
+  ASSERT_EQ(s.scalars.size(), 1u);
+  EXPECT_EQ(s.scalars[0].name, "alpha");
+  EXPECT_EQ(s.scalars[0].value.get<double>(), 0.5);
+  ASSERT_EQ(s.params.size(), 2u);
+  EXPECT_EQ(s.params[0].name, "proj_weight");
+  EXPECT_EQ(s.params[1].name, "proj_bias");
+  ASSERT_EQ(s.outputs.size(), 2u);
+  EXPECT_EQ(s.outputs[0].name, "out0");
+  EXPECT_EQ(s.outputs[1].name, "out1");
+  EXPECT_EQ(s.outputs[1].shape, (std::vector<int64_t>{8}));
+  EXPECT_FALSE(s.degenerate.has_value());
+}
+
+TEST_F(RefServerTest, PrecisionCastsFloatingTensors) {
+  RefServer server(0);
+  RefSignature s = server.load(op_for(kScaledAdd), Precision::bf16, 1);
+  EXPECT_EQ(s.inputs[0].dtype, DType::bf16);
+  EXPECT_EQ(s.params[0].dtype, DType::bf16);
+  EXPECT_EQ(s.outputs[0].dtype, DType::bf16);
+}
+
+TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
+  RefServer server(0);
+  try {
+    server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
+                       "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"),
+                Precision::fp32, 1);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "SyntaxError")) << e.what();
+  }
+  try {
+    server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                       "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n"),
+                Precision::fp32, 1);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "broken inputs")) << e.what();
+    EXPECT_TRUE(has(e.what(), "get_inputs")) << "the traceback names the function\n" << e.what();
+  }
+  // The server survived both and still serves.
+  EXPECT_EQ(server.load(op_for(kScaledAdd), Precision::fp32, 1).inputs.size(), 2u);
+}
+
+TEST_F(RefServerTest, DegenerateReferenceIsFlagged) {
+  RefServer server(0);
+  RefSignature s = server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                                      "        return x * 0\ndef get_inputs():\n    return [torch.randn(16)]\n"
+                                      "def get_init_inputs():\n    return []\n"),
+                               Precision::fp32, 1);
+  ASSERT_TRUE(s.degenerate.has_value());
+  EXPECT_TRUE(has(*s.degenerate, "zero")) << *s.degenerate;
+}
+
+TEST_F(RefServerTest, BaselinesAreTimedThenCached) {
+  test::ScopedEnv cache("KAGENT_CACHE_DIR", (dir / "cache").string().c_str());
+  Op op = op_for(kScaledAdd);
+  {
+    RefServer server(0);
+    server.load(op, Precision::fp32, 1);
+    RefBaselines b = server.baselines(false, StopRule{});
+    EXPECT_FALSE(b.cached);
+    EXPECT_GT(b.eager.median_ms, 0);
+    EXPECT_GE(b.eager.n, 20);
+    EXPECT_TRUE(b.compile.has_value()) << b.compile_error;
+  }
+  RefServer again(0);
+  again.load(op, Precision::fp32, 2);
+  RefBaselines cached = again.baselines(false, StopRule{});
+  EXPECT_TRUE(cached.cached);
+  EXPECT_FALSE(again.baselines(true, StopRule{}).cached) << "--refresh re-measures";
+}

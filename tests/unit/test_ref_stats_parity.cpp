@@ -1,0 +1,65 @@
+// The reference server times eager and torch.compile with tools/kagent_ref/stats.py; the runner
+// times candidates with src/eval/stats.cpp. Both must compute the same summary and stop at the
+// same sample, or the reward would compare numbers measured by different rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/common/process.hpp"
+#include "kagent/eval/stats.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+
+namespace {
+
+nlohmann::json python_stats(const std::vector<double>& samples, double wall_s) {
+  const std::string script =
+      "import json, sys\n"
+      "from kagent_ref import stats\n"
+      "d = json.load(sys.stdin)\n"
+      "out = {'summary': stats.summarize(d['s']), 'stops': []}\n"
+      "for n in range(1, len(d['s']) + 1):\n"
+      "    out['stops'].append(stats.should_stop(d['s'][:n], d['wall'], stats.DEFAULT_RULE))\n"
+      "print(json.dumps(out))\n";
+  auto r = run_capture({"env", "PYTHONPATH=" + (test::source_dir() / "tools").string(), "python3", "-c", script},
+                       std::chrono::seconds(60), nlohmann::json({{"s", samples}, {"wall", wall_s}}).dump());
+  if (!r.started || r.exit_code != 0) throw std::runtime_error("python3 failed: " + r.output);
+  return nlohmann::json::parse(r.output);
+}
+
+}  // namespace
+
+TEST(RefStatsParity, SummaryAndStoppingRuleMatchTheRunner) {
+  if (find_in_path("python3").empty()) GTEST_SKIP() << "python3 not installed";
+  std::mt19937 rng(7);
+  for (double spread : {0.0005, 0.01, 0.2}) {  // converges early, converges late, hits a cap
+    std::normal_distribution<double> d(0.05, 0.05 * spread);
+    std::vector<double> s;
+    for (int i = 0; i < 1200; ++i) s.push_back(std::max(1e-4, d(rng)));
+    auto py = python_stats(s, 1.0);
+    TimingSummary c = summarize(s);
+    const auto& ps = py["summary"];
+    EXPECT_EQ(ps["n"].get<int>(), c.n);
+    for (auto [key, v] : std::vector<std::pair<const char*, double>>{{"median_ms", c.median_ms}, {"mean_ms", c.mean_ms},
+                                                                    {"p10_ms", c.p10_ms}, {"p90_ms", c.p90_ms},
+                                                                    {"stdev_ms", c.stdev_ms}, {"rse_median", c.rse_median}})
+      EXPECT_NEAR(ps[key].get<double>(), v, 1e-9 * std::max(1.0, std::abs(v))) << key << " spread " << spread;
+    // The first sample at which each side stops, and why.
+    int c_stop = -1, p_stop = -1;
+    std::string c_reason, p_reason;
+    for (size_t n = 1; n <= s.size(); ++n) {
+      std::vector<double> prefix(s.begin(), s.begin() + static_cast<long>(n));
+      auto dec = should_stop(prefix, 1.0, StopRule{});
+      if (c_stop < 0 && dec.stop) c_stop = static_cast<int>(n), c_reason = dec.reason;
+      const auto& pj = py["stops"][n - 1];
+      if (p_stop < 0 && !pj.is_null()) p_stop = static_cast<int>(n), p_reason = pj.get<std::string>();
+    }
+    EXPECT_EQ(c_stop, p_stop) << "spread " << spread;
+    EXPECT_EQ(c_reason, p_reason) << "spread " << spread;
+    EXPECT_GT(c_stop, 0);
+  }
+}

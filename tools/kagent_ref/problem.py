@@ -1,0 +1,140 @@
+"""A PyTorch reference operator: a KernelBench-style file with Model, get_inputs and
+get_init_inputs, imported in isolation and built under a seed (CANDIDATE.md names)."""
+
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import sys
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# kagent's dtype names (src/spec/dtype.cpp).
+TORCH_TO_KAGENT = {
+    torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
+    torch.bool: "bool",
+}
+
+_counter = itertools.count()
+
+
+class ProblemError(Exception):
+    """A problem the server cannot run or express; the message says why."""
+
+
+def load_module(path):
+    """Imports the file under a fresh module name, so two problems never share globals."""
+    name = f"kagent_problem_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, attr):
+            raise ProblemError(f"{path}: defines no {attr} (a KernelBench problem file defines Model, "
+                               "get_inputs and get_init_inputs)")
+    return module
+
+
+def _cast(x, dtype, device):
+    """Floating tensors go to the precision under test; integer tensors keep their type."""
+    if isinstance(x, torch.Tensor):
+        x = x.to(device)
+        return x.to(dtype) if x.is_floating_point() else x
+    return x
+
+
+def _spec(name, t):
+    if t.dtype not in TORCH_TO_KAGENT:
+        raise ProblemError(f"tensor '{name}' has dtype {t.dtype}, which kagent cannot pass to a kernel")
+    return {"name": name, "shape": list(t.shape), "dtype": TORCH_TO_KAGENT[t.dtype]}
+
+
+class Problem:
+    def __init__(self, path, precision="fp32", seed=0, device=0):
+        if precision not in DTYPES:
+            raise ProblemError(f"precision '{precision}': expected one of {', '.join(DTYPES)}")
+        self.path = path
+        with open(path, "rb") as f:
+            self.source_hash = hashlib.sha256(f.read()).hexdigest()
+        self.precision = precision
+        self.dtype = DTYPES[precision]
+        self.device = torch.device("cuda", device) if torch.cuda.is_available() else torch.device("cpu")
+        self.module = load_module(path)
+        torch.manual_seed(seed)
+        init = self.module.get_init_inputs()
+        self.model = self.module.Model(*init).to(self.device)
+        if any(p.is_floating_point() for p in self.model.parameters()):
+            self.model = self.model.to(self.dtype)
+        self.model.eval()
+        self.arg_names = self._forward_names()
+
+    def _forward_names(self):
+        params = list(inspect.signature(self.model.forward).parameters.values())
+        names = []
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise ProblemError(f"{self.path}: forward takes *{p.name}; kagent needs named parameters")
+            names.append(p.name)
+        return names
+
+    def inputs(self, seed):
+        """The forward arguments for one trial, made by get_inputs() under `seed`, on the GPU."""
+        torch.manual_seed(seed)
+        args = [_cast(x, self.dtype, self.device) for x in self.module.get_inputs()]
+        if len(args) != len(self.arg_names):
+            raise ProblemError(f"{self.path}: get_inputs() returns {len(args)} values, forward takes "
+                               f"{len(self.arg_names)} ({', '.join(self.arg_names)})")
+        return args
+
+    @torch.no_grad()
+    def run(self, args):
+        out = self.model(*args)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for i, o in enumerate(outs):
+            if not isinstance(o, torch.Tensor):
+                raise ProblemError(f"{self.path}: forward returns a {type(o).__name__} as output {i}; "
+                                   "kagent compares tensors only")
+        return outs
+
+    def signature(self, args, outs):
+        """Names, shapes and dtypes as the candidate sees them (CANDIDATE.md)."""
+        inputs, scalars = [], []
+        for name, a in zip(self.arg_names, args):
+            if isinstance(a, torch.Tensor):
+                inputs.append(_spec(name, a))
+            elif isinstance(a, (bool, int, float)):
+                scalars.append({"name": name, "value": a, "type": type(a).__name__})
+            else:
+                raise ProblemError(f"{self.path}: forward argument '{name}' is a {type(a).__name__}; kagent "
+                                   "passes tensors and int/float/bool scalars only")
+        params = [_spec(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
+        names = [o["name"] for o in inputs + params]
+        out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
+        outputs = [_spec(n, o) for n, o in zip(out_names, outs)]
+        clash = sorted(set(names) & set(out_names)) + sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            raise ProblemError(f"{self.path}: tensor names collide: {', '.join(clash)}")
+        return {"inputs": inputs, "scalars": scalars, "params": params, "outputs": outputs}
+
+
+def degenerate(outs):
+    """Why the reference cannot tell a correct kernel from an empty one, or None."""
+    reasons = []
+    for i, o in enumerate(outs):
+        f = o.float()
+        finite = f[torch.isfinite(f)]
+        if finite.numel() == 0:
+            continue
+        if finite.abs().max().item() <= 1e-6:
+            reasons.append(f"output {i} is all (near) zero")
+        elif finite.numel() > 1 and finite.min().item() == finite.max().item():
+            reasons.append(f"output {i} is constant ({finite.min().item():.6g})")
+    return "; ".join(reasons) or None

@@ -1,0 +1,147 @@
+"""The JSON-lines loop (framing as kagent-runner's, include/kagent/eval/runner_client.hpp):
+
+  server -> stdout, once:  {"hello": "kagent-ref", "version", "torch", "cuda", "pid"}
+  kagent -> stdin:         {"id": N, "cmd": "load" | "baselines" | "ping", ...}
+  server -> stdout:        {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error", "traceback"}
+  server -> stderr:        "kagent-phase: <text>" before long steps; anything the problem prints.
+
+load:      {"problem": path, "precision": "fp32", "seed": int, "gpu": int}
+           -> {"signature": {...}, "degenerate": str|null, "source_hash", "gpu_name", "torch"}
+baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
+           -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key"}
+"""
+
+import hashlib
+import json
+import os
+import sys
+import traceback
+
+from . import __version__
+
+PROTOCOL = "kagent-ref-baselines-v1"  # bump when how baselines are measured changes
+
+
+def phase(text):
+    sys.stderr.write(f"kagent-phase: {text}\n")
+    sys.stderr.flush()
+
+
+class Server:
+    def __init__(self, out):
+        self.out = out
+        self.problem = None
+        self.args = None
+
+    def reply(self, obj):
+        self.out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
+        self.out.flush()
+
+    def load(self, req):
+        import torch
+
+        from .problem import Problem, degenerate
+
+        phase(f"importing {req['problem']}")
+        gpu = int(req.get("gpu", 0))
+        self.problem = Problem(req["problem"], req.get("precision", "fp32"), int(req.get("seed", 0)), gpu)
+        phase("running the reference once")
+        self.args = self.problem.inputs(int(req.get("seed", 0)))
+        outs = self.problem.run(self.args)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return {
+            "signature": self.problem.signature(self.args, outs),
+            "degenerate": degenerate(outs),
+            "source_hash": self.problem.source_hash,
+            "gpu_name": torch.cuda.get_device_name(gpu) if torch.cuda.is_available() else "cpu",
+            "torch": torch.__version__,
+        }
+
+    def baselines(self, req):
+        import torch
+
+        from .timing import Timer
+
+        if self.problem is None:
+            raise RuntimeError("baselines before load")
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no GPU: baselines need one")
+        p = self.problem
+        key_text = "|".join([PROTOCOL, p.source_hash, p.precision, torch.cuda.get_device_name(p.device),
+                             torch.__version__, json.dumps(req.get("stop_rule") or {}, sort_keys=True)])
+        key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
+        path = os.path.join(req["cache_dir"], "baselines", key + ".json")
+        if not req.get("refresh") and os.path.exists(path):
+            with open(path) as f:
+                cached = json.load(f)
+            cached["cached"] = True
+            return cached
+
+        timer = Timer(p.device)
+        phase("timing torch eager")
+        eager = timer.time(lambda: p.model(*self.args), req.get("stop_rule"))
+        compiled, compile_error = None, None
+        try:
+            phase("compiling with torch.compile")
+            cm = torch.compile(p.model)
+            with torch.no_grad():
+                cm(*self.args)  # compilation happens here, outside the timing
+            torch.cuda.synchronize()
+            phase("timing torch.compile")
+            compiled = timer.time(lambda: cm(*self.args), req.get("stop_rule"))
+        except Exception as e:  # a model torch.compile cannot handle still has an eager baseline
+            compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        result = {"eager": eager, "compile": compiled, "compile_error": compile_error, "key": key,
+                  "gpu_name": torch.cuda.get_device_name(p.device), "torch": torch.__version__,
+                  "precision": p.precision, "flush_bytes": timer.flush_bytes, "cached": False}
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, path)  # atomic: concurrent servers never read half a file
+        return result
+
+    def handle(self, req):
+        cmd = req.get("cmd")
+        if cmd == "ping":
+            return {}
+        if cmd == "load":
+            return self.load(req)
+        if cmd == "baselines":
+            return self.baselines(req)
+        raise ValueError(f"unknown cmd '{cmd}'")
+
+
+def _error_reply(rid, e):
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    lines = "".join(tb).rstrip().splitlines()
+    return {"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}", "traceback": lines[-8:]}
+
+
+def main():
+    # The protocol gets a private copy of stdout; fd 1 (and print()) go to stderr, so a problem
+    # file that prints cannot corrupt the replies.
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    server = Server(out)
+    try:
+        import torch
+
+        hello = {"hello": "kagent-ref", "version": __version__, "torch": torch.__version__,
+                 "cuda": torch.cuda.is_available(), "pid": os.getpid()}
+    except ImportError as e:
+        hello = {"hello": "kagent-ref", "version": __version__, "torch": None, "cuda": False,
+                 "pid": os.getpid(), "error": f"torch is not importable: {e}"}
+    server.reply(hello)
+    for line in sys.stdin:
+        rid = None
+        try:
+            req = json.loads(line)
+            rid = req.get("id")
+            body = server.handle(req)
+            server.reply({"id": rid, "ok": True, **body})
+        except Exception as e:  # every failure is a reply; the server keeps serving
+            server.reply(_error_reply(rid, e))
+    return 0
