@@ -69,8 +69,10 @@ class Problem:
         self.device = torch.device("cuda", device) if torch.cuda.is_available() else torch.device("cpu")
         self.module = load_module(path)
         torch.manual_seed(seed)
-        init = self.module.get_init_inputs()
-        self.model = self.module.Model(*init).to(self.device)
+        # Built under the GPU as default device: parameters are created there, not copied over.
+        with self.device:
+            init = self.module.get_init_inputs()
+            self.model = self.module.Model(*init).to(self.device)
         if any(p.is_floating_point() for p in self.model.parameters()):
             self.model = self.model.to(self.dtype)
         self.model.eval()
@@ -88,7 +90,11 @@ class Problem:
     def inputs(self, seed):
         """The forward arguments for one trial, made by get_inputs() under `seed`, on the GPU."""
         torch.manual_seed(seed)
-        args = [_cast(x, self.dtype, self.device) for x in self.module.get_inputs()]
+        # Under the GPU as default device, get_inputs()' torch.rand/randn make the tensors on the GPU:
+        # a KernelBench input of several GB is never drawn on the CPU and copied.
+        with self.device:
+            raw = self.module.get_inputs()
+        args = [_cast(x, self.dtype, self.device) for x in raw]
         if len(args) != len(self.arg_names):
             raise ProblemError(f"{self.path}: get_inputs() returns {len(args)} values, forward takes "
                                f"{len(self.arg_names)} ({', '.join(self.arg_names)})")
