@@ -3,16 +3,8 @@
 #include <fmt/format.h>
 
 #include "kagent/common/text_table.hpp"
-#include "kagent/spec/plan_check.hpp"
 
 namespace kagent::cli {
-
-CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
-  if (op != nullptr && op->ref_kind == RefKind::cuda) check_plan_tensors(cand, op->tensor_names());
-  CompileResult r = compiler.compile(cand, arch);
-  if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
-  return r;
-}
 
 std::string render_kernel_table(const CompileResult& r) {
   TextTable t({"kernel", "regs", "smem B", "stack B", "spill st/ld B", "max threads", "params"});

@@ -91,6 +91,13 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
   return out;
 }
 
+CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
+  if (op != nullptr && op->ref_kind == RefKind::cuda) check_plan_tensors(cand, op->tensor_names());
+  CompileResult r = compiler.compile(cand, arch);
+  if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
+  return r;
+}
+
 Compiler::Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache)
     : paths_(std::move(paths)), cache_(std::move(cache)) {}
 

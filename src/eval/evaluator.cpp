@@ -17,7 +17,6 @@
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/gpu/devices.hpp"
-#include "kagent/spec/plan_check.hpp"
 
 namespace kagent {
 
@@ -39,13 +38,6 @@ std::filesystem::path make_work_dir() {
 uint64_t fresh_seed() {
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd();
-}
-
-CompileResult compile_plan(const Compiler& c, const Candidate& cand, const Op& op, const std::string& arch) {
-  check_plan_tensors(cand, op.tensor_names());
-  CompileResult r = c.compile(cand, arch);
-  if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
-  return r;
 }
 
 }  // namespace
@@ -88,13 +80,13 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
     throw EnvError(fmt::format("{}: evaluating against PyTorch references is not built yet (kagent ref shows their signature and baselines)",
                                op.path.string()));
 
-  rep.compile = compile_plan(compiler_, cand, op, arch_);
+  rep.compile = compile_checked(cand, &op, compiler_, arch_);
   if (!rep.compile.ok) {
     rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
     return rep;
   }
   Candidate ref = load_candidate(op.reference);
-  CompileResult ref_c = compile_plan(compiler_, ref, op, arch_);
+  CompileResult ref_c = compile_checked(ref, &op, compiler_, arch_);
   if (!ref_c.ok) throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), ref_c.log));
   CompileResult harness_c = compiler_.compile(harness_kernels(), arch_);
   if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);

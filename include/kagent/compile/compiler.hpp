@@ -8,6 +8,7 @@
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_check.hpp"
 
 namespace kagent {
@@ -39,6 +40,11 @@ class Compiler {
   CudaPaths paths_;
   std::shared_ptr<CompileCache> cache_;
 };
+
+// Compiles a candidate (or native reference) and checks its plan: tensor names against the op
+// (native references; op may be null) and launches against the compiled kernels' parameters.
+// A compile error is a result with ok=false; plan problems throw InputError.
+CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch);
 
 // The parameter lists of the compiled kernels, for check_plan_kernels.
 std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& kernels);
