@@ -19,12 +19,15 @@ double from_key(uint64_t key) {
 
 Harness::Harness(const Device& dev, const std::string& cubin) : dev_(dev), mod_(cubin), stats_(9 * 8) {}
 
-CUfunction Harness::fn(const char* op, DType t) const {
-  std::string name = fmt::format("kagent_{}_{}", op, dtype_name(t));
+CUfunction Harness::kernel(const std::string& name) {
+  auto it = kernels_.find(name);
+  if (it != kernels_.end()) return it->second;
   CUfunction f = mod_.function(name);
   if (f == nullptr) throw CudaError(CUDA_ERROR_NOT_FOUND, "harness kernel " + name + " is missing", false);
-  return f;
+  return kernels_[name] = f;
 }
+
+CUfunction Harness::fn(const char* op, DType t) { return kernel(fmt::format("kagent_{}_{}", op, dtype_name(t))); }
 
 void Harness::launch(CUfunction f, int64_t numel, void** args) {
   const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * 32);
@@ -42,7 +45,7 @@ void Harness::fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, 
 CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol) {
   CUdeviceptr st = stats_.get();
   void* init_args[] = {&st};
-  CUfunction init = mod_.function("kagent_compare_init");
+  CUfunction init = kernel("kagent_compare_init");
   check(cu().cuLaunchKernel(init, 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr), "compare init");
   double atol = tol.atol, rtol = tol.rtol;
   void* args[] = {&out, &ref, &numel, &atol, &rtol, &st};
@@ -81,9 +84,7 @@ void Harness::flush(CUdeviceptr p, size_t bytes) {
   unsigned int never = 0;  // with never != 0xFFFFFFFF the store in kagent_flush cannot happen
   CUdeviceptr sink = stats_.get() + 8 * 8;
   void* args[] = {&p, &n16, &never, &sink};
-  CUfunction f = mod_.function("kagent_flush");
-  if (f == nullptr) throw CudaError(CUDA_ERROR_NOT_FOUND, "harness kernel kagent_flush is missing", false);
-  launch(f, n16, args);
+  launch(kernel("kagent_flush"), n16, args);
 }
 
 }  // namespace kagent::runner

@@ -2,6 +2,8 @@
 // kagent's own kernels (harness_kernels.cu) as host calls: fill a tensor from an init spec and a
 // seed, compare an output with the reference output, read one element.
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "device.hpp"
 #include "kagent/spec/op.hpp"
@@ -24,11 +26,13 @@ class Harness {
   void flush(CUdeviceptr p, size_t bytes);
 
  private:
-  CUfunction fn(const char* op, DType t) const;
+  CUfunction fn(const char* op, DType t);
+  CUfunction kernel(const std::string& name);  // looked up once, then remembered
   void launch(CUfunction f, int64_t numel, void** args);
 
   const Device& dev_;
   Module mod_;
+  std::map<std::string, CUfunction> kernels_;
   DeviceBuffer stats_;  // CompareStats (8 words) and one double for read()
 };
 
