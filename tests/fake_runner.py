@@ -78,6 +78,15 @@ def handle(req):
         sys.stdout.flush()
     elif cmd == "wrongid":
         reply({"id": rid + 1000, "ok": True})
+    elif cmd == "need":
+        # Asks kagent `count` times in the middle of the request, then replies with the answers.
+        answers = []
+        for i in range(req.get("count", 2)):
+            reply({"id": rid, "need": "trial", "trial": i})
+            if req.get("slow_phase"):
+                phase(req)
+            answers.append(json.loads(sys.stdin.readline()))
+        reply({"id": rid, "ok": True, "answers": answers})
     elif cmd == "log":
         for i in range(1, req.get("lines", 3) + 1):
             log("log line %d" % i)

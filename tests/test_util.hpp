@@ -11,10 +11,24 @@
 
 namespace kagent::test {
 
-inline std::filesystem::path source_dir() { return KAGENT_SOURCE_DIR; }
-inline std::filesystem::path examples_dir() { return source_dir() / "examples"; }
-inline std::filesystem::path shared_dir() { return KAGENT_SHARED_DIR; }
-inline std::filesystem::path binary_dir() { return KAGENT_BINARY_DIR; }
+inline std::filesystem::path source_dir() {
+  return KAGENT_SOURCE_DIR;
+}
+inline std::filesystem::path examples_dir() {
+  return source_dir() / "examples";
+}
+inline std::filesystem::path shared_dir() {
+  return KAGENT_SHARED_DIR;
+}
+inline std::filesystem::path binary_dir() {
+  return KAGENT_BINARY_DIR;
+}
+// KernelBench problems: $KAGENT_KERNELBENCH_DIR (a machine without ../shared, e.g. the GPU
+// machine, gets a copy of the problems there), else ../shared/kernelbench.
+inline std::filesystem::path kernelbench_dir() {
+  const char* d = std::getenv("KAGENT_KERNELBENCH_DIR");
+  return d != nullptr && *d != '\0' ? std::filesystem::path(d) : shared_dir() / "kernelbench";
+}
 
 class TempDir {
  public:

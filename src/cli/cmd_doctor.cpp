@@ -22,6 +22,7 @@
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/reference/ref_server.hpp"
 
 namespace kagent::cli {
 
@@ -34,7 +35,9 @@ struct Check {
   std::string detail;
 };
 
-std::string gib(int64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+std::string gib(int64_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
+}
 
 void check_gpus(std::vector<Check>& out, nlohmann::json& gpus_json) {
   GpuInventory inv = query_gpus();
@@ -52,14 +55,19 @@ void check_gpus(std::vector<Check>& out, nlohmann::json& gpus_json) {
     out.push_back({fmt::format("gpu {}", g.index), true, true,
                    fmt::format("{}, sm_{}{}, {} SMs, {}, L2 {} MiB", g.name, g.cc_major, g.cc_minor, g.sm_count,
                                gib(g.memory_bytes), g.l2_bytes >> 20)});
-    gpus_json.push_back({{"index", g.index}, {"name", g.name}, {"cc", fmt::format("{}.{}", g.cc_major, g.cc_minor)},
-                         {"sms", g.sm_count}, {"memory_bytes", g.memory_bytes}, {"l2_bytes", g.l2_bytes}});
+    gpus_json.push_back({{"index", g.index},
+                         {"name", g.name},
+                         {"cc", fmt::format("{}.{}", g.cc_major, g.cc_minor)},
+                         {"sms", g.sm_count},
+                         {"memory_bytes", g.memory_bytes},
+                         {"l2_bytes", g.l2_bytes}});
   }
 }
 
 void check_toolkit(std::vector<Check>& out) {
-  out.push_back({"nvrtc", true, true, fmt::format("NVRTC {} (built against CUDA {}.{})", Compiler::nvrtc_version(),
-                                                  CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10)});
+  out.push_back({"nvrtc", true, true,
+                 fmt::format("NVRTC {} (built against CUDA {}.{})", Compiler::nvrtc_version(), CUDA_VERSION / 1000,
+                             (CUDA_VERSION % 1000) / 10)});
   CudaPaths p = find_cuda_paths();
   std::error_code ec;
   bool headers = std::filesystem::exists(p.include_dir / "cuda_fp16.h", ec) &&
@@ -70,7 +78,8 @@ void check_toolkit(std::vector<Check>& out) {
                                  : fmt::format("{}: cuda_fp16.h, mma.h or CCCL missing; set KAGENT_CUDA_HOME",
                                                p.include_dir.string())});
   // CUPTI: looked for, not loaded (loading it would initialise profiling state).
-  std::filesystem::path home = std::getenv("KAGENT_CUDA_HOME") ? std::getenv("KAGENT_CUDA_HOME") : KAGENT_CUDA_HOME_DEFAULT;
+  std::filesystem::path home =
+      std::getenv("KAGENT_CUDA_HOME") ? std::getenv("KAGENT_CUDA_HOME") : KAGENT_CUDA_HOME_DEFAULT;
   std::string cupti;
   for (auto dir : {home / "extras" / "CUPTI" / "lib64", home / "lib64", home / "targets" / "x86_64-linux" / "lib"}) {
     if (std::filesystem::exists(dir / "libcupti.so", ec)) {
@@ -78,7 +87,8 @@ void check_toolkit(std::vector<Check>& out) {
       break;
     }
   }
-  out.push_back({"cupti", !cupti.empty(), false, cupti.empty() ? "libcupti.so not found (needed by kagent profile)" : cupti});
+  out.push_back(
+      {"cupti", !cupti.empty(), false, cupti.empty() ? "libcupti.so not found (needed by kagent profile)" : cupti});
 }
 
 void check_runner(std::vector<Check>& out) {
@@ -97,13 +107,25 @@ void check_python(std::vector<Check>& out) {
     return;
   }
   out.push_back({"python3", true, false, fmt::format("Python {}", py.output.substr(0, py.output.find('\n')))});
-  auto torch = run_capture(
-      {"python3", "-c", "import torch; print(torch.__version__, 'CUDA', torch.version.cuda, 'GPU' if torch.cuda.is_available() else 'no GPU')"},
-      120s);
+  auto torch = run_capture({"python3", "-c",
+                            "import torch; print(torch.__version__, 'CUDA', torch.version.cuda, 'GPU' if "
+                            "torch.cuda.is_available() else 'no GPU')"},
+                           120s);
   bool ok = torch.started && torch.exit_code == 0;
-  std::string detail = ok ? torch.output.substr(0, torch.output.find('\n'))
-                          : (torch.timed_out ? "import torch timed out" : "torch not importable (needed for PyTorch references)");
+  std::string detail =
+      ok ? torch.output.substr(0, torch.output.find('\n'))
+         : (torch.timed_out ? "import torch timed out" : "torch not importable (needed for PyTorch references)");
   out.push_back({"torch", ok, false, detail});
+  // The reference server is kagent's own Python package: found through the tools folder.
+  const std::string tools = RefServer::tools_dir();
+  auto server = run_capture(
+      {"env", "PYTHONPATH=" + tools, "python3", "-c", "import kagent_ref; print(kagent_ref.__file__)"}, 60s);
+  bool found = server.started && server.exit_code == 0;
+  out.push_back(
+      {"ref server", found, false,
+       found
+           ? fmt::format("kagent_ref in {} (python3 -m kagent_ref; PyTorch references)", tools)
+           : fmt::format("kagent_ref not importable from {} (set KAGENT_TOOLS_DIR to kagent's tools/ folder)", tools)});
 }
 
 void check_llm(std::vector<Check>& out) {
@@ -115,10 +137,11 @@ void check_llm(std::vector<Check>& out) {
     if (v != nullptr && *v != '\0') set.push_back(var);
   }
   bool ok = !set.empty();
-  out.push_back({"llm endpoint", ok, false,
-                 ok ? fmt::format("set: {}", fmt::join(set, ", "))
-                    : "none of KAGENT_BASE_URL, KAGENT_API_KEY, OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY is set "
-                      "(needed by kagent optimize)"});
+  out.push_back(
+      {"llm endpoint", ok, false,
+       ok ? fmt::format("set: {}", fmt::join(set, ", "))
+          : "none of KAGENT_BASE_URL, KAGENT_API_KEY, OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY is set "
+            "(needed by kagent optimize)"});
 }
 
 void check_cache(std::vector<Check>& out) {
@@ -126,7 +149,8 @@ void check_cache(std::vector<Check>& out) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   bool ok = !ec && access(dir.c_str(), W_OK) == 0;
-  out.push_back({"cache", ok, false, ok ? dir.string() + " (writable)" : dir.string() + " is not writable: compiles will not be cached"});
+  out.push_back({"cache", ok, false,
+                 ok ? dir.string() + " (writable)" : dir.string() + " is not writable: compiles will not be cached"});
 }
 
 }  // namespace
@@ -152,7 +176,7 @@ Command add_doctor_command(CLI::App& app) {
             std::set<std::string> extra(require->begin(), require->end());
             for (auto& c : checks)
               if (extra.count(c.name) || (c.name == "llm endpoint" && extra.count("llm")) ||
-                  (c.name == "python3" && extra.count("torch")))
+                  ((c.name == "python3" || c.name == "ref server") && extra.count("torch")))
                 c.required = true;
 
             bool all_required = true;

@@ -1,6 +1,6 @@
 // kagent eval CAND.cu --op OP : the verdict on a candidate: compile, correctness, timing, reward.
-// Exit 0 correct, 1 not correct or not compiled, 2 bad input, 3 no GPU (or no evaluator for the
-// op's kind of reference).
+// Exit 0 correct, 1 not correct or not compiled, 2 bad input (including an error in a PyTorch
+// problem file), 3 environment (no GPU; for a PyTorch reference no python3 or torch).
 #include <memory>
 
 #include <fmt/format.h>
@@ -23,6 +23,7 @@ struct EvalArgs {
   int trials = 0;  // 0: the op's correctness_trials
   double timeout_s = 60;
   bool no_timing = false;
+  bool refresh_baselines = false;
   bool json = false;
 };
 
@@ -39,39 +40,47 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--timeout", args->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")
       ->check(CLI::Range(1.0, 3600.0));
   sub->add_flag("--no-timing", args->no_timing, "Correctness only");
+  sub->add_flag("--refresh-baselines", args->refresh_baselines,
+                "PyTorch references: re-measure torch eager and torch.compile instead of using the cache");
   sub->add_flag("--json", args->json, "Print JSON");
 
-  return {sub, [args]() {
-            Op op = load_op(args->op);
-            Candidate cand = load_candidate(args->candidate);
-            EvalOptions opt;
-            opt.gpu = args->gpu;
-            opt.arch = args->arch;
-            opt.trials = args->trials;
-            opt.timing = !args->no_timing;
-            opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
-            auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
-            // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
-            std::unique_ptr<Evaluator> ev;
-            try {
-              ev = std::make_unique<Evaluator>(opt, cache);
-            } catch (const EnvError&) {
-              std::string source;
-              std::string arch = args->arch.empty() ? default_arch(args->gpu, &source) : args->arch;
-              Compiler compiler(find_cuda_paths(), cache);
-              CompileResult r = compile_checked(cand, &op, compiler, arch);
-              if (!r.ok) {
-                if (args->json) print_json({{"candidate", args->candidate}, {"tier", -1}, {"compile", {{"ok", false}, {"log", r.log}}}});
-                else fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, arch, r.log);
-                return static_cast<int>(ExitCode::failed);
-              }
-              throw;
-            }
-            EvalReport rep = ev->evaluate(op, cand);
-            if (args->json) print_json(report_json(rep));
-            else fmt::print("{}", render_report(rep));
-            return static_cast<int>(rep.reward.tier > 0 ? ExitCode::ok : ExitCode::failed);
-          }};
+  return {
+      sub, [args]() {
+        Op op = load_op(args->op);
+        Candidate cand = load_candidate(args->candidate);
+        EvalOptions opt;
+        opt.gpu = args->gpu;
+        opt.arch = args->arch;
+        opt.trials = args->trials;
+        opt.timing = !args->no_timing;
+        opt.refresh_baselines = args->refresh_baselines;
+        opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
+        auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+        // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
+        std::unique_ptr<Evaluator> ev;
+        try {
+          ev = std::make_unique<Evaluator>(opt, cache);
+        } catch (const EnvError&) {
+          std::string source;
+          std::string arch = args->arch.empty() ? default_arch(args->gpu, &source) : args->arch;
+          Compiler compiler(find_cuda_paths(), cache);
+          CompileResult r = compile_checked(cand, &op, compiler, arch);
+          if (!r.ok) {
+            if (args->json)
+              print_json({{"candidate", args->candidate}, {"tier", -1}, {"compile", {{"ok", false}, {"log", r.log}}}});
+            else
+              fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, arch, r.log);
+            return static_cast<int>(ExitCode::failed);
+          }
+          throw;
+        }
+        EvalReport rep = ev->evaluate(op, cand);
+        if (args->json)
+          print_json(report_json(rep));
+        else
+          fmt::print("{}", render_report(rep));
+        return static_cast<int>(rep.reward.tier > 0 ? ExitCode::ok : ExitCode::failed);
+      }};
 }
 
 }  // namespace kagent::cli

@@ -4,8 +4,8 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/hash.hpp"
@@ -92,7 +92,7 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
 }
 
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
-  if (op != nullptr && op->ref_kind == RefKind::cuda) check_plan_tensors(cand, op->tensor_names());
+  if (op != nullptr && op->signature_known()) check_plan_tensors(cand, op->tensor_names(), op->scalar_names());
   CompileResult r = compiler.compile(cand, arch);
   if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
   return r;
@@ -164,8 +164,8 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
   if (cache_) {
     CacheEntry entry;
     entry.meta = {{"format", kCacheFormat}, {"nvrtc", nvrtc_version()}, {"arch", arch},
-                  {"options", r.options}, {"source", cand.source},  {"ok", r.ok},
-                  {"log", r.log},         {"kernels", r.kernels}};
+                  {"options", r.options},   {"source", cand.source},    {"ok", r.ok},
+                  {"log", r.log},           {"kernels", r.kernels}};
     entry.cubin = r.cubin;
     cache_->put(r.key, entry);
   }

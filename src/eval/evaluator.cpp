@@ -71,23 +71,60 @@ std::string Evaluator::write_cubin(const CompileResult& r) {
   return path.string();
 }
 
-EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
+const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
+  const std::string key = op.reference.string() + "|" + std::string(precision_name(op.precision));
+  if (ref_server_ && loaded_key_ == key) return loaded_;
+  if (!ref_server_) ref_server_ = std::make_unique<RefServer>(opt_.gpu);
+  loaded_key_.clear();
+  PyTorchReference r;
+  r.op = op;
+  // The model's weights are drawn under a fresh seed per load, so a candidate cannot carry
+  // constants precomputed from them; each trial's inputs get a fresh seed of their own.
+  r.signature = ref_server_->load(op, op.precision, fresh_seed());
+  r.op.inputs = r.signature.inputs;
+  r.op.inputs.insert(r.op.inputs.end(), r.signature.params.begin(), r.signature.params.end());
+  r.op.outputs = r.signature.outputs;
+  r.op.scalars.clear();
+  for (const auto& s : r.signature.scalars) {
+    ScalarArg a;
+    a.name = s.name;
+    a.value.is_int = !s.value.is_number_float();
+    if (s.value.is_boolean()) {
+      a.value.i = s.value.get<bool>() ? 1 : 0;
+    } else if (a.value.is_int) {
+      a.value.i = s.value.get<int64_t>();
+    } else {
+      a.value.f = s.value.get<double>();
+    }
+    r.op.scalars.push_back(std::move(a));
+  }
+  loaded_ = std::move(r);
+  loaded_key_ = key;
+  return loaded_;
+}
+
+EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand) {
   EvalReport rep;
   rep.candidate = cand.path.string();
-  rep.op = op.name;
+  rep.op = op_in.name;
   rep.arch = arch_;
-  if (op.ref_kind != RefKind::cuda)
-    throw EnvError(fmt::format("{}: evaluating against PyTorch references is not built yet (kagent ref shows their signature and baselines)",
-                               op.path.string()));
+  const bool native = op_in.ref_kind == RefKind::cuda;
+  const PyTorchReference* pytorch = native ? nullptr : &pytorch_reference(op_in);
+  const Op& op = native ? op_in : pytorch->op;
+  // Baselines only matter for a timed evaluation; a correctness check never pays for them.
+  if (pytorch && opt_.timing && !loaded_.baselines)
+    loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+  if (pytorch && pytorch->baselines) {
+    rep.baselines.eager_ms = pytorch->baselines->eager.median_ms;
+    if (pytorch->baselines->compile) rep.baselines.compile_ms = pytorch->baselines->compile->median_ms;
+    rep.torch = pytorch->baselines;
+  }
 
   rep.compile = compile_checked(cand, &op, compiler_, arch_);
   if (!rep.compile.ok) {
     rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
     return rep;
   }
-  Candidate ref = load_candidate(op.reference);
-  CompileResult ref_c = compile_checked(ref, &op, compiler_, arch_);
-  if (!ref_c.ok) throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), ref_c.log));
   CompileResult harness_c = compiler_.compile(harness_kernels(), arch_);
   if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);
 
@@ -98,21 +135,47 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
   rq.tolerance = op.tolerance;
   rq.inputs = op.inputs;
   rq.outputs = op.outputs;
-  rq.reference = {op.reference.string(), ref.source, write_cubin(ref_c)};
+  rq.scalars = op.scalars;
   rq.candidate = {cand.path.string(), cand.source, write_cubin(rep.compile)};
   rq.harness_cubin_path = write_cubin(harness_c);
   rq.timing = opt_.timing;
   rq.stop_rule = opt_.stop_rule;
-  const std::string ref_key = Hasher()
-                                  .add_field(ref_c.key)
-                                  .add_field(nlohmann::json(op.inputs).dump())
-                                  .add_field(nlohmann::json(op.outputs).dump())
-                                  .add_field(nlohmann::json(opt_.stop_rule).dump())
-                                  .hex();
-  auto cached_ref = reference_times_.find(ref_key);
-  rq.time_reference = cached_ref == reference_times_.end();
 
-  RunnerReply reply = runner_->request(rq, opt_.timeout);
+  std::string ref_key;
+  auto cached_ref = reference_times_.end();
+  if (native) {
+    Candidate ref = load_candidate(op.reference);
+    CompileResult ref_c = compile_checked(ref, &op, compiler_, arch_);
+    if (!ref_c.ok)
+      throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), ref_c.log));
+    rq.reference = {op.reference.string(), ref.source, write_cubin(ref_c)};
+    ref_key = Hasher()
+                  .add_field(ref_c.key)
+                  .add_field(nlohmann::json(op.inputs).dump())
+                  .add_field(nlohmann::json(op.outputs).dump())
+                  .add_field(nlohmann::json(opt_.stop_rule).dump())
+                  .hex();
+    cached_ref = reference_times_.find(ref_key);
+    rq.time_reference = cached_ref == reference_times_.end();
+  } else {
+    rq.reference_kind = ReferenceKind::pytorch;
+    rq.time_reference = false;  // the server timed eager and compile
+  }
+
+  // The runner asks for each trial of a PyTorch reference; the server makes it. A server failure
+  // is the reference's fault, not the candidate's: it is raised once the runner has answered.
+  std::exception_ptr server_failure;
+  NeedHandler on_need = [&](const nlohmann::json& need) -> nlohmann::json {
+    if (need.value("need", "") != "trial" || !ref_server_) return {{"error", "unexpected request " + need.dump()}};
+    try {
+      return {{"tensors", ref_server_->trial(need.at("seed").get<uint64_t>())}};
+    } catch (const std::exception& e) {
+      server_failure = std::current_exception();
+      return {{"error", e.what()}};
+    }
+  };
+  RunnerReply reply = runner_->request(rq, opt_.timeout, on_need);
+  if (server_failure) std::rethrow_exception(server_failure);
   rep.sandbox_warning = runner_->sandbox_warning();
   if (!reply.ok()) {
     // The runner hung or died: the candidate's doing (the runner restarts for the next one).
@@ -134,8 +197,10 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand) {
     rep.reference_time_cached = true;
   }
 
-  if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
-  rep.baselines.compile_ms = op.compile_baseline_ms;
+  if (native) {
+    if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
+    rep.baselines.compile_ms = op.compile_baseline_ms;
+  }
   std::optional<double> cand_ms;
   if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
   rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines);
@@ -164,20 +229,29 @@ std::string render_report(const EvalReport& r) {
   if (o.candidate_time) {
     TextTable t({"", "median ms", "mean ms", "min ms", "p10 ms", "p90 ms", "stdev ms", "n", "stopped"});
     auto row = [&](const char* who, const TimingSummary& s) {
-      t.add_row({who, fmt::format("{:.4f}", s.median_ms), fmt::format("{:.4f}", s.mean_ms), fmt::format("{:.4f}", s.min_ms),
-                 fmt::format("{:.4f}", s.p10_ms), fmt::format("{:.4f}", s.p90_ms), fmt::format("{:.4f}", s.stdev_ms),
-                 std::to_string(s.n), s.stop_reason});
+      t.add_row({who, fmt::format("{:.4f}", s.median_ms), fmt::format("{:.4f}", s.mean_ms),
+                 fmt::format("{:.4f}", s.min_ms), fmt::format("{:.4f}", s.p10_ms), fmt::format("{:.4f}", s.p90_ms),
+                 fmt::format("{:.4f}", s.stdev_ms), std::to_string(s.n), s.stop_reason});
     };
     row("candidate", *o.candidate_time);
     if (o.reference_time) row(r.reference_time_cached ? "reference*" : "reference", *o.reference_time);
+    if (r.torch) {
+      row(r.torch->cached ? "torch eager*" : "torch eager", r.torch->eager);
+      if (r.torch->compile) row(r.torch->cached ? "torch.compile*" : "torch.compile", *r.torch->compile);
+    }
     out += "\n" + t.render();
     if (r.reference_time_cached) out += "* timed by an earlier evaluation of this operator in this process\n";
+    if (r.torch && r.torch->cached)
+      out += "* measured earlier on this GPU and torch version (baseline cache; --refresh-baselines re-measures)\n";
+    if (r.torch && !r.torch->compile)
+      out += fmt::format("torch.compile: no time ({}); tier 3 is out of reach\n", r.torch->compile_error);
     out += fmt::format("bandwidth: {:.0f} GB/s achieved ({:.1f}% of peak), memory floor {:.4f} ms for {} bytes\n",
                        o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
-    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: >= {} samples and >= {} s GPU time, "
-                       "RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall\n",
-                       o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
-                       o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
+    out += fmt::format(
+        "timing: L2 flush {} MiB before each sample; stop rule: >= {} samples and >= {} s GPU time, "
+        "RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall\n",
+        o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
+        o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
   }
   for (const auto& f : o.flags) out += fmt::format("flag: {}\n", f);
   if (!r.sandbox_warning.empty()) out += fmt::format("warning: {}\n", r.sandbox_warning);
@@ -192,15 +266,26 @@ nlohmann::json report_json(const EvalReport& r) {
   nlohmann::json j = {{"candidate", r.candidate},
                       {"op", r.op},
                       {"arch", r.arch},
-                      {"compile", {{"ok", r.compile.ok}, {"log", r.compile.log}, {"seconds", r.compile.seconds},
-                                   {"cache_hit", r.compile.cache_hit}, {"kernels", r.compile.kernels}}},
+                      {"compile",
+                       {{"ok", r.compile.ok},
+                        {"log", r.compile.log},
+                        {"seconds", r.compile.seconds},
+                        {"cache_hit", r.compile.cache_hit},
+                        {"kernels", r.compile.kernels}}},
                       {"tier", r.reward.tier},
                       {"reason", r.reward.reason}};
   j["speedup_vs_eager"] = r.reward.speedup_vs_eager ? nlohmann::json(*r.reward.speedup_vs_eager) : nlohmann::json();
-  j["speedup_vs_compile"] = r.reward.speedup_vs_compile ? nlohmann::json(*r.reward.speedup_vs_compile) : nlohmann::json();
-  j["baselines"] = {{"eager_ms", r.baselines.eager_ms ? nlohmann::json(*r.baselines.eager_ms) : nlohmann::json()},
-                    {"compile_ms", r.baselines.compile_ms ? nlohmann::json(*r.baselines.compile_ms) : nlohmann::json()}};
+  j["speedup_vs_compile"] =
+      r.reward.speedup_vs_compile ? nlohmann::json(*r.reward.speedup_vs_compile) : nlohmann::json();
+  j["baselines"] = {
+      {"eager_ms", r.baselines.eager_ms ? nlohmann::json(*r.baselines.eager_ms) : nlohmann::json()},
+      {"compile_ms", r.baselines.compile_ms ? nlohmann::json(*r.baselines.compile_ms) : nlohmann::json()}};
   if (r.ran) j["outcome"] = r.outcome;
+  if (r.torch) {
+    j["torch"] = {{"eager", r.torch->eager}, {"cached", r.torch->cached}, {"key", r.torch->key}};
+    j["torch"]["compile"] = r.torch->compile ? nlohmann::json(*r.torch->compile) : nlohmann::json();
+    if (!r.torch->compile_error.empty()) j["torch"]["compile_error"] = r.torch->compile_error;
+  }
   if (!r.sandbox_warning.empty()) j["sandbox_warning"] = r.sandbox_warning;
   return j;
 }

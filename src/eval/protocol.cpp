@@ -9,11 +9,16 @@ namespace {
 
 std::string_view init_kind_name(InitSpec::Kind k) {
   switch (k) {
-    case InitSpec::Kind::randn: return "randn";
-    case InitSpec::Kind::rand: return "rand";
-    case InitSpec::Kind::uniform: return "uniform";
-    case InitSpec::Kind::normal: return "normal";
-    case InitSpec::Kind::randint: return "randint";
+    case InitSpec::Kind::randn:
+      return "randn";
+    case InitSpec::Kind::rand:
+      return "rand";
+    case InitSpec::Kind::uniform:
+      return "uniform";
+    case InitSpec::Kind::normal:
+      return "normal";
+    case InitSpec::Kind::randint:
+      return "randint";
   }
   return "randn";
 }
@@ -27,13 +32,17 @@ InitSpec::Kind init_kind_from(const std::string& s) {
 
 template <typename T>
 void opt_to(nlohmann::json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-  else j[key] = nullptr;
+  if (v)
+    j[key] = *v;
+  else
+    j[key] = nullptr;
 }
 template <typename T>
 void opt_from(const nlohmann::json& j, const char* key, std::optional<T>& v) {
-  if (j.contains(key) && !j.at(key).is_null()) v = j.at(key).get<T>();
-  else v.reset();
+  if (j.contains(key) && !j.at(key).is_null())
+    v = j.at(key).get<T>();
+  else
+    v.reset();
 }
 
 }  // namespace
@@ -61,6 +70,11 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
   auto plan = [](const PlanSource& p) {
     return nlohmann::json{{"name", p.name}, {"source", p.source}, {"cubin_path", p.cubin_path}};
   };
+  // Integers stay JSON integers, so an int scalar cannot turn into a float on the way.
+  nlohmann::json scalars = nlohmann::json::array();
+  for (const auto& s : r.scalars)
+    scalars.push_back(
+        {{"name", s.name}, {"value", s.value.is_int ? nlohmann::json(s.value.i) : nlohmann::json(s.value.f)}});
   j = {{"cmd", "evaluate"},
        {"gpu", r.gpu},
        {"seed", r.seed},
@@ -68,6 +82,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
        {"inputs", r.inputs},
        {"outputs", r.outputs},
+       {"scalars", scalars},
+       {"reference_kind", r.reference_kind == ReferenceKind::cuda ? "cuda" : "pytorch"},
        {"reference", plan(r.reference)},
        {"candidate", plan(r.candidate)},
        {"harness_cubin_path", r.harness_cubin_path},
@@ -88,6 +104,24 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("tolerance").at("rtol").get_to(r.tolerance.rtol);
   j.at("inputs").get_to(r.inputs);
   j.at("outputs").get_to(r.outputs);
+  r.scalars.clear();
+  for (const auto& s : j.at("scalars")) {
+    ScalarArg a;
+    a.name = s.at("name").get<std::string>();
+    const auto& v = s.at("value");
+    a.value.is_int = v.is_number_integer() || v.is_boolean();
+    if (v.is_boolean()) {
+      a.value.i = v.get<bool>() ? 1 : 0;
+    } else if (a.value.is_int) {
+      a.value.i = v.get<int64_t>();
+    } else {
+      a.value.f = v.get<double>();
+    }
+    r.scalars.push_back(std::move(a));
+  }
+  const std::string kind = j.at("reference_kind").get<std::string>();
+  if (kind != "cuda" && kind != "pytorch") throw std::invalid_argument("reference_kind '" + kind + "'");
+  r.reference_kind = kind == "cuda" ? ReferenceKind::cuda : ReferenceKind::pytorch;
   r.reference = plan(j.at("reference"));
   r.candidate = plan(j.at("candidate"));
   j.at("harness_cubin_path").get_to(r.harness_cubin_path);
@@ -98,10 +132,17 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
 }
 
 void to_json(nlohmann::json& j, const MismatchReport& m) {
-  j = {{"tensor", m.tensor},       {"trial", m.trial},     {"when", m.when},
-       {"first_index", m.first_index}, {"candidate_value", m.candidate_value},
-       {"reference_value", m.reference_value}, {"count", m.count}, {"nan_count", m.nan_count},
-       {"numel", m.numel},         {"max_abs", m.max_abs}, {"max_rel", m.max_rel}};
+  j = {{"tensor", m.tensor},
+       {"trial", m.trial},
+       {"when", m.when},
+       {"first_index", m.first_index},
+       {"candidate_value", m.candidate_value},
+       {"reference_value", m.reference_value},
+       {"count", m.count},
+       {"nan_count", m.nan_count},
+       {"numel", m.numel},
+       {"max_abs", m.max_abs},
+       {"max_rel", m.max_rel}};
 }
 void from_json(const nlohmann::json& j, MismatchReport& m) {
   j.at("tensor").get_to(m.tensor);

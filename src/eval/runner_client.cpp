@@ -443,7 +443,7 @@ void RunnerClient::take_stderr(Reply* r) {
   err_tail_.clear();
 }
 
-Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeout) {
+Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need) {
   Reply r;
   if (!req.is_object()) {
     r.failure = Reply::Failure::protocol;
@@ -460,7 +460,7 @@ Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeou
   req["id"] = id;
   // Replace rather than throw on invalid UTF-8 in a request (e.g. a file name from the model).
   std::string text = req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  const auto deadline = Clock::now() + timeout;
+  auto deadline = Clock::now() + timeout;
 
   auto fail = [&](Reply::Failure f, std::string message) {
     r.failure = f;
@@ -477,25 +477,45 @@ Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeou
   // A broken pipe means the runner is gone: read_line then sees its EOF and reports the exit.
   if (write_all(to_child_, text, deadline) == WriteResult::timeout) return timed_out();
 
-  std::string line;
-  if (!read_line(line, deadline, r)) {
-    if (r.failure == Reply::Failure::timeout) return timed_out();
-    int status = terminate_and_reap(pid_, kGrace);
-    pid_ = -1;
-    stop(true);
-    return fail(Reply::Failure::crashed, fmt::format("runner {} {}", describe_status(status), during(r.last_phase)));
-  }
-
-  auto body = nlohmann::json::parse(line, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    stop(true);  // out of step with us: only a fresh runner can be trusted
-    return fail(Reply::Failure::protocol, fmt::format("runner sent a malformed reply: {}", excerpt(line)));
-  }
-  auto got = body.find("id");
-  if (got == body.end() || !got->is_number_integer() || got->get<long>() != id) {
-    stop(true);
-    return fail(Reply::Failure::protocol,
-                fmt::format("runner replied with id {} to request {}", got == body.end() ? "none" : got->dump(), id));
+  nlohmann::json body;
+  for (;;) {
+    std::string line;
+    if (!read_line(line, deadline, r)) {
+      if (r.failure == Reply::Failure::timeout) return timed_out();
+      int status = terminate_and_reap(pid_, kGrace);
+      pid_ = -1;
+      stop(true);
+      return fail(Reply::Failure::crashed, fmt::format("runner {} {}", describe_status(status), during(r.last_phase)));
+    }
+    body = nlohmann::json::parse(line, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      stop(true);  // out of step with us: only a fresh runner can be trusted
+      return fail(Reply::Failure::protocol, fmt::format("runner sent a malformed reply: {}", excerpt(line)));
+    }
+    auto got = body.find("id");
+    if (got == body.end() || !got->is_number_integer() || got->get<long>() != id) {
+      stop(true);
+      return fail(Reply::Failure::protocol,
+                  fmt::format("runner replied with id {} to request {}", got == body.end() ? "none" : got->dump(), id));
+    }
+    if (!body.contains("need")) break;
+    if (!on_need) {
+      stop(true);
+      return fail(Reply::Failure::protocol,
+                  fmt::format("runner asked for {} and nothing here answers that", body["need"].dump()));
+    }
+    const auto asked = Clock::now();
+    nlohmann::json answer;
+    try {
+      answer = on_need(body);
+    } catch (...) {
+      stop(true);  // the runner waits for an answer it will never get
+      throw;
+    }
+    deadline += Clock::now() - asked;  // the answer's time is not the runner's
+    answer["id"] = id;
+    text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (write_all(to_child_, text, deadline) == WriteResult::timeout) return timed_out();
   }
   if (auto restart = body.find("restart"); restart != body.end() && *restart == true) restart_pending_ = true;
   take_stderr(&r);

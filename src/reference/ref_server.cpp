@@ -55,8 +55,7 @@ std::string RefServer::tools_dir() {
 }
 
 RefServer::RefServer(int gpu) : gpu_(gpu), client_(server_options(gpu)) {
-  if (find_in_path("python3").empty())
-    throw EnvError("python3 not found: PyTorch references need python3 with torch");
+  if (find_in_path("python3").empty()) throw EnvError("python3 not found: PyTorch references need python3 with torch");
   RunnerReply r = client_.request({{"cmd", "ping"}}, 120s);
   if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
   const auto& hello = client_.hello();
@@ -89,11 +88,17 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
   s.outputs = tensors(sig.at("outputs"));
   for (const auto& sc : sig.at("scalars"))
     s.scalars.push_back({sc.at("name").get<std::string>(), sc.at("value"), sc.at("type").get<std::string>()});
-  if (body.contains("degenerate") && body["degenerate"].is_string()) s.degenerate = body["degenerate"].get<std::string>();
+  if (body.contains("degenerate") && body["degenerate"].is_string())
+    s.degenerate = body["degenerate"].get<std::string>();
   s.source_hash = body.value("source_hash", "");
   s.gpu_name = body.value("gpu_name", "");
   s.torch_version = body.value("torch", "");
   return s;
+}
+
+nlohmann::json RefServer::trial(uint64_t seed) {
+  nlohmann::json body = call({{"cmd", "trial"}, {"seed", seed}}, 600s, "making a trial's reference tensors");
+  return body.at("tensors");
 }
 
 RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {

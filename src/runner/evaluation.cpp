@@ -1,11 +1,13 @@
 #include "evaluation.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
 #include "plan_executor.hpp"
 
@@ -34,24 +36,46 @@ class Events {
     cu().cuEventDestroy(start_);
     cu().cuEventDestroy(stop_);
   }
-  CUevent begin_ = nullptr;  // before restore/poison/flush: the sample's whole GPU busy time
+  CUevent begin_ = nullptr;                   // before restore/poison/flush: the sample's whole GPU busy time
   CUevent start_ = nullptr, stop_ = nullptr;  // around the plan: the timed span
 };
 
+// The reference server could not produce a trial (its message says why).
+class ReferenceFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<CUdeviceptr> pointers(const std::vector<DeviceBuffer>& bufs) {
+  std::vector<CUdeviceptr> out;
+  for (const auto& b : bufs) out.push_back(b.get());
+  return out;
+}
+
 class Evaluation {
  public:
-  Evaluation(const Device& dev, Harness& h, const EvalRequest& rq) : dev_(dev), h_(h), rq_(rq) {}
+  Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask)
+      : dev_(dev), h_(h), rq_(rq), ask_(ask) {}
   EvaluationResult run();
 
  private:
   void allocate();
   void new_inputs(int trial);
+  // PyTorch references: trial t's tensors from the server; its inputs copied into pristine_.
+  void import_trial(int trial);
+  // Compares the candidate's outputs with the server's, mapped just for this; keeps a copy of
+  // them in ref_out_ when `keep` (the re-checks during timing compare against that copy).
+  bool match_server_outputs(int trial, const std::string& when, bool keep, EvalOutcome& o);
+  std::vector<IpcTensorRef> refs_of(const std::vector<TensorSpec>& specs) const;
   void restore_inputs();
   void poison(const std::vector<DeviceBuffer>& bufs);
   TensorMap tensors(const std::vector<DeviceBuffer>& outs) const;
   // Compares candidate outputs with reference outputs; fills the mismatch report and returns false
   // on the first tensor that fails.
-  bool outputs_match(int trial, const std::string& when, EvalOutcome& o);
+  bool outputs_match(int trial, const std::string& when, EvalOutcome& o, const std::vector<CUdeviceptr>& reference);
+  bool outputs_match(int trial, const std::string& when, EvalOutcome& o) {
+    return outputs_match(trial, when, o, pointers(ref_out_));
+  }
   void flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o);
   TimingSummary time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
@@ -59,8 +83,10 @@ class Evaluation {
   const Device& dev_;
   Harness& h_;
   const EvalRequest& rq_;
+  const AskKagent& ask_;
   std::vector<DeviceBuffer> in_, pristine_, ref_out_, cand_out_;
   DeviceBuffer flush_;
+  std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
 };
 
 TensorMap Evaluation::tensors(const std::vector<DeviceBuffer>& outs) const {
@@ -96,6 +122,48 @@ void Evaluation::new_inputs(int trial) {
   }
 }
 
+void Evaluation::import_trial(int trial) {
+  phase(fmt::format("trial {}: waiting for the reference server", trial));
+  const uint64_t trial_seed = splitmix64(rq_.seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(trial + 1));
+  nlohmann::json answer = ask_({{"need", "trial"}, {"trial", trial}, {"seed", trial_seed}});
+  if (answer.contains("error")) throw ReferenceFailure(answer["error"].get<std::string>());
+  trial_refs_ = answer.at("tensors").get<std::vector<IpcTensorRef>>();
+  phase(fmt::format("trial {}: importing the reference inputs", trial));
+  IpcImport imp(refs_of(rq_.inputs));
+  for (size_t i = 0; i < rq_.inputs.size(); ++i)
+    check(cu().cuMemcpyDtoDAsync(pristine_[i].get(), imp.ptr(rq_.inputs[i].name), pristine_[i].bytes(), dev_.stream()),
+          "copy reference inputs");
+  dev_.sync();  // before the mappings close
+}
+
+std::vector<IpcTensorRef> Evaluation::refs_of(const std::vector<TensorSpec>& specs) const {
+  std::vector<IpcTensorRef> out;
+  for (const auto& t : specs) {
+    auto it =
+        std::find_if(trial_refs_.begin(), trial_refs_.end(), [&](const IpcTensorRef& r) { return r.name == t.name; });
+    if (it == trial_refs_.end())
+      throw ReferenceFailure(fmt::format("the reference server sent no tensor '{}'", t.name));
+    if (it->bytes != static_cast<uint64_t>(t.bytes()))
+      throw ReferenceFailure(fmt::format("the reference server's tensor '{}' has {} bytes, the signature says {}",
+                                         t.name, it->bytes, t.bytes()));
+    out.push_back(*it);
+  }
+  return out;
+}
+
+bool Evaluation::match_server_outputs(int trial, const std::string& when, bool keep, EvalOutcome& o) {
+  IpcImport imp(refs_of(rq_.outputs));
+  std::vector<CUdeviceptr> server;
+  for (const auto& t : rq_.outputs) server.push_back(imp.ptr(t.name));
+  bool ok = outputs_match(trial, when, o, server);
+  if (ok && keep)
+    for (size_t i = 0; i < server.size(); ++i)
+      check(cu().cuMemcpyDtoDAsync(ref_out_[i].get(), server[i], ref_out_[i].bytes(), dev_.stream()),
+            "copy reference outputs");
+  dev_.sync();  // before the mappings close
+  return ok;
+}
+
 void Evaluation::restore_inputs() {
   for (size_t i = 0; i < in_.size(); ++i)
     check(cu().cuMemcpyDtoDAsync(in_[i].get(), pristine_[i].get(), in_[i].bytes(), dev_.stream()), "restore inputs");
@@ -109,17 +177,18 @@ void Evaluation::poison(const std::vector<DeviceBuffer>& bufs) {
 void Evaluation::flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o) {
   // A reference that is all (near) zero or constant cannot tell a correct kernel from an empty one.
   if (c.ref_max_abs <= 1e-6) {
-    o.flags.push_back(fmt::format("degenerate reference: output '{}' is all (near) zero (max |ref| = {:.3g})", name,
-                                  c.ref_max_abs));
+    o.flags.push_back(
+        fmt::format("degenerate reference: output '{}' is all (near) zero (max |ref| = {:.3g})", name, c.ref_max_abs));
   } else if (c.ref_min == c.ref_max) {
     o.flags.push_back(fmt::format("degenerate reference: output '{}' is constant ({:.6g})", name, c.ref_min));
   }
 }
 
-bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o) {
+bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o,
+                               const std::vector<CUdeviceptr>& reference) {
   for (size_t i = 0; i < rq_.outputs.size(); ++i) {
     const TensorSpec& t = rq_.outputs[i];
-    CompareResult c = h_.compare(cand_out_[i].get(), ref_out_[i].get(), t.numel(), t.dtype, rq_.tolerance);
+    CompareResult c = h_.compare(cand_out_[i].get(), reference[i], t.numel(), t.dtype, rq_.tolerance);
     if (trial == 0 && when == "correctness") flag_degenerate(t.name, c, o);
     if (c.mismatches == 0) continue;
     MismatchReport m;
@@ -128,7 +197,7 @@ bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& 
     m.when = when;
     m.first_index = c.first_bad;
     m.candidate_value = h_.read(cand_out_[i].get(), static_cast<int64_t>(c.first_bad), t.dtype);
-    m.reference_value = h_.read(ref_out_[i].get(), static_cast<int64_t>(c.first_bad), t.dtype);
+    m.reference_value = h_.read(reference[i], static_cast<int64_t>(c.first_bad), t.dtype);
     m.count = c.mismatches;
     m.nan_count = c.nan_mismatches;
     m.numel = static_cast<uint64_t>(t.numel());
@@ -146,8 +215,8 @@ bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& 
   return true;
 }
 
-TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs,
-                                    const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
+TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
+                                    bool recheck, EvalOutcome& o, bool& recheck_failed) {
   Events ev;
   const auto wall0 = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
@@ -216,26 +285,40 @@ EvaluationResult Evaluation::run() {
   try {
     allocate();
     o.flush_bytes = static_cast<int64_t>(flush_.bytes());
-    Candidate ref = parse_candidate(rq_.reference.source, rq_.reference.name);
+    const bool native = rq_.reference_kind == ReferenceKind::cuda;
     Candidate cand = parse_candidate(rq_.candidate.source, rq_.candidate.name);
-    Module ref_mod(read_text_file(rq_.reference.cubin_path));
     Module cand_mod(read_text_file(rq_.candidate.cubin_path));
-    PlanExecutor ref_plan(dev_, ref_mod, ref, tensors(ref_out_), "reference " + rq_.reference.name);
-    PlanExecutor cand_plan(dev_, cand_mod, cand, tensors(cand_out_), "candidate " + rq_.candidate.name);
+    PlanExecutor cand_plan(dev_, cand_mod, cand, tensors(cand_out_), rq_.scalars, "candidate " + rq_.candidate.name);
+    // A native reference runs here, on inputs the runner makes; a PyTorch one comes from the server.
+    std::unique_ptr<Candidate> ref;
+    std::unique_ptr<Module> ref_mod;
+    std::unique_ptr<PlanExecutor> ref_plan;
+    if (native) {
+      ref = std::make_unique<Candidate>(parse_candidate(rq_.reference.source, rq_.reference.name));
+      ref_mod = std::make_unique<Module>(read_text_file(rq_.reference.cubin_path));
+      ref_plan = std::make_unique<PlanExecutor>(dev_, *ref_mod, *ref, tensors(ref_out_), rq_.scalars,
+                                                "reference " + rq_.reference.name);
+    }
 
     for (int t = 0; t < rq_.trials; ++t) {
       const std::string ctx = fmt::format("trial {}", t);
-      new_inputs(t);
-      poison(ref_out_);
-      ref_plan.poison_scratch();
-      ref_plan.run(true, ctx);
+      if (native) {
+        new_inputs(t);
+        poison(ref_out_);
+        ref_plan->poison_scratch();
+        ref_plan->run(true, ctx);
+      } else {
+        import_trial(t);
+      }
       // The candidate sees untouched inputs and outputs that hold nothing it did not write.
       restore_inputs();
       poison(cand_out_);
       cand_plan.poison_scratch();
       cand_plan.run(true, ctx);
       o.trials_run = t + 1;
-      if (!outputs_match(t, "correctness", o)) {
+      const bool match =
+          native ? outputs_match(t, "correctness", o) : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
+      if (!match) {
         o.failure_stage = "correctness";
         return res;
       }
@@ -244,9 +327,15 @@ EvaluationResult Evaluation::run() {
     if (!rq_.timing) return res;
 
     bool failed = false;
-    if (rq_.time_reference)
-      o.reference_time = time_plan(ref_plan, ref_out_, "timing reference", false, o, failed);
+    if (native && rq_.time_reference)
+      o.reference_time = time_plan(*ref_plan, ref_out_, "timing reference", false, o, failed);
     o.candidate_time = time_plan(cand_plan, cand_out_, "timing candidate", true, o, failed);
+    // The re-checks compared against the runner's copy of the server's outputs, which candidate
+    // code could reach; the last word goes to the server's own tensors.
+    if (!failed && !native) {
+      ++o.rechecks;
+      failed = !match_server_outputs(rq_.trials - 1, "final check against the reference server", false, o);
+    }
     if (failed) {
       o.correct = false;
       o.failure_stage = "re-check";
@@ -260,12 +349,17 @@ EvaluationResult Evaluation::run() {
       o.bandwidth_share = o.achieved_gbs / o.device.peak_gbs;
       o.memory_floor_ms = static_cast<double>(o.bytes_moved) / (o.device.peak_gbs * 1e9) * 1e3;
       if (o.candidate_time->median_ms < o.memory_floor_ms)
-        o.flags.push_back(fmt::format("suspicious: median {:.4f} ms is below the memory floor {:.4f} ms ({} bytes at "
-                                      "{:.0f} GB/s peak)",
-                                      o.candidate_time->median_ms, o.memory_floor_ms, o.bytes_moved, o.device.peak_gbs));
+        o.flags.push_back(
+            fmt::format("suspicious: median {:.4f} ms is below the memory floor {:.4f} ms ({} bytes at "
+                        "{:.0f} GB/s peak)",
+                        o.candidate_time->median_ms, o.memory_floor_ms, o.bytes_moved, o.device.peak_gbs));
     }
   } catch (const PlanError& e) {
     o.failure_stage = "plan";
+    o.message = e.what();
+  } catch (const ReferenceFailure& e) {
+    o.correct = false;
+    o.failure_stage = "reference";
     o.message = e.what();
   } catch (const CudaError& e) {
     o.correct = false;
@@ -278,8 +372,8 @@ EvaluationResult Evaluation::run() {
 
 }  // namespace
 
-EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq) {
-  return Evaluation(dev, harness, rq).run();
+EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask) {
+  return Evaluation(dev, harness, rq, ask).run();
 }
 
 }  // namespace kagent::runner

@@ -4,6 +4,14 @@
 // the candidate runs, comparison with tolerance and NaN parity, the degenerate-reference flag,
 // then timing (L2 reset and flush queued before the start event, warm-up, stopping rule) with
 // the outputs re-checked during and after timing.
+//
+// With a PyTorch reference the reference server makes each trial's inputs and outputs; the
+// runner asks kagent for them (`ask`), imports them by CUDA IPC, and compares against the
+// server's own outputs (see ipc_import.hpp for why the mappings are short-lived).
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
 #include "harness.hpp"
 #include "kagent/eval/protocol.hpp"
 
@@ -14,6 +22,9 @@ struct EvaluationResult {
   bool restart = false;  // a sticky CUDA error: the context is unusable, the runner must exit
 };
 
-EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq);
+// Sends one "need" message to kagent and returns its answer (main.cpp owns the channel).
+using AskKagent = std::function<nlohmann::json(const nlohmann::json& need)>;
+
+EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask);
 
 }  // namespace kagent::runner

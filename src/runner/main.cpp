@@ -3,6 +3,7 @@
 // runs here; candidates are device code loaded from cubins.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -22,10 +23,19 @@ using namespace kagent::runner;
 
 namespace {
 
+// The protocol's own copy of stdout. fd 1 itself is pointed at stderr before any CUDA call, so
+// that a candidate's device printf (flushed by the driver to fd 1) cannot corrupt the replies;
+// it shows up in the stderr tail kagent reports instead.
+int g_protocol_fd = 1;
+
 void reply(const nlohmann::json& j) {
-  // One line per reply; stdout is the protocol channel and nothing else writes to it.
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::cout << line << '\n' << std::flush;
+  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (size_t done = 0; done < line.size();) {
+    ssize_t n = write(g_protocol_fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::_Exit(0);  // kagent is gone
+    done += static_cast<size_t>(n);
+  }
 }
 
 int gpu_ordinal() {
@@ -38,6 +48,19 @@ struct State {
   std::unique_ptr<Harness> harness;
   std::string harness_path;
 };
+
+// In the middle of request `id`: sends {"id", "need", ...} and reads kagent's answer line.
+nlohmann::json ask_kagent(const nlohmann::json& id, const nlohmann::json& need) {
+  nlohmann::json msg = need;
+  msg["id"] = id;
+  reply(msg);
+  std::string line;
+  if (!std::getline(std::cin, line)) std::_Exit(0);  // kagent is gone: nobody to answer to
+  nlohmann::json answer = nlohmann::json::parse(line, nullptr, false);
+  if (!answer.is_object() || answer.value("id", nlohmann::json()) != id)
+    return {{"error", "kagent's answer to a runner request is malformed or for another request"}};
+  return answer;
+}
 
 // Returns false when the runner must exit after replying (a sticky CUDA error).
 bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
@@ -71,7 +94,9 @@ bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
     out["error"] = e.what();
     return true;
   }
-  EvaluationResult r = evaluate(*s.device, *s.harness, rq);
+  const nlohmann::json id = req.value("id", nlohmann::json());
+  EvaluationResult r =
+      evaluate(*s.device, *s.harness, rq, [&](const nlohmann::json& need) { return ask_kagent(id, need); });
   out["ok"] = true;
   out["outcome"] = r.outcome;
   out["restart"] = r.restart;
@@ -92,10 +117,16 @@ int main(int argc, char** argv) {
     return inv.gpus.empty() ? 3 : 0;
   }
   if (argc > 1) {
-    fmt::print(stderr, "usage: kagent-runner [--version | --probe]\n(started by kagent; speaks JSON lines on stdin/stdout)\n");
+    fmt::print(stderr,
+               "usage: kagent-runner [--version | --probe]\n(started by kagent; speaks JSON lines on stdin/stdout)\n");
     return 2;
   }
 
+  g_protocol_fd = dup(1);
+  if (g_protocol_fd < 0 || dup2(2, 1) < 0) {
+    fmt::print(stderr, "kagent-runner: cannot set up the protocol channel: {}\n", std::strerror(errno));
+    return 3;
+  }
   // Before any CUDA call (the driver starts threads): its own network namespace where allowed.
   NetnsResult ns = cuda_tool_attached() ? NetnsResult{false, kCudaToolNetnsWarning} : enter_network_namespace();
   reply({{"hello", "kagent-runner"},

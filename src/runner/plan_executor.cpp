@@ -26,8 +26,9 @@ std::array<unsigned char, 8> scalar_bytes(const PlanArg& a, const ExprValue& v, 
     if (!v.is_int) throw PlanError(fmt::format("{}: '{}' is not an integer", where, a.text));
   };
   auto range = [&](int64_t lo, int64_t hi) {
-    if (v.i < lo || v.i > hi) throw PlanError(fmt::format("{}: '{}' = {} does not fit {}", where, a.text, v.i,
-                                                          scalar_type_name(a.scalar_type)));
+    if (v.i < lo || v.i > hi)
+      throw PlanError(
+          fmt::format("{}: '{}' = {} does not fit {}", where, a.text, v.i, scalar_type_name(a.scalar_type)));
   };
   switch (a.scalar_type) {
     case ScalarType::i32: {
@@ -66,8 +67,9 @@ std::array<unsigned char, 8> scalar_bytes(const PlanArg& a, const ExprValue& v, 
 }  // namespace
 
 PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate& cand, const TensorMap& tensors,
-                           std::string who)
-    : dev_(dev), who_(std::move(who)) {
+                           const std::vector<ScalarArg>& scalars, std::string who)
+    : dev_(dev), who_(std::move(who)), scalars_(scalars) {
+  ScalarLookup scalar_values = [this](std::string_view name) { return scalar(name); };
   // Scratch first: launches may pass scratch buffers and use their shapes.
   TensorMap all = tensors;
   ShapeLookup op_shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
@@ -81,12 +83,13 @@ PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate
     for (size_t d = 0; d < s.shape.size(); ++d) {
       int64_t n = 0;
       try {
-        n = s.shape[d].eval_int(op_shapes);
+        n = s.shape[d].eval_int(op_shapes, scalar_values);
       } catch (const ExprError& e) {
         throw PlanError(fmt::format("{}: scratch {} shape[{}] '{}': {}", who_, s.name, d, s.shape[d].text(), e.what()));
       }
-      if (n <= 0) throw PlanError(fmt::format("{}: scratch {} shape[{}] '{}' = {} (must be positive)", who_, s.name, d,
-                                              s.shape[d].text(), n));
+      if (n <= 0)
+        throw PlanError(fmt::format("{}: scratch {} shape[{}] '{}' = {} (must be positive)", who_, s.name, d,
+                                    s.shape[d].text(), n));
       t.shape.push_back(n);
       numel *= n;
     }
@@ -100,8 +103,9 @@ PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate
     Prepared p;
     p.kernel = l.kernel;
     p.fn = mod.function(l.kernel);
-    if (p.fn == nullptr) throw PlanError(fmt::format("{}: launch[{}] names kernel '{}', which the module does not define",
-                                                     who_, i, l.kernel));
+    if (p.fn == nullptr)
+      throw PlanError(
+          fmt::format("{}: launch[{}] names kernel '{}', which the module does not define", who_, i, l.kernel));
     launches_.push_back(std::move(p));
     prepare_launch(i, l, all);
   }
@@ -114,9 +118,10 @@ void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap
     auto it = tensors.find(std::string(name));
     return it == tensors.end() ? nullptr : &it->second.shape;
   };
+  ScalarLookup scalar_values = [this](std::string_view name) { return scalar(name); };
   auto eval = [&](const Expr& e, const std::string& key) {
     try {
-      return e.eval(shapes);
+      return e.eval(shapes, scalar_values);
     } catch (const ExprError& err) {
       throw PlanError(fmt::format("{} {} '{}': {}", where, key, e.text(), err.what()));
     }
@@ -161,11 +166,14 @@ void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap
   check(cu().cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p.fn), where);
   check(cu().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p.fn), where);
   if (threads > max_threads)
-    throw PlanError(fmt::format("{}: block of {} threads, but this kernel allows at most {} (registers or "
-                                "__launch_bounds__)", where, threads, max_threads));
+    throw PlanError(
+        fmt::format("{}: block of {} threads, but this kernel allows at most {} (registers or "
+                    "__launch_bounds__)",
+                    where, threads, max_threads));
 
   ExprValue smem = eval(l.smem, "smem");
-  if (!smem.is_int || smem.i < 0) throw PlanError(fmt::format("{} smem '{}': must be a non-negative integer", where, l.smem.text()));
+  if (!smem.is_int || smem.i < 0)
+    throw PlanError(fmt::format("{} smem '{}': must be a non-negative integer", where, l.smem.text()));
   if (smem.i + static_smem > dev_.max_smem_optin())
     throw PlanError(fmt::format("{}: {} bytes of dynamic + {} of static shared memory exceed the device's {} per block",
                                 where, smem.i, static_smem, dev_.max_smem_optin()));
@@ -174,6 +182,12 @@ void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap
   if (p.smem > 48 * 1024)
     check(cu().cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)),
           where + ": setting the dynamic shared memory limit");
+}
+
+std::optional<ExprValue> PlanExecutor::scalar(std::string_view name) const {
+  for (const auto& s : scalars_)
+    if (s.name == name) return s.value;
+  return std::nullopt;
 }
 
 void PlanExecutor::run(bool sync_each, const std::string& context) {

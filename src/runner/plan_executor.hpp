@@ -4,11 +4,13 @@
 // allocates scratch, and enqueues the launches in order on the device's one stream.
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device.hpp"
 #include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
 
 namespace kagent::runner {
 
@@ -25,7 +27,7 @@ class PlanExecutor {
   // `who` names the plan in messages ("candidate cand.cu"). Throws PlanError for a plan that
   // cannot run as written, CudaError for driver failures.
   PlanExecutor(const Device& dev, const Module& mod, const Candidate& cand, const TensorMap& tensors,
-               std::string who);
+               const std::vector<ScalarArg>& scalars, std::string who);
 
   // Enqueues every launch. With sync_each, reports a phase before each launch and synchronizes
   // after it, so a fault or hang is attributed to its launch (used for correctness runs).
@@ -41,12 +43,14 @@ class PlanExecutor {
     std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
     unsigned smem = 0;
     std::vector<std::array<unsigned char, 8>> values;  // argument bytes
-    std::vector<void*> ptrs;                            // into values: what cuLaunchKernel reads
+    std::vector<void*> ptrs;                           // into values: what cuLaunchKernel reads
   };
   void prepare_launch(size_t index, const Launch& l, const TensorMap& tensors);
+  std::optional<ExprValue> scalar(std::string_view name) const;
 
   const Device& dev_;
   std::string who_;
+  std::vector<ScalarArg> scalars_;
   std::vector<DeviceBuffer> scratch_;
   std::vector<Prepared> launches_;
 };

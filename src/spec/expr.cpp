@@ -10,12 +10,13 @@ namespace kagent {
 
 // The parsed tree. Nodes are immutable once built, so copies of an Expr share them safely.
 struct Expr::Node {
-  enum class Kind { integer, decimal, negate, add, sub, mul, div, mod, cdiv, min, max, shape, numel };
+  enum class Kind { integer, decimal, negate, add, sub, mul, div, mod, cdiv, min, max, shape, numel, scalar };
   Kind kind = Kind::integer;
   int column = 0;      // 1-based position of the operator, function or tensor name (for eval errors)
   int64_t i = 0;       // integer literal, or the index of X.shape[i]
   double f = 0.0;      // decimal literal
   std::string tensor;  // X of X.shape[i] and numel(X)
+  std::string scalar;  // a bare name: one of the operator's scalar arguments
   std::shared_ptr<const Node> lhs;
   std::shared_ptr<const Node> rhs;
 };
@@ -61,7 +62,7 @@ NodePtr make_binary(Kind kind, NodePtr lhs, NodePtr rhs, int column) {
 //   product := unary (('*' | '/' | '%') unary)*
 //   unary   := '-' unary | primary
 //   primary := number | '(' sum ')' | name '.' 'shape' '[' ['-'] digits ']'
-//            | ('cdiv' | 'min' | 'max') '(' sum ',' sum ')' | 'numel' '(' name ')'
+//            | ('cdiv' | 'min' | 'max') '(' sum ',' sum ')' | 'numel' '(' name ')' | name
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
@@ -208,13 +209,19 @@ class Parser {
     return std::string(text_.substr(start, pos_ - start));
   }
 
-  // A name is a function call when '(' follows, otherwise a tensor whose shape is read.
+  // A name is a function call when '(' follows, a tensor whose shape is read when '.' follows,
+  // otherwise a scalar argument of the operator (a PyTorch forward's int/float parameter).
   NodePtr parse_name() {
     int name_column = column();
     std::string name = parse_identifier();
     skip_spaces();
     if (peek() == '(') return parse_call(name, name_column);
-    return parse_shape(name, name_column);
+    if (peek() == '.') return parse_shape(name, name_column);
+    auto node = std::make_shared<Node>();
+    node->kind = Kind::scalar;
+    node->column = name_column;
+    node->scalar = name;
+    return node;
   }
 
   NodePtr parse_call(const std::string& name, int name_column) {
@@ -251,8 +258,7 @@ class Parser {
 
   // X.shape[i] with i an integer literal; a negative i counts from the end (Python style).
   NodePtr parse_shape(const std::string& name, int name_column) {
-    if (peek() != '.') fail_expected(fmt::format("'.shape[i]' or '(' after '{}'", name));
-    ++pos_;
+    ++pos_;  // the '.'
     skip_spaces();
     int word_column = column();
     if (parse_identifier() != "shape") {
@@ -425,7 +431,16 @@ int64_t eval_numel(const Node& n, const ShapeLookup& shapes) {
   return product;
 }
 
-ExprValue eval_node(const Node& n, const ShapeLookup& shapes) {
+ExprValue eval_scalar(const Node& n, const ScalarLookup& scalars) {
+  std::optional<ExprValue> v = scalars ? scalars(n.scalar) : std::nullopt;
+  if (!v)
+    fail_at(n, fmt::format("unknown scalar '{}' (a bare name is one of the operator's scalar arguments; a "
+                           "tensor's size is written {}.shape[i] or numel({}))",
+                           n.scalar, n.scalar, n.scalar));
+  return *v;
+}
+
+ExprValue eval_node(const Node& n, const ShapeLookup& shapes, const ScalarLookup& scalars) {
   switch (n.kind) {
     case Kind::integer:
       return int_value(n.i);
@@ -435,26 +450,29 @@ ExprValue eval_node(const Node& n, const ShapeLookup& shapes) {
       return int_value(eval_shape(n, shapes));
     case Kind::numel:
       return int_value(eval_numel(n, shapes));
+    case Kind::scalar:
+      return eval_scalar(n, scalars);
     case Kind::negate: {
-      ExprValue v = eval_node(*n.lhs, shapes);
+      ExprValue v = eval_node(*n.lhs, shapes, scalars);
       if (!v.is_int) return double_value(-v.f);
       int64_t out = 0;
       if (__builtin_sub_overflow(int64_t{0}, v.i, &out)) fail_overflow(n);
       return int_value(out);
     }
     default: {
-      ExprValue a = eval_node(*n.lhs, shapes);
-      ExprValue b = eval_node(*n.rhs, shapes);
+      ExprValue a = eval_node(*n.lhs, shapes, scalars);
+      ExprValue b = eval_node(*n.rhs, shapes, scalars);
       return eval_binary(n, a, b);
     }
   }
 }
 
 // Left-to-right walk, so names come out in the order they appear in the text.
-void collect_tensors(const Node& n, std::vector<std::string>& out) {
-  if (!n.tensor.empty() && std::find(out.begin(), out.end(), n.tensor) == out.end()) out.push_back(n.tensor);
-  if (n.lhs) collect_tensors(*n.lhs, out);
-  if (n.rhs) collect_tensors(*n.rhs, out);
+void collect_names(const Node& n, std::string Node::*field, std::vector<std::string>& out) {
+  const std::string& name = n.*field;
+  if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  if (n.lhs) collect_names(*n.lhs, field, out);
+  if (n.rhs) collect_names(*n.rhs, field, out);
 }
 
 }  // namespace
@@ -475,19 +493,25 @@ Expr Expr::constant(int64_t value) {
   return e;
 }
 
-ExprValue Expr::eval(const ShapeLookup& shapes) const {
-  return eval_node(*root_, shapes);
+ExprValue Expr::eval(const ShapeLookup& shapes, const ScalarLookup& scalars) const {
+  return eval_node(*root_, shapes, scalars);
 }
 
-int64_t Expr::eval_int(const ShapeLookup& shapes) const {
-  ExprValue v = eval(shapes);
+int64_t Expr::eval_int(const ShapeLookup& shapes, const ScalarLookup& scalars) const {
+  ExprValue v = eval(shapes, scalars);
   if (!v.is_int) throw ExprError(fmt::format("'{}' is not an integer (it uses a decimal number)", text_), 0);
   return v.i;
 }
 
 std::vector<std::string> Expr::tensor_names() const {
   std::vector<std::string> out;
-  collect_tensors(*root_, out);
+  collect_names(*root_, &Node::tensor, out);
+  return out;
+}
+
+std::vector<std::string> Expr::scalar_names() const {
+  std::vector<std::string> out;
+  collect_names(*root_, &Node::scalar, out);
   return out;
 }
 

@@ -434,6 +434,12 @@ std::vector<std::string> Op::tensor_names() const {
   return names;
 }
 
+std::vector<std::string> Op::scalar_names() const {
+  std::vector<std::string> names;
+  for (const auto& s : scalars) names.push_back(s.name);
+  return names;
+}
+
 Op load_op(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(fmt::format("{}: no such file", path.string()));

@@ -62,35 +62,46 @@ void check_launch_kernel(const Candidate& cand, size_t index, const Launch& laun
   }
 }
 
-// Checks every tensor an expression reads against the known names.
-void check_expr_tensors(const Candidate& cand, const std::string& key, const Expr& e,
-                        const std::vector<std::string>& known) {
+// The names a plan may use: tensors (operator tensors, then scratch buffers) and scalars.
+struct Known {
+  std::vector<std::string> tensors, scalars;
+};
+
+// Checks every tensor and scalar an expression reads against the known names.
+void check_expr_names(const Candidate& cand, const std::string& key, const Expr& e, const Known& known) {
   for (const auto& name : e.tensor_names()) {
-    if (!contains(known, name)) {
+    if (!contains(known.tensors, name)) {
       fail(cand, key,
-           fmt::format("unknown tensor '{}' in '{}' (known tensors: {})", name, e.text(), list_or_none(known)));
+           fmt::format("unknown tensor '{}' in '{}' (known tensors: {})", name, e.text(), list_or_none(known.tensors)));
+    }
+  }
+  for (const auto& name : e.scalar_names()) {
+    if (!contains(known.scalars, name)) {
+      fail(cand, key,
+           fmt::format("unknown scalar '{}' in '{}' (the operator's scalar arguments: {}; a tensor's size is written "
+                       "{}.shape[i])",
+                       name, e.text(), list_or_none(known.scalars), name));
     }
   }
 }
 
-void check_dims(const Candidate& cand, const std::string& key, const std::vector<Expr>& dims,
-                const std::vector<std::string>& known) {
-  for (size_t i = 0; i < dims.size(); ++i) check_expr_tensors(cand, fmt::format("{}[{}]", key, i), dims[i], known);
+void check_dims(const Candidate& cand, const std::string& key, const std::vector<Expr>& dims, const Known& known) {
+  for (size_t i = 0; i < dims.size(); ++i) check_expr_names(cand, fmt::format("{}[{}]", key, i), dims[i], known);
 }
 
-void check_launch_tensors(const Candidate& cand, size_t index, const Launch& launch,
-                          const std::vector<std::string>& known) {
+void check_launch_tensors(const Candidate& cand, size_t index, const Launch& launch, const Known& known) {
   std::string key = fmt::format("launch[{}]", index);
   check_dims(cand, key + ".grid", launch.grid, known);
   check_dims(cand, key + ".block", launch.block, known);
-  check_expr_tensors(cand, key + ".smem", launch.smem, known);
+  check_expr_names(cand, key + ".smem", launch.smem, known);
   for (size_t i = 0; i < launch.args.size(); ++i) {
     const PlanArg& arg = launch.args[i];
     std::string arg_key = fmt::format("{}.args[{}]", key, i);
     if (!arg.is_tensor) {
-      check_expr_tensors(cand, arg_key, arg.value, known);
-    } else if (!contains(known, arg.tensor)) {
-      fail(cand, arg_key, fmt::format("unknown tensor '{}' (known tensors: {})", arg.tensor, list_or_none(known)));
+      check_expr_names(cand, arg_key, arg.value, known);
+    } else if (!contains(known.tensors, arg.tensor)) {
+      fail(cand, arg_key,
+           fmt::format("unknown tensor '{}' (known tensors: {})", arg.tensor, list_or_none(known.tensors)));
     }
   }
 }
@@ -101,20 +112,21 @@ void check_plan_kernels(const Candidate& cand, const std::vector<KernelSignature
   for (size_t i = 0; i < cand.plan.launches.size(); ++i) check_launch_kernel(cand, i, cand.plan.launches[i], kernels);
 }
 
-void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors) {
-  std::vector<std::string> known = op_tensors;
+void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors,
+                        const std::vector<std::string>& op_scalars) {
+  Known known{op_tensors, op_scalars};
   for (const auto& buffer : cand.plan.scratch) {
     if (contains(op_tensors, buffer.name)) {
       fail(cand, "scratch." + buffer.name,
            fmt::format("scratch buffer '{}' has the name of an operator tensor (operator tensors: {})", buffer.name,
                        list_or_none(op_tensors)));
     }
-    known.push_back(buffer.name);
+    known.tensors.push_back(buffer.name);
   }
   // Scratch shapes are computed before any scratch buffer exists, so they may read only the
   // operator's tensors; allowing scratch names here would permit circular definitions.
   for (const auto& buffer : cand.plan.scratch) {
-    check_dims(cand, fmt::format("scratch.{}.shape", buffer.name), buffer.shape, op_tensors);
+    check_dims(cand, fmt::format("scratch.{}.shape", buffer.name), buffer.shape, Known{op_tensors, op_scalars});
   }
   for (size_t i = 0; i < cand.plan.launches.size(); ++i) check_launch_tensors(cand, i, cand.plan.launches[i], known);
 }

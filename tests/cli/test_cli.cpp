@@ -76,7 +76,8 @@ TEST_F(Cli, CompileJson) {
   EXPECT_EQ(j["results"][0]["kernels"][0]["name"], "add");
   EXPECT_EQ(j["results"][0]["kernels"][0]["param_sizes"], nlohmann::json({8, 8, 8, 8}));
   // Second run: served from the cache.
-  auto again = nlohmann::json::parse(kagent({"compile", "--json", "--arch", "sm_90a", (tmp / "good.cu").string()}).output);
+  auto again =
+      nlohmann::json::parse(kagent({"compile", "--json", "--arch", "sm_90a", (tmp / "good.cu").string()}).output);
   EXPECT_EQ(again["results"][0]["cache_hit"], true);
 }
 
@@ -121,8 +122,8 @@ TEST_F(Cli, BadArchExits2) {
 
 TEST_F(Cli, WorstExitCodeOfSeveralFiles) {
   std::string bad = std::string(kGoodKernel) + "__global__ void broken() { int x = ; }\n";
-  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string(),
-                   tmp.write("bad.cu", bad).string()});
+  auto r = kagent(
+      {"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string(), tmp.write("bad.cu", bad).string()});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "add")) << "the good file is still reported\n" << r.output;
 }
@@ -137,7 +138,8 @@ TEST_F(Cli, EvalBadOpExits2NamingTheKey) {
 
 TEST_F(Cli, EvalCompileErrorIsTierMinusOne) {
   std::string bad = std::string(kGoodKernel) + "__global__ void broken() { int x = ; }\n";
-  auto r = kagent({"eval", tmp.write("bad.cu", bad).string(), "--op", example("vector_add/op.json"), "--arch", "sm_90a"});
+  auto r =
+      kagent({"eval", tmp.write("bad.cu", bad).string(), "--op", example("vector_add/op.json"), "--arch", "sm_90a"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "tier -1")) << r.output;
 }
@@ -179,12 +181,55 @@ TEST_F(Cli, RefOnAPyTorchProblem) {
     EXPECT_TRUE(has(r.output, s)) << s << "\n" << r.output;
 }
 
+// `kagent eval` against a KernelBench problem file: exit 3 naming what is missing (the GPU, or
+// torch), else the verdict of our fixture (correct: exit 0).
+TEST_F(Cli, EvalAgainstAPyTorchProblem) {
+  auto r = kagent({"eval", example("kernelbench_tiny/cand.cu"), "--op", example("kernelbench_tiny/model.py"),
+                   "--trials", "2", "--no-timing"});
+  auto torch = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
+  if (query_gpus().gpus.empty() || !torch.started || torch.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_TRUE(has(r.output, "torch") || has(r.output, "GPU")) << r.output;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "correctness: passed 2 trial(s)")) << r.output;
+}
+
+TEST_F(Cli, RefAndEvalWithoutTorchExit3NamingIt) {
+  // First on PATH, a python3 that speaks like the reference server does when torch is missing.
+  auto bin = tmp / "fakebin";
+  std::filesystem::create_directories(bin);
+  tmp.write("fakebin/python3",
+            "#!/bin/sh\n"
+            "echo '{\"hello\": \"kagent-ref\", \"version\": \"fake\", \"torch\": null, \"cuda\": false, "
+            "\"error\": \"torch is not importable: No module named torch\"}'\n"
+            "while read -r line; do id=$(echo \"$line\" | sed 's/.*\"id\": *\\([0-9]*\\).*/\\1/'); "
+            "echo \"{\\\"id\\\": $id, \\\"ok\\\": true}\"; done\n");
+  std::filesystem::permissions(bin / "python3", std::filesystem::perms::owner_all);
+  auto without_torch = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "PATH=" + bin.string() + ":/usr/bin:/bin",
+                                     "KAGENT_CACHE_DIR=" + (tmp / "cache").string(),
+                                     (test::binary_dir() / "kagent").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_capture(argv, 120s);
+  };
+  auto r = without_torch({"ref", example("kernelbench_tiny/model.py")});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_TRUE(has(r.output, "cannot import torch")) << r.output;
+  if (query_gpus().gpus.empty()) return;  // without a GPU, eval stops at the GPU first (tested above)
+  r = without_torch({"eval", example("kernelbench_tiny/cand.cu"), "--op", example("kernelbench_tiny/model.py")});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_TRUE(has(r.output, "cannot import torch")) << r.output;
+}
+
 TEST_F(Cli, DoctorReportsEachCheck) {
   auto r = kagent({"doctor", "--json"});
   auto j = nlohmann::json::parse(r.output);
   std::set<std::string> names;
   for (const auto& c : j["checks"]) names.insert(c["name"].get<std::string>());
-  for (const char* n : {"nvrtc", "cuda headers", "driver", "runner", "python3", "torch", "llm endpoint", "cupti"})
+  for (const char* n :
+       {"nvrtc", "cuda headers", "driver", "runner", "python3", "torch", "ref server", "llm endpoint", "cupti"})
     EXPECT_TRUE(names.count(n)) << n;
   bool gpu = !query_gpus().gpus.empty();
   EXPECT_EQ(j["ok"].get<bool>(), r.exit_code == 0);
@@ -194,8 +239,8 @@ TEST_F(Cli, DoctorReportsEachCheck) {
 }
 
 TEST_F(Cli, DoctorNeverPrintsKeyValues) {
-  std::vector<std::string> argv = {"env", "OPENAI_API_KEY=sk-very-secret-value", (test::binary_dir() / "kagent").string(),
-                                   "doctor"};
+  std::vector<std::string> argv = {"env", "OPENAI_API_KEY=sk-very-secret-value",
+                                   (test::binary_dir() / "kagent").string(), "doctor"};
   auto r = run_capture(argv, 300s);
   EXPECT_TRUE(has(r.output, "OPENAI_API_KEY")) << r.output;
   EXPECT_FALSE(has(r.output, "sk-very-secret-value")) << r.output;

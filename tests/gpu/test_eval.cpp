@@ -48,12 +48,12 @@ class GpuEval : public ::testing::Test {
 }  // namespace
 
 TEST_F(GpuEval, ExamplesAreCorrectAndTimed) {
-  for (auto [cand, op] : std::vector<std::pair<std::string, std::string>>{
-           {"vector_add/cand_naive.cu", "vector_add/op.json"},
-           {"vector_add/cand_vec4.cu", "vector_add/op.json"},
-           {"softmax/cand_online.cu", "softmax/op.json"},
-           {"softmax/cand_scratch.cu", "softmax/op.json"},
-           {"softmax/cand_bf16_pipeline.cu", "softmax/op.json"}}) {
+  for (auto [cand, op] :
+       std::vector<std::pair<std::string, std::string>>{{"vector_add/cand_naive.cu", "vector_add/op.json"},
+                                                        {"vector_add/cand_vec4.cu", "vector_add/op.json"},
+                                                        {"softmax/cand_online.cu", "softmax/op.json"},
+                                                        {"softmax/cand_scratch.cu", "softmax/op.json"},
+                                                        {"softmax/cand_bf16_pipeline.cu", "softmax/op.json"}}) {
     SCOPED_TRACE(cand);
     EvalReport r = eval(example(cand), op);
     ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
@@ -80,6 +80,13 @@ TEST_F(GpuEval, WrongKernelFailsWithAMismatchReport) {
   EXPECT_NE(m.candidate_value, m.reference_value);
   EXPECT_GT(m.max_abs, 0);
   EXPECT_TRUE(has(r.outcome.message, "first at index")) << r.outcome.message;
+}
+
+TEST_F(GpuEval, DevicePrintfDoesNotCorruptTheProtocol) {
+  EvalReport r = eval(fixture("printf_add.cu"));
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  EXPECT_GE(r.reward.tier, 1);
+  EXPECT_EQ(ev().runner().starts(), 1) << "the runner was never out of step";
 }
 
 TEST_F(GpuEval, HalfWrittenOutputFails) {

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "kagent/spec/expr.hpp"
@@ -174,10 +175,34 @@ TEST(ExprError, UnknownFunction) {
   EXPECT_NE(std::string(e.what()).find("unknown function 'sqrt'"), std::string::npos) << e.what();
 }
 
-TEST(ExprError, BareTensorNameNeedsShape) {
+// A bare name is a scalar argument; with no such scalar the error says how a size is written.
+TEST(ExprError, BareNameThatIsNoScalarSuggestsShape) {
   ExprError e = error_of("x + 1");
-  EXPECT_EQ(e.column(), 3);
-  EXPECT_NE(std::string(e.what()).find("'.shape[i]'"), std::string::npos) << e.what();
+  EXPECT_EQ(e.column(), 1);
+  EXPECT_NE(std::string(e.what()).find("unknown scalar 'x'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("x.shape[i]"), std::string::npos) << e.what();
+}
+
+std::optional<ExprValue> scalars(std::string_view name) {
+  if (name == "s") return ExprValue{false, 0, 3.5};
+  if (name == "k") return ExprValue{true, 7, 0.0};
+  return std::nullopt;
+}
+
+TEST(Expr, ScalarArgumentsByBareName) {
+  EXPECT_DOUBLE_EQ(Expr::parse("s").eval(lookup, scalars).f, 3.5);
+  EXPECT_FALSE(Expr::parse("s * 2").eval(lookup, scalars).is_int);
+  EXPECT_EQ(Expr::parse("cdiv(x.shape[1], k) + k").eval_int(lookup, scalars), 110 + 7);
+}
+
+TEST(Expr, ScalarNamesAreNotTensorNames) {
+  Expr e = Expr::parse("k * x.shape[0] + numel(v) + s + k");
+  EXPECT_EQ(e.scalar_names(), (std::vector<std::string>{"k", "s"}));
+  EXPECT_EQ(e.tensor_names(), (std::vector<std::string>{"x", "v"}));
+}
+
+TEST(ExprError, DecimalScalarIsNotAnInteger) {
+  EXPECT_THROW(Expr::parse("s").eval_int(lookup, scalars), ExprError);
 }
 
 TEST(ExprError, ShapeIndexMustBeAnIntegerLiteral) {

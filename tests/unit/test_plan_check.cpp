@@ -124,6 +124,14 @@ TEST(PlanCheck, UnknownTensorInScalarArgument) {
   EXPECT_TRUE(contains(msg, "plan key launch[0].args[1]: unknown tensor 'w'")) << msg;
 }
 
+TEST(PlanCheck, ScalarArgumentsOfTheOperatorAreKnownByName) {
+  Candidate c = one_launch("[1]", R"J(["x", "f32:s * 2"])J");
+  EXPECT_NO_THROW(check_plan_tensors(c, kOpTensors, {"s"}));
+  std::string msg = tensors_error(c, kOpTensors);
+  EXPECT_TRUE(contains(msg, "plan key launch[0].args[1]: unknown scalar 's' in 's * 2'")) << msg;
+  EXPECT_TRUE(contains(msg, "scalar arguments: none")) << msg;
+}
+
 TEST(PlanCheck, UnknownTensorInScratchShape) {
   std::string msg =
       tensors_error(one_launch("[1]", R"(["x"])", R"({"p": {"dtype": "f32", "shape": ["q.shape[0]"]}})"), kOpTensors);

@@ -107,6 +107,50 @@ TEST_F(RunnerClientTest, PingRoundTripsWithIncreasingIds) {
   EXPECT_EQ(c.starts(), 1);
 }
 
+TEST_F(RunnerClientTest, NeedMessagesAreAnsweredInTheMiddleOfARequest) {
+  RunnerClient c(fake_options());
+  std::vector<int> asked;
+  auto r = c.request({{"cmd", "need"}, {"count", 3}}, 10s, [&](const nlohmann::json& need) -> nlohmann::json {
+    asked.push_back(need.at("trial").get<int>());
+    return {{"tensors", need.at("trial").get<int>() * 10}};
+  });
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(asked, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(r.body["answers"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.body["answers"][i]["tensors"], i * 10);
+    EXPECT_EQ(r.body["answers"][i]["id"], r.body["id"]);  // answers carry the request's id
+  }
+  EXPECT_TRUE(ping(c).ok());  // still in step
+}
+
+TEST_F(RunnerClientTest, NeedWithoutHandlerIsProtocolFailure) {
+  RunnerClient c(fake_options());
+  auto r = c.request({{"cmd", "need"}}, 10s);
+  EXPECT_EQ(r.failure, RunnerReply::Failure::protocol);
+  EXPECT_TRUE(has(r.message, "asked for \"trial\"")) << r.message;
+  EXPECT_FALSE(c.running());
+  EXPECT_TRUE(ping(c).ok());  // a fresh runner
+}
+
+TEST_F(RunnerClientTest, TimeSpentAnsweringDoesNotCountAgainstTheRunner) {
+  RunnerClient c(fake_options());
+  auto r = c.request({{"cmd", "need"}, {"count", 2}}, 1s, [](const nlohmann::json&) -> nlohmann::json {
+    std::this_thread::sleep_for(700ms);  // 1.4 s in all, over the 1 s limit
+    return {{"tensors", 0}};
+  });
+  EXPECT_TRUE(r.ok()) << r.message;
+}
+
+TEST_F(RunnerClientTest, HandlerExceptionStopsTheWaitingRunner) {
+  RunnerClient c(fake_options());
+  EXPECT_THROW(c.request({{"cmd", "need"}}, 10s,
+                         [](const nlohmann::json&) -> nlohmann::json { throw std::runtime_error("server died"); }),
+               std::runtime_error);
+  EXPECT_FALSE(c.running());
+  EXPECT_TRUE(ping(c).ok());
+}
+
 TEST_F(RunnerClientTest, HangTimesOutNamesPhaseAndKillsTheGroup) {
   RunnerClient c(fake_options());
   ASSERT_TRUE(ping(c).ok());

@@ -75,7 +75,9 @@ class Problem:
             self.model = self.module.Model(*init).to(self.device)
         if any(p.is_floating_point() for p in self.model.parameters()):
             self.model = self.model.to(self.dtype)
-        self.model.eval()
+        # No .eval(): KernelBench runs its references in the default (training) mode, and kagent's
+        # baselines and outputs must be the ones KernelBench users compare against (BatchNorm
+        # normalizes with batch statistics in training mode).
         self.arg_names = self._forward_names()
 
     def _forward_names(self):
@@ -99,6 +101,26 @@ class Problem:
             raise ProblemError(f"{self.path}: get_inputs() returns {len(args)} values, forward takes "
                                f"{len(self.arg_names)} ({', '.join(self.arg_names)})")
         return args
+
+    def trial(self, seed):
+        """Inputs for `seed` and the reference's outputs on them. A forward that modifies its inputs in
+        place (torch bumps a tensor's version) gets its inputs made afresh: the candidate must see
+        what the reference saw."""
+        args = self.inputs(seed)
+        versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
+        outs = self.run(args)
+        if any(isinstance(a, torch.Tensor) and a._version != v for a, v in zip(args, versions)):
+            args = self.inputs(seed)
+        return args, outs
+
+    def named_tensors(self, args, outs):
+        """(name, tensor) for every tensor a candidate sees, in signature order: forward's tensors,
+        the state_dict's, then the outputs; each contiguous (a copy when it was not)."""
+        named = [(n, a) for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
+        named += [(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
+        out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
+        named += list(zip(out_names, outs))
+        return [(n, t.contiguous()) for n, t in named]
 
     @torch.no_grad()
     def run(self, args):
@@ -132,15 +154,25 @@ class Problem:
 
 
 def degenerate(outs):
-    """Why the reference cannot tell a correct kernel from an empty one, or None."""
+    """Why the reference cannot tell a correct kernel from an empty one, or None. Works through each
+    output in chunks: a whole-tensor mask and copy of a 7 GB output would need three times its size."""
+    chunk = 1 << 26
     reasons = []
     for i, o in enumerate(outs):
-        f = o.float()
-        finite = f[torch.isfinite(f)]
-        if finite.numel() == 0:
+        flat = o.reshape(-1)
+        lo, hi, big, seen = float("inf"), float("-inf"), 0.0, 0
+        for start in range(0, flat.numel(), chunk):
+            c = flat[start:start + chunk].float()
+            c = c[torch.isfinite(c)]
+            if c.numel() == 0:
+                continue
+            seen += c.numel()
+            lo, hi = min(lo, c.min().item()), max(hi, c.max().item())
+            big = max(big, c.abs().max().item())
+        if seen == 0:
             continue
-        if finite.abs().max().item() <= 1e-6:
+        if big <= 1e-6:
             reasons.append(f"output {i} is all (near) zero")
-        elif finite.numel() > 1 and finite.min().item() == finite.max().item():
-            reasons.append(f"output {i} is constant ({finite.min().item():.6g})")
+        elif seen > 1 and lo == hi:
+            reasons.append(f"output {i} is constant ({lo:.6g})")
     return "; ".join(reasons) or None

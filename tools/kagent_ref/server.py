@@ -7,6 +7,9 @@
 
 load:      {"problem": path, "precision": "fp32", "seed": int, "gpu": int}
            -> {"signature": {...}, "degenerate": str|null, "source_hash", "gpu_name", "torch"}
+trial:     {"seed": int}  inputs made under the seed, the reference run on them; the tensors stay
+           alive until the next trial or load, exported by CUDA IPC (ipc.py)
+           -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...]}  (signature order)
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
            -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key"}
 """
@@ -22,6 +25,17 @@ from . import __version__
 PROTOCOL = "kagent-ref-baselines-v1"  # bump when how baselines are measured changes
 
 
+def _release_cached_memory():
+    """Returns torch's cached, unused GPU blocks to the driver: the runner allocates its own copies
+    of the tensors next, and a KernelBench problem's intermediates (several GB) would otherwise
+    stay reserved by this process."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
 def phase(text):
     sys.stderr.write(f"kagent-phase: {text}\n")
     sys.stderr.flush()
@@ -31,7 +45,9 @@ class Server:
     def __init__(self, out):
         self.out = out
         self.problem = None
-        self.args = None
+        self.args = None  # the current trial's forward arguments (load's, then each trial's)
+        self.outs = None
+        self.exported = None  # the contiguous tensors behind the last trial's IPC handles
 
     def reply(self, obj):
         self.out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
@@ -44,19 +60,35 @@ class Server:
 
         phase(f"importing {req['problem']}")
         gpu = int(req.get("gpu", 0))
+        self.problem, self.args, self.outs, self.exported = None, None, None, None  # free the last problem's memory
         self.problem = Problem(req["problem"], req.get("precision", "fp32"), int(req.get("seed", 0)), gpu)
         phase("running the reference once")
-        self.args = self.problem.inputs(int(req.get("seed", 0)))
-        outs = self.problem.run(self.args)
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        return {
-            "signature": self.problem.signature(self.args, outs),
-            "degenerate": degenerate(outs),
+        self.args, self.outs = self.problem.trial(int(req.get("seed", 0)))
+        reply = {
+            "signature": self.problem.signature(self.args, self.outs),
+            "degenerate": degenerate(self.outs),
             "source_hash": self.problem.source_hash,
             "gpu_name": torch.cuda.get_device_name(gpu) if torch.cuda.is_available() else "cpu",
             "torch": torch.__version__,
         }
+        _release_cached_memory()
+        return reply
+
+    def trial(self, req):
+        import torch
+
+        from .ipc import export
+
+        if self.problem is None:
+            raise RuntimeError("trial before load")
+        seed = int(req["seed"])
+        phase(f"making inputs (seed {seed}) and running the reference")
+        self.args, self.outs, self.exported = None, None, None  # at most one trial's tensors alive
+        self.args, self.outs = self.problem.trial(seed)
+        self.exported = self.problem.named_tensors(self.args, self.outs)
+        torch.cuda.synchronize()  # the runner reads these as soon as it has the handles
+        _release_cached_memory()
+        return {"tensors": [export(name, t) for name, t in self.exported]}
 
     def baselines(self, req):
         import torch
@@ -81,7 +113,7 @@ class Server:
         timer = Timer(p.device)
         phase("timing torch eager")
         eager = timer.time(lambda: p.model(*self.args), req.get("stop_rule"))
-        compiled, compile_error = None, None
+        compiled, compile_error, cm = None, None, None
         try:
             phase("compiling with torch.compile")
             cm = torch.compile(p.model)
@@ -95,6 +127,8 @@ class Server:
         result = {"eager": eager, "compile": compiled, "compile_error": compile_error, "key": key,
                   "gpu_name": torch.cuda.get_device_name(p.device), "torch": torch.__version__,
                   "precision": p.precision, "flush_bytes": timer.flush_bytes, "cached": False}
+        del cm, timer
+        _release_cached_memory()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp.{os.getpid()}"
         with open(tmp, "w") as f:
@@ -110,6 +144,8 @@ class Server:
             return self.load(req)
         if cmd == "baselines":
             return self.baselines(req)
+        if cmd == "trial":
+            return self.trial(req)
         raise ValueError(f"unknown cmd '{cmd}'")
 
 

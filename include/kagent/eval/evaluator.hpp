@@ -13,18 +13,20 @@
 #include "kagent/eval/protocol.hpp"
 #include "kagent/eval/reward.hpp"
 #include "kagent/eval/runner_client.hpp"
+#include "kagent/reference/ref_server.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent {
 
 struct EvalOptions {
   int gpu = 0;
-  std::string arch;                       // empty: the GPU's
-  int trials = 0;                         // 0: the op's correctness_trials
+  std::string arch;  // empty: the GPU's
+  int trials = 0;    // 0: the op's correctness_trials
   bool timing = true;
   std::chrono::milliseconds timeout{60000};  // wall-clock limit for one evaluation on the GPU
   StopRule stop_rule;
-  std::string runner_path;                // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
+  std::string runner_path;         // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
+  bool refresh_baselines = false;  // PyTorch references: re-measure eager and compile
 };
 
 struct EvalReport {
@@ -32,12 +34,13 @@ struct EvalReport {
   std::string op;         // name
   std::string arch;
   CompileResult compile;
-  bool ran = false;       // the runner produced an outcome
+  bool ran = false;  // the runner produced an outcome
   EvalOutcome outcome;
   Baselines baselines;
   Reward reward;
   std::string sandbox_warning;
   bool reference_time_cached = false;  // the reference was timed by an earlier evaluation
+  std::optional<RefBaselines> torch;   // PyTorch references: the server's eager/compile timings
 };
 
 class Evaluator {
@@ -53,6 +56,18 @@ class Evaluator {
 
   const std::string& arch() const { return arch_; }
   RunnerClient& runner() { return *runner_; }
+  RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
+
+  // A PyTorch reference loaded in this evaluator's reference server: the op with its signature
+  // filled in (tensors and scalars as the candidate sees them) and the eager/compile baselines.
+  struct PyTorchReference {
+    Op op;
+    RefSignature signature;
+    std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
+  };
+  // Starts the reference server on first use and loads the op's problem file (once per op and
+  // precision). Throws EnvError (no python3/torch, out of memory) or InputError (problem errors).
+  const PyTorchReference& pytorch_reference(const Op& op);
 
  private:
   std::string write_cubin(const CompileResult& r);
@@ -65,6 +80,9 @@ class Evaluator {
   // A native reference's timing is a baseline: measured once per (reference, shapes, arch) in
   // this process, not again for every candidate.
   std::map<std::string, TimingSummary> reference_times_;
+  std::unique_ptr<RefServer> ref_server_;  // started for the first PyTorch reference
+  std::string loaded_key_;                 // which op the server holds
+  PyTorchReference loaded_;
 };
 
 // Text for people: compile line, verdict, mismatch, timing table, bandwidth, flags, reward.

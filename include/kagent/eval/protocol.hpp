@@ -19,14 +19,31 @@ struct PlanSource {
   std::string cubin_path;  // compiled by kagent (NVRTC), read by the runner
 };
 
+// One tensor of the reference server, shared by CUDA IPC: the allocation's handle (64 bytes as
+// hex) and where the tensor lies in it.
+struct IpcTensorRef {
+  std::string name;
+  std::string handle;
+  uint64_t offset = 0, bytes = 0;
+};
+
+// How the runner gets reference outputs: by running the native reference plan on inputs it makes
+// itself, or (PyTorch references) from the reference server, trial by trial. For the latter the
+// runner sends {"id": N, "need": "trial", "trial": t} in the middle of an evaluate request, and
+// kagent answers {"id": N, "tensors": [IpcTensorRef...]} (inputs, then outputs, by name) or
+// {"id": N, "error": "..."}.
+enum class ReferenceKind { cuda, pytorch };
+
 struct EvalRequest {
   int gpu = 0;        // the GPU this request is for; a runner serves one GPU and refuses others
   uint64_t seed = 0;  // fresh per evaluation; trial t uses a seed derived from (seed, t)
   int trials = 5;
   Tolerance tolerance;
   std::vector<TensorSpec> inputs, outputs;
-  PlanSource reference, candidate;
-  std::string harness_cubin_path;  // kagent's own kernels (src/runner/harness_kernels.cu)
+  std::vector<ScalarArg> scalars;  // a PyTorch forward's int/float arguments, by name
+  ReferenceKind reference_kind = ReferenceKind::cuda;
+  PlanSource reference, candidate;  // reference: native references only
+  std::string harness_cubin_path;   // kagent's own kernels (src/runner/harness_kernels.cu)
   bool timing = true;
   bool time_reference = true;
   StopRule stop_rule;
@@ -52,8 +69,9 @@ struct MismatchReport {
 
 struct EvalOutcome {
   bool correct = false;
-  std::string failure_stage;  // "", "plan", "launch", "correctness", "re-check", "timeout", "crash"
-  std::string message;        // one paragraph for failures, naming the launch/argument/tensor
+  // "", "plan", "launch", "correctness", "re-check", "reference" (the server failed), "timeout", "crash"
+  std::string failure_stage;
+  std::string message;  // one paragraph for failures, naming the launch/argument/tensor
   std::optional<MismatchReport> mismatch;
   std::vector<std::string> flags;  // degenerate reference, below the memory floor, ...
   std::optional<TimingSummary> candidate_time, reference_time;
@@ -70,6 +88,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms, rse_median,
                                    gpu_time_s, stop_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 
 // Hand-written where the JSON differs from the fields (enums by name, NaN as null, optionals).
 void to_json(nlohmann::json& j, const TensorSpec& t);

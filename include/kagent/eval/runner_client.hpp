@@ -10,12 +10,16 @@
 //   runner -> stdout: {"id": N, "ok": bool, ...}        one line per request
 //   runner -> stderr: "kagent-phase: <text>" before each step that can hang or fault (so a
 //                     timeout or crash can name the launch), and free-form log lines.
+//   runner -> stdout: {"id": N, "need": "...", ...}  in the middle of request N, when the runner
+//                     needs something only kagent has (a PyTorch reference's trial tensors);
+//   kagent -> stdin:  {"id": N, ...}                  the answer, then the runner goes on.
 //   A reply may carry "restart": true (sticky CUDA error): the runner exits after replying and
 //   the next request starts a fresh one.
 #include <sys/types.h>
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,24 +28,28 @@
 namespace kagent {
 
 struct RunnerOptions {
-  std::string runner_path;        // the kagent-runner executable
-  std::vector<std::string> args;  // extra arguments for it
-  int gpu = 0;                    // passed as KAGENT_GPU in its environment
+  std::string runner_path;                         // the kagent-runner executable
+  std::vector<std::string> args;                   // extra arguments for it
+  int gpu = 0;                                     // passed as KAGENT_GPU in its environment
   std::chrono::milliseconds start_timeout{30000};  // until the hello line
-  bool sandbox = true;            // no_new_privs, rlimits, scrubbed environment (see sandbox.hpp)
-  std::vector<std::string> env;   // extra "NAME=value" entries for its environment
-  std::string hello_name = "kagent-runner";  // the "hello" value its first line must carry
+  bool sandbox = true;                             // no_new_privs, rlimits, scrubbed environment (see sandbox.hpp)
+  std::vector<std::string> env;                    // extra "NAME=value" entries for its environment
+  std::string hello_name = "kagent-runner";        // the "hello" value its first line must carry
 };
 
 struct RunnerReply {
   enum class Failure { none, timeout, crashed, protocol, start };
   Failure failure = Failure::none;
-  nlohmann::json body;     // the reply line (when failure == none)
-  std::string message;     // for failures: what happened, naming the last phase
-  std::string last_phase;  // the last "kagent-phase:" text seen during this request
-  std::string stderr_tail; // the runner's last stderr lines (not phases), for diagnostics
+  nlohmann::json body;      // the reply line (when failure == none)
+  std::string message;      // for failures: what happened, naming the last phase
+  std::string last_phase;   // the last "kagent-phase:" text seen during this request
+  std::string stderr_tail;  // the runner's last stderr lines (not phases), for diagnostics
   bool ok() const { return failure == Failure::none; }
 };
+
+// Answers a runner's "need" message; the answer's "id" is filled in by the client. Its time does
+// not count against the request's timeout (it has limits of its own).
+using NeedHandler = std::function<nlohmann::json(const nlohmann::json& need)>;
 
 // Not thread-safe: one client per GPU worker. The runner is started with PR_SET_PDEATHSIG, which
 // fires when the *thread* that started it exits: use a client from a thread that outlives it.
@@ -56,11 +64,12 @@ class RunnerClient {
   // runner first if none is running. On timeout the runner is killed (its whole process group)
   // and the failure names the last phase; on a crash, the signal or exit code and the stderr
   // tail. After any failure, or a reply with "restart": true, the next request starts afresh.
-  RunnerReply request(nlohmann::json req, std::chrono::milliseconds timeout);
+  // A "need" message in between is answered by `on_need` (a protocol failure without one).
+  RunnerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need = {});
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
-  int starts() const { return starts_; }              // how many runners were started so far
+  int starts() const { return starts_; }                  // how many runners were started so far
   const nlohmann::json& hello() const { return hello_; }  // the last hello line
   const std::string& sandbox_warning() const { return sandbox_warning_; }
 

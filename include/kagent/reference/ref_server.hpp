@@ -24,10 +24,10 @@ struct RefScalar {
 };
 
 struct RefSignature {
-  std::vector<TensorSpec> inputs;   // forward's tensor parameters, by name
-  std::vector<RefScalar> scalars;   // forward's non-tensor parameters
-  std::vector<TensorSpec> params;   // state_dict entries, '.' replaced by '_'
-  std::vector<TensorSpec> outputs;  // out, or out0, out1, ...
+  std::vector<TensorSpec> inputs;         // forward's tensor parameters, by name
+  std::vector<RefScalar> scalars;         // forward's non-tensor parameters
+  std::vector<TensorSpec> params;         // state_dict entries, '.' replaced by '_'
+  std::vector<TensorSpec> outputs;        // out, or out0, out1, ...
   std::optional<std::string> degenerate;  // why the reference output cannot tell right from empty
   std::string source_hash, gpu_name, torch_version;
 };
@@ -49,8 +49,13 @@ class RefServer {
   // InputError with the traceback's last lines; out of GPU memory is EnvError.
   RefSignature load(const Op& op, Precision precision, uint64_t seed);
   RefBaselines baselines(bool refresh, const StopRule& rule);
+  // Makes a trial's inputs under `seed`, runs the reference on them and returns the tensors as
+  // CUDA IPC references (IpcTensorRef JSON, signature order). They stay valid until the next
+  // trial or load.
+  nlohmann::json trial(uint64_t seed);
 
   static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/
+  pid_t pid() const { return client_.pid(); }
 
  private:
   nlohmann::json call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);

@@ -1,10 +1,12 @@
 #pragma once
 // Launch-plan expressions (CANDIDATE.md): integers, + - * / % ( ), cdiv(a,b), min(a,b), max(a,b),
-// X.shape[i], numel(X); plus decimal literals for f32/f64 scalar arguments. Parsed once into a
-// small tree, evaluated per forward call against the tensor shapes of that call.
+// X.shape[i], numel(X), bare names of the operator's scalar arguments; plus decimal literals for
+// f32/f64 scalar arguments. Parsed once into a small tree, evaluated per forward call against the
+// tensor shapes and scalar values of that call.
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,19 +34,23 @@ struct ExprValue {
 
 // Looks up a tensor's shape by name; returns nullptr for an unknown name.
 using ShapeLookup = std::function<const std::vector<int64_t>*(std::string_view name)>;
+// Looks up a scalar argument's value by name; nullopt for an unknown name.
+using ScalarLookup = std::function<std::optional<ExprValue>(std::string_view name)>;
 
 class Expr {
  public:
   struct Node;
-  Expr();  // the constant 0
-  static Expr parse(std::string_view text);   // throws ExprError
+  Expr();                                    // the constant 0
+  static Expr parse(std::string_view text);  // throws ExprError
   static Expr constant(int64_t value);
 
-  ExprValue eval(const ShapeLookup& shapes) const;          // throws ExprError
-  int64_t eval_int(const ShapeLookup& shapes) const;        // throws ExprError if not integral
+  ExprValue eval(const ShapeLookup& shapes, const ScalarLookup& scalars = {}) const;    // throws ExprError
+  int64_t eval_int(const ShapeLookup& shapes, const ScalarLookup& scalars = {}) const;  // ... if not integral
   const std::string& text() const { return text_; }
   // Tensor names this expression reads shapes of, in order of appearance (duplicates removed).
   std::vector<std::string> tensor_names() const;
+  // Scalar argument names it reads, likewise.
+  std::vector<std::string> scalar_names() const;
 
  private:
   std::shared_ptr<const Node> root_;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/spec/dtype.hpp"
+#include "kagent/spec/expr.hpp"
 
 namespace kagent {
 
@@ -33,6 +34,13 @@ struct TensorSpec {
   int64_t bytes() const;
 };
 
+// A non-tensor forward argument of a PyTorch reference (an int, float or bool): candidates name
+// it in plan expressions ("f32:s").
+struct ScalarArg {
+  std::string name;
+  ExprValue value;
+};
+
 struct Tolerance {
   double atol = 1e-4;
   double rtol = 1e-4;
@@ -46,22 +54,29 @@ struct Budget {
 
 struct Op {
   std::string name;
-  std::filesystem::path path;       // the op.json, or the .py when used directly
+  std::filesystem::path path;  // the op.json, or the .py when used directly
   RefKind ref_kind = RefKind::python;
   std::filesystem::path reference;  // absolute: the .py module or the native reference .cu
   Precision precision = Precision::fp32;
-  Tolerance tolerance;              // defaults by precision unless op.json overrides
+  Tolerance tolerance;  // defaults by precision unless op.json overrides
   int correctness_trials = 5;
   Budget budget;
   std::optional<std::filesystem::path> start;  // starting candidate, absolute
-  std::vector<TensorSpec> inputs;   // native references only
-  std::vector<TensorSpec> outputs;  // native references only
+  // A native reference declares its tensors; a PyTorch reference's come from the reference
+  // server (forward's tensors, then the state_dict's; outputs; scalars), filled in by kagent.
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<ScalarArg> scalars;
   std::optional<double> compile_baseline_ms;  // native only: makes tier 3 reachable
-  nlohmann::json llm;               // the op's "llm" section, validated by src/llm later
+  nlohmann::json llm;                         // the op's "llm" section, validated by src/llm later
   std::string description;
 
-  // Every tensor name a candidate may use (inputs then outputs); native references only.
+  // Every tensor name a candidate may use (inputs then outputs), and every scalar name.
   std::vector<std::string> tensor_names() const;
+  std::vector<std::string> scalar_names() const;
+  // Whether the tensors are known: always for a native reference; for a PyTorch reference once
+  // the reference server's signature has been filled in.
+  bool signature_known() const { return ref_kind == RefKind::cuda || !outputs.empty(); }
 };
 
 Tolerance default_tolerance(Precision p);

@@ -20,7 +20,9 @@ struct KernelSignature {
 void check_plan_kernels(const Candidate& cand, const std::vector<KernelSignature>& kernels);
 
 // Every tensor a plan refers to (as an argument or inside an expression) is an operator tensor
-// or a scratch buffer, and no scratch buffer shadows an operator tensor.
-void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors);
+// or a scratch buffer, no scratch buffer shadows an operator tensor, and every bare name in an
+// expression is one of the operator's scalar arguments.
+void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors,
+                        const std::vector<std::string>& op_scalars = {});
 
 }  // namespace kagent

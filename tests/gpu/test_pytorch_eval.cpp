@@ -1,0 +1,213 @@
+// Candidates against PyTorch references (KernelBench problem files): the reference server makes
+// each trial's tensors and the runner imports them by CUDA IPC. Our own solutions in
+// examples/kernelbench are correct and get a tier; a wrong solution fails; errors in a problem
+// file are reported; a 6 GB problem runs without a host copy of its tensors. Needs a GPU, python3
+// with torch and the KernelBench problems; skips with the reason otherwise.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// out = relu(x) on a small randn input: fast, and negative values make ReLU non-trivial.
+constexpr const char* kSmallRelu = R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(1000, 1001)]
+def get_init_inputs():
+    return []
+)~";
+
+constexpr const char* kSmallReluCandidate = R"~(/*kagent
+{"launch": [{"kernel": "relu", "grid": ["cdiv(numel(x), 256)"], "block": [256], "args": ["x", "out", "i64:numel(x)"]}]}
+*/
+extern "C" __global__ void relu(const float* x, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.0f);
+}
+)~";
+
+// Peak resident host memory of a process, from /proc (VmHWM), in bytes; -1 when unreadable.
+int64_t peak_rss(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+class PyTorchEval : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GpuInventory inv = query_gpus();
+    if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
+    auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
+    if (!r.started || r.exit_code != 0) GTEST_SKIP() << "python3 with torch and a GPU is needed: " << r.output;
+    opts.runner_path = (test::binary_dir() / "kagent-runner").string();
+    opts.timeout = 300s;
+    cache = std::make_shared<CompileCache>(dir.path() / "cache");
+  }
+  Evaluator& ev() {
+    if (!ev_) ev_ = std::make_unique<Evaluator>(opts, cache);
+    return *ev_;
+  }
+  fs::path problem(const std::string& rel) {
+    fs::path p = test::kernelbench_dir() / rel;
+    if (!fs::exists(p)) throw std::runtime_error("KernelBench problem not found: " + p.string());
+    return p;
+  }
+  static bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+  test::TempDir dir;
+  std::shared_ptr<CompileCache> cache;
+  EvalOptions opts;
+  std::unique_ptr<Evaluator> ev_;
+};
+
+// Every examples/kernelbench/levelN/NAME.cu with its levelN/NAME.py.
+std::vector<std::pair<fs::path, std::string>> fixtures() {
+  std::vector<std::pair<fs::path, std::string>> out;
+  for (const char* level : {"level1", "level2"}) {
+    fs::path d = test::examples_dir() / "kernelbench" / level;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().extension() == ".cu")
+        out.push_back({e.path(), std::string(level) + "/" + e.path().stem().string() + ".py"});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_F(PyTorchEval, EveryFixtureIsCorrect) {
+  if (!fs::exists(test::kernelbench_dir())) GTEST_SKIP() << "no KernelBench problems at " << test::kernelbench_dir();
+  auto all = fixtures();
+  ASSERT_GE(all.size(), 13u);
+  opts.timing = false;
+  opts.trials = 2;  // the timed test below runs the op's full 5
+  for (const auto& [cand, rel] : all) {
+    SCOPED_TRACE(rel);
+    EvalReport r = ev().evaluate(load_op(problem(rel)), load_candidate(cand));
+    ASSERT_TRUE(r.compile.ok) << r.compile.log;
+    EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+    EXPECT_EQ(r.outcome.trials_run, 2);
+    for (const auto& f : r.outcome.flags) EXPECT_FALSE(has(f, "degenerate")) << f;
+  }
+}
+
+TEST_F(PyTorchEval, FixtureGetsItsTierFromMeasuredBaselines) {
+  test::ScopedEnv cache_dir("KAGENT_CACHE_DIR", (dir.path() / "kagent-cache").string().c_str());
+  Op op = load_op(problem("level1/19_ReLU.py"));
+  EvalReport r = ev().evaluate(op, load_candidate(test::examples_dir() / "kernelbench/level1/19_ReLU.cu"));
+  ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.outcome.trials_run, op.correctness_trials);
+  ASSERT_TRUE(r.torch.has_value());
+  EXPECT_FALSE(r.torch->cached);
+  EXPECT_GT(r.torch->eager.median_ms, 0);
+  ASSERT_TRUE(r.outcome.candidate_time.has_value());
+  EXPECT_FALSE(r.outcome.reference_time.has_value()) << "the server times the reference, not the runner";
+  EXPECT_GE(r.outcome.rechecks, 2) << "re-checks during timing and the final check against the server";
+  // The tier is the one the reward function gives for the measured times.
+  Reward expect = compute_reward(true, true, r.outcome.candidate_time->median_ms, r.baselines);
+  EXPECT_EQ(r.reward.tier, expect.tier);
+  EXPECT_GE(r.reward.tier, 1);
+  ASSERT_TRUE(r.baselines.eager_ms.has_value());
+  EXPECT_DOUBLE_EQ(*r.baselines.eager_ms, r.torch->eager.median_ms);
+  if (r.torch->compile) {
+    EXPECT_DOUBLE_EQ(*r.baselines.compile_ms, r.torch->compile->median_ms);
+  }
+  // A second evaluation on the warm server reuses the loaded problem and its baselines.
+  pid_t server = ev().ref_server()->pid();
+  EvalReport again = ev().evaluate(op, load_candidate(test::examples_dir() / "kernelbench/level1/19_ReLU.cu"));
+  EXPECT_TRUE(again.outcome.correct) << again.outcome.message;
+  EXPECT_EQ(ev().ref_server()->pid(), server);
+  EXPECT_DOUBLE_EQ(again.torch->eager.median_ms, r.torch->eager.median_ms);
+}
+
+TEST_F(PyTorchEval, WrongSolutionFailsAgainstTheServersOutputs) {
+  Op op = load_op(dir.write("relu.py", kSmallRelu));
+  opts.timing = false;
+  EvalReport r = ev().evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels/elementwise_skips_last.cu"));
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.outcome.failure_stage, "correctness");
+  EXPECT_EQ(r.reward.tier, -1);
+  ASSERT_TRUE(r.outcome.mismatch.has_value());
+  EXPECT_EQ(r.outcome.mismatch->tensor, "out");
+  EXPECT_EQ(r.outcome.mismatch->count, 1u);
+  EXPECT_EQ(r.outcome.mismatch->first_index, 1000u * 1001u - 1);
+  // The same problem with a correct kernel passes (the failure was the kernel's).
+  EvalReport ok = ev().evaluate(op, load_candidate(dir.write("relu.cu", kSmallReluCandidate)));
+  EXPECT_TRUE(ok.outcome.correct) << ok.outcome.message;
+}
+
+TEST_F(PyTorchEval, ProblemFileErrorsAreReportedWithTheTraceback) {
+  Op op = load_op(dir.write("broken.py",
+                            "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                            "        return torch.relu(x)\ndef get_inputs():\n"
+                            "    return [torch.randn(10) / 0 + undefined_name]\n"
+                            "def get_init_inputs():\n    return []\n"));
+  opts.timing = false;
+  try {
+    ev().evaluate(op, load_candidate(dir.write("relu.cu", kSmallReluCandidate)));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "NameError")) << e.what();
+    EXPECT_TRUE(has(e.what(), "undefined_name")) << e.what();
+    EXPECT_TRUE(has(e.what(), "get_inputs")) << "the traceback's tail names the function\n" << e.what();
+  }
+  // kagent and the evaluator survive: a good problem evaluates next.
+  EvalReport r = ev().evaluate(load_op(dir.write("relu.py", kSmallRelu)),
+                               load_candidate(dir.write("relu.cu", kSmallReluCandidate)));
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+}
+
+TEST_F(PyTorchEval, InPlaceReferenceStillGivesTheCandidatePristineInputs) {
+  // forward doubles x into a new tensor, then bumps x in place: the candidate must see x as it was.
+  Op op = load_op(dir.write("inplace.py",
+                            "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                            "        y = x * 2\n        x.add_(1)\n        return y\n"
+                            "def get_inputs():\n    return [torch.randn(4096)]\n"
+                            "def get_init_inputs():\n    return []\n"));
+  opts.timing = false;
+  EvalReport r = ev().evaluate(op, load_candidate(dir.write("double.cu", R"~(/*kagent
+{"launch": [{"kernel": "twice", "grid": [16], "block": [256], "args": ["x", "out"]}]}
+*/
+extern "C" __global__ void twice(const float* x, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = 2.0f * x[i];
+}
+)~")));
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+}
+
+TEST_F(PyTorchEval, SixGigabyteProblemRunsWithoutAHostCopy) {
+  // 23_Softmax: x and out are 4096 x 393216 fp32, 6.4 GB each. A host copy anywhere (server or
+  // runner) would show in its peak resident memory.
+  Op op = load_op(problem("level1/23_Softmax.py"));
+  opts.timing = false;
+  opts.trials = 2;
+  EvalReport r = ev().evaluate(op, load_candidate(test::examples_dir() / "kernelbench/level1/23_Softmax.cu"));
+  ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+  constexpr int64_t kTensor = 4096LL * 393216 * 4;
+  const int64_t server = peak_rss(ev().ref_server()->pid()), runner = peak_rss(ev().runner().pid());
+  ASSERT_GT(server, 0);
+  ASSERT_GT(runner, 0);
+  EXPECT_LT(server, kTensor / 2) << "reference server peak RSS " << server;
+  EXPECT_LT(runner, kTensor / 2) << "runner peak RSS " << runner;
+  RecordProperty("server_peak_rss_mb", std::to_string(server >> 20));
+  RecordProperty("runner_peak_rss_mb", std::to_string(runner >> 20));
+  std::printf("peak RSS: reference server %lld MiB, runner %lld MiB (tensor %lld MiB)\n", (long long)(server >> 20),
+              (long long)(runner >> 20), (long long)(kTensor >> 20));
+}

@@ -1,0 +1,78 @@
+// The runner's request survives its JSON round trip: what kagent sends is what the runner reads.
+#include <gtest/gtest.h>
+
+#include "kagent/eval/protocol.hpp"
+
+namespace kagent {
+namespace {
+
+EvalRequest sample_request() {
+  EvalRequest r;
+  r.gpu = 1;
+  r.seed = 0xFFFFFFFFFFFFFFFFull;  // all 64 bits survive
+  r.trials = 3;
+  r.tolerance = {1e-3, 2e-3};
+  TensorSpec x;
+  x.name = "x";
+  x.shape = {4096, 393216};
+  r.inputs = {x};
+  TensorSpec out = x;
+  out.name = "out";
+  r.outputs = {out};
+  r.scalars = {{"s", ExprValue{false, 0, 3.14}}, {"k", ExprValue{true, 7, 0.0}}};
+  r.reference_kind = ReferenceKind::pytorch;
+  r.candidate = {"cand.cu", "/*kagent {} */", "/tmp/c.cubin"};
+  r.harness_cubin_path = "/tmp/h.cubin";
+  return r;
+}
+
+TEST(Protocol, EvalRequestRoundTrips) {
+  EvalRequest a = sample_request();
+  EvalRequest b = nlohmann::json(a).get<EvalRequest>();
+  EXPECT_EQ(b.gpu, 1);
+  EXPECT_EQ(b.seed, a.seed);
+  EXPECT_EQ(b.trials, 3);
+  EXPECT_DOUBLE_EQ(b.tolerance.rtol, 2e-3);
+  ASSERT_EQ(b.inputs.size(), 1u);
+  EXPECT_EQ(b.inputs[0].shape, a.inputs[0].shape);
+  EXPECT_EQ(b.reference_kind, ReferenceKind::pytorch);
+  EXPECT_EQ(b.candidate.cubin_path, "/tmp/c.cubin");
+}
+
+TEST(Protocol, ScalarsKeepTheirKind) {
+  nlohmann::json j = sample_request();
+  EXPECT_TRUE(j["scalars"][0]["value"].is_number_float());
+  EXPECT_TRUE(j["scalars"][1]["value"].is_number_integer());  // an int never becomes 7.0
+  EvalRequest b = j.get<EvalRequest>();
+  ASSERT_EQ(b.scalars.size(), 2u);
+  EXPECT_FALSE(b.scalars[0].value.is_int);
+  EXPECT_DOUBLE_EQ(b.scalars[0].value.f, 3.14);
+  EXPECT_TRUE(b.scalars[1].value.is_int);
+  EXPECT_EQ(b.scalars[1].value.i, 7);
+}
+
+TEST(Protocol, BooleanScalarIsAnInteger) {
+  nlohmann::json j = sample_request();
+  j["scalars"] = {{{"name", "flag"}, {"value", true}}};
+  EvalRequest b = j.get<EvalRequest>();
+  EXPECT_TRUE(b.scalars[0].value.is_int);
+  EXPECT_EQ(b.scalars[0].value.i, 1);
+}
+
+TEST(Protocol, UnknownReferenceKindIsRejected) {
+  nlohmann::json j = sample_request();
+  j["reference_kind"] = "triton";
+  EXPECT_ANY_THROW(j.get<EvalRequest>());
+}
+
+TEST(Protocol, IpcTensorRefRoundTrips) {
+  IpcTensorRef r{"x", std::string(128, 'a'), 512, 6442450944ull};
+  IpcTensorRef b = nlohmann::json(r).get<IpcTensorRef>();
+  EXPECT_EQ(b.name, "x");
+  EXPECT_EQ(b.handle, r.handle);
+  EXPECT_EQ(b.offset, 512u);
+  EXPECT_EQ(b.bytes, 6442450944ull);
+}
+
+}  // namespace
+}  // namespace kagent
