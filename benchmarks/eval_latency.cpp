@@ -2,7 +2,10 @@
 // start, CUDA context, module loads, reference timed) and warm (runner running, cubins cached,
 // reference timing cached), plus repeatability: the coefficient of variation of the candidate's
 // median over --repeat warm evaluations. Prints one table. Needs a GPU.
-// Usage: eval_latency [--reps N] [--repeat M]
+// With --pytorch CAND.cu PROBLEM.py (repeatable) it measures those instead: candidates against
+// PyTorch references, cold = a new runner and a new reference server (python, torch import,
+// problem load; baselines from the disk cache after the first), warm = both running.
+// Usage: eval_latency [--reps N] [--repeat M] [--pytorch CAND.cu PROBLEM.py]...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,32 +30,43 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 5, repeat = 10;
+  std::vector<std::pair<std::string, std::string>> pytorch_cases;
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(2, std::atoi(argv[++i]));
+    if (!std::strcmp(argv[i], "--reps"))
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--repeat"))
+      repeat = std::max(2, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--pytorch") && i + 2 < argc) {
+      pytorch_cases.emplace_back(fs::absolute(argv[i + 1]).string(), fs::absolute(argv[i + 2]).string());
+      i += 2;
+    }
   }
   if (query_gpus().gpus.empty()) {
     fmt::print(stderr, "eval_latency: no GPU\n");
     return 3;
   }
   const fs::path src = KAGENT_SOURCE_DIR;
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  std::vector<std::pair<std::string, std::string>> cases = {
       {"examples/vector_add/cand_naive.cu", "examples/vector_add/op.json"},
       {"examples/vector_add/cand_vec4.cu", "examples/vector_add/op.json"},
       {"examples/softmax/cand_online.cu", "examples/softmax/op.json"},
       {"examples/vector_add/cand_naive.cu", "benchmarks/ops/add_100us/op.json"},  // the target's kernel length
   };
+  if (!pytorch_cases.empty()) cases = pytorch_cases;
   auto cache = std::make_shared<CompileCache>(fs::temp_directory_path() / "kagent-eval-bench-cache");
   EvalOptions opt;
   opt.runner_path = (fs::path(KAGENT_BINARY_DIR) / "kagent-runner").string();
 
-  TextTable t({"candidate (op)", "kernel median ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
+  TextTable t(
+      {"candidate (op)", "kernel median ms", "reference ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
   for (const auto& [cand_rel, op_rel] : cases) {
     Op op = load_op(src / op_rel);
     Candidate cand = load_candidate(src / cand_rel);
@@ -77,9 +91,12 @@ int main(int argc, char** argv) {
     for (double m : medians) mean += m / medians.size();
     for (double m : medians) var += (m - mean) * (m - mean) / (medians.size() - 1);
     const auto& ct = last.outcome.candidate_time;
-    t.add_row({fmt::format("{} ({})", fs::path(cand_rel).filename().string(), op.name), ct ? fmt::format("{:.4f}", ct->median_ms) : "-", ct ? std::to_string(ct->n) : "-",
-               fmt::format("{:.3f}", median(cold)), fmt::format("{:.3f}", median(warm)),
-               fmt::format("{:.2f}", 100 * std::sqrt(var) / mean), std::to_string(last.reward.tier)});
+    const auto& eager = last.baselines.eager_ms;
+    t.add_row({fmt::format("{} ({})", fs::path(cand_rel).filename().string(), op.name),
+               ct ? fmt::format("{:.4f}", ct->median_ms) : "-", eager ? fmt::format("{:.4f}", *eager) : "-",
+               ct ? std::to_string(ct->n) : "-", fmt::format("{:.3f}", median(cold)),
+               fmt::format("{:.3f}", median(warm)), fmt::format("{:.2f}", 100 * std::sqrt(var) / mean),
+               std::to_string(last.reward.tier)});
   }
   fmt::print("eval_latency: medians of {} runs (cold = new runner), CV over {} warm evaluations\n{}", reps, repeat,
              t.render());

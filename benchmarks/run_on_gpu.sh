@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|bench|ncu|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|bench|kernelbench|fixtures|ncu|all]   (default all)
+# KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
+# `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-gpu-out}
 mkdir -p "$OUT"
 B=build-gpu
 what=${1:-all}
 export KAGENT_CACHE_DIR=/tmp/kagent-cache
+KB=${KAGENT_KERNELBENCH_DIR:-../shared/kernelbench}
+export KAGENT_KERNELBENCH_DIR=$KB
 summary=()
 # step NAME LIMIT_S CMD...: runs CMD with a time limit, appending to $OUT/NAME.log.
 step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$@" >>"$OUT/$name.log" 2>&1; local rc=$?;
@@ -18,12 +22,27 @@ step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  step tests 300 bash -c "cd $B && ctest --output-on-failure -j 4 -E '^GpuEval' && ctest --output-on-failure -j 1 -R '^GpuEval'"
+  # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
+  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest)'
+  step tests 500 bash -c "cd $B && ctest --output-on-failure -j 4 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step bench 200 $B/benchmarks/compile_latency --reps 5
   step bench 200 $B/benchmarks/eval_latency --reps 5 --repeat 10
+fi
+if [ "$what" = all ] || [ "$what" = kernelbench ]; then
+  step kernelbench 400 python3 benchmarks/kernelbench_compare.py baselines --kagent $B/kagent --kb-timing "$KB_TIMING" \
+    $KB/level1/19_ReLU.py $KB/level1/23_Softmax.py $KB/level1/1_Square_matrix_multiplication_.py \
+    $KB/level1/47_Sum_reduction_over_a_dimension.py $KB/level1/40_LayerNorm.py
+  step kernelbench 300 python3 benchmarks/kernelbench_compare.py load-inline --kb-timing "$KB_TIMING" $KB/level1/19_ReLU.py
+  step kernelbench 300 $B/benchmarks/eval_latency --reps 3 --repeat 10 \
+    --pytorch examples/kernelbench/level1/19_ReLU.cu $KB/level1/19_ReLU.py \
+    --pytorch examples/kernelbench/level1/23_Softmax.cu $KB/level1/23_Softmax.py
+  step kernelbench 120 $B/tests/kagent_gpu_tests --gtest_filter='PyTorchEval.SixGigabyte*'
+fi
+if [ "$what" = all ] || [ "$what" = fixtures ]; then
+  step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
 fi
 if [ "$what" = all ] || [ "$what" = ncu ]; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
@@ -32,5 +51,7 @@ fi
 echo "== env"; cat "$OUT/env.log" | tail -n 25
 [ -f "$OUT/tests.log" ] && { echo "== tests"; grep -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Timeout" "$OUT/tests.log" | head -30; }
 [ -f "$OUT/bench.log" ] && { echo "== bench"; grep -v "^warning" "$OUT/bench.log" | tail -n 24; }
+[ -f "$OUT/kernelbench.log" ] && { echo "== kernelbench"; grep -v "^warning\|^\[\|^Running\|^Note:" "$OUT/kernelbench.log" | tail -n 34; }
+[ -f "$OUT/fixtures.log" ] && { echo "== fixtures"; tail -n 22 "$OUT/fixtures.log"; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 echo "== steps"; printf '%s\n' "${summary[@]}"
