@@ -32,6 +32,9 @@ demo: deps build
 	@echo "== kagent eval: correctness, timing and reward (needs a GPU; exit 3 without one)"
 	-$(BUILD)/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 	-$(BUILD)/kagent eval tests/gpu/kernels/half_output.cu --op examples/vector_add/op.json
+	@echo
+	@echo "== kagent eval against a PyTorch reference (needs a GPU and python3 with torch; exit 3 without)"
+	-$(BUILD)/kagent eval examples/kernelbench_tiny/cand.cu --op examples/kernelbench_tiny/op.json
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
