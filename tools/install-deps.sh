@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kagent builds against, only those whose files are missing (a
 # machine may have cmake or gtest from elsewhere). The CUDA toolkit (NVRTC, headers) is expected in
-# /usr/local/cuda or $CUDA_HOME. Packages later issues need (libcurl4-openssl-dev for the LLM
-# client, libcpp-httplib-dev for its mock-server tests) join this list when their code lands.
+# /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 
 # package : a file or command that shows it is present
@@ -16,6 +15,9 @@ checks=(
   "libspdlog-dev:file:/usr/include/spdlog/spdlog.h"
   "libfmt-dev:file:/usr/include/fmt/core.h"
   "libgtest-dev:file:/usr/include/gtest/gtest.h"
+  "libcurl4-openssl-dev:cmd:curl-config"
+  "libcpp-httplib-dev:file:/usr/include/httplib.h"
+  "pkg-config:cmd:pkg-config"
 )
 missing=()
 for c in "${checks[@]}"; do

@@ -22,6 +22,8 @@
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/llm/config.hpp"
+#include "kagent/llm/probe.hpp"
 #include "kagent/reference/ref_server.hpp"
 
 namespace kagent::cli {
@@ -128,20 +130,36 @@ void check_python(std::vector<Check>& out) {
            : fmt::format("kagent_ref not importable from {} (set KAGENT_TOOLS_DIR to kagent's tools/ folder)", tools)});
 }
 
-void check_llm(std::vector<Check>& out) {
-  // Names only: values (API keys) are never printed.
+// The configured endpoint (flags, environment, config file), then one cheap request that says
+// whether it answers and calls tools. Names of variables only: key values are never printed.
+void check_llm(std::vector<Check>& out, const llm::LlmFlags& flags) {
   std::vector<std::string> set;
   for (const char* var : {"KAGENT_PROVIDER", "KAGENT_BASE_URL", "KAGENT_MODEL", "KAGENT_API_KEY", "OPENAI_BASE_URL",
                           "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}) {
     const char* v = std::getenv(var);
     if (v != nullptr && *v != '\0') set.push_back(var);
   }
-  bool ok = !set.empty();
-  out.push_back(
-      {"llm endpoint", ok, false,
-       ok ? fmt::format("set: {}", fmt::join(set, ", "))
-          : "none of KAGENT_BASE_URL, KAGENT_API_KEY, OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY is set "
-            "(needed by kagent optimize)"});
+  std::error_code ec;
+  const bool file = std::filesystem::exists(llm::default_config_path(), ec);
+  if (set.empty() && !file && flags.model.empty() && flags.provider.empty() && flags.base_url.empty()) {
+    out.push_back({"llm endpoint", false, false,
+                   "none configured: set KAGENT_BASE_URL/OPENAI_BASE_URL, KAGENT_MODEL and a key variable (or "
+                   "ANTHROPIC_API_KEY), or write " +
+                       llm::default_config_path() + " (needed by kagent optimize)"});
+    return;
+  }
+  llm::LlmConfig config;
+  try {
+    config = llm::resolve_llm_config(flags, nullptr);
+  } catch (const std::exception& e) {
+    out.push_back({"llm endpoint", false, false,
+                   fmt::format("{}{}", set.empty() ? "" : fmt::format("set: {}; ", fmt::join(set, ", ")), e.what())});
+    return;
+  }
+  config.http.max_attempts = 2;  // a check, not a run: fail fast
+  config.http.idle_timeout = std::chrono::seconds(60);
+  llm::ProbeResult p = llm::probe_tool_calling(*llm::make_provider(config));
+  out.push_back({"llm endpoint", p.tool_called, false, config.describe() + ": " + p.detail});
 }
 
 void check_cache(std::vector<Check>& out) {
@@ -158,20 +176,25 @@ void check_cache(std::vector<Check>& out) {
 Command add_doctor_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto require = std::make_shared<std::vector<std::string>>();
+  auto flags = std::make_shared<llm::LlmFlags>();
   CLI::App* sub = app.add_subcommand("doctor", "Check the GPU, driver, toolkit, Python/torch and LLM settings");
   sub->add_flag("--json", *json, "Print JSON");
   sub->add_option("--require", *require, "Also require these: torch, llm, cupti")
       ->delimiter(',')
       ->check(CLI::IsMember({"torch", "llm", "cupti"}));
+  sub->add_option("--provider", flags->provider, "LLM provider to check: openai, anthropic or script");
+  sub->add_option("--base-url", flags->base_url, "LLM endpoint base URL");
+  sub->add_option("--model", flags->model, "LLM model name");
+  sub->add_option("--api-key-env", flags->api_key_env, "Environment variable holding the API key");
 
-  return {sub, [json, require]() {
+  return {sub, [json, require, flags]() {
             std::vector<Check> checks;
             nlohmann::json gpus = nlohmann::json::array();
             check_toolkit(checks);
             check_gpus(checks, gpus);
             check_runner(checks);
             check_python(checks);
-            check_llm(checks);
+            check_llm(checks, *flags);
             check_cache(checks);
             std::set<std::string> extra(require->begin(), require->end());
             for (auto& c : checks)

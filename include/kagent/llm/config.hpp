@@ -1,0 +1,50 @@
+#pragma once
+// Which model kagent talks to, and how: provider, base URL, model name, API key. Resolved from,
+// in order of precedence, command-line flags, the environment, the op.json "llm" section and the
+// config file ($XDG_CONFIG_HOME/kagent/config.json, else ~/.config/kagent/config.json).
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/llm/http.hpp"
+
+namespace kagent::llm {
+
+enum class ProviderKind { openai, anthropic, script };
+std::string_view provider_name(ProviderKind k);
+
+struct LlmConfig {
+  ProviderKind provider = ProviderKind::openai;
+  std::string base_url;  // default per provider: https://api.openai.com/v1, https://api.anthropic.com
+  std::string model;
+  std::string api_key;         // the value; never printed (describe() shows only where it came from)
+  std::string api_key_source;  // e.g. "$OPENAI_API_KEY", "" when none
+  std::string script;          // ProviderKind::script: the JSONL file of assistant turns
+  bool stream = true;          // openai: stream, falling back to non-streaming when a stream breaks
+  HttpOptions http;
+  std::map<std::string, std::string> origin;  // field -> "flag", "env $X", "op.json", "config file", "default"
+
+  // One line for people and transcripts: provider, base URL, model, where the key came from.
+  std::string describe() const;
+};
+
+// What the command line said (empty: not given).
+struct LlmFlags {
+  std::string provider, base_url, model, api_key_env, script;
+};
+
+// Reads the environment through `getenv` (tests pass their own). Throws InputError for an
+// unknown provider, a malformed config file or op.json section (naming the file and key), or a
+// missing model or script; a missing API key is not an error here (local servers need none).
+LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                             const std::optional<std::string>& config_file_path = std::nullopt,
+                             const std::function<const char*(const char*)>& getenv = nullptr);
+
+// $XDG_CONFIG_HOME/kagent/config.json, else $HOME/.config/kagent/config.json.
+std::string default_config_path();
+
+}  // namespace kagent::llm

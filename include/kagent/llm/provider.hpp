@@ -1,0 +1,27 @@
+#pragma once
+// A model endpoint as the agent loop sees it: one call, a conversation in, an assistant message
+// (text and/or tool calls) out. Providers translate kagent's neutral messages (message.hpp) to
+// their wire format and back, over HttpClient (retries, timeouts, cancellation).
+//
+// Failures are exceptions with exit codes (common/error.hpp): an endpoint that cannot be reached
+// or keeps failing after the retries, or a rejected key (401/403), is EnvError (exit 3); a request
+// the server refuses for good (400 with its message, 404 model not found) is InputError (exit 2).
+// Messages never contain the API key.
+#include <memory>
+#include <string>
+
+#include "kagent/llm/config.hpp"
+#include "kagent/llm/message.hpp"
+
+namespace kagent::llm {
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual ChatResponse chat(const ChatRequest& request) = 0;
+  virtual std::string name() const = 0;  // "openai", "anthropic", "script"
+};
+
+std::unique_ptr<Provider> make_provider(const LlmConfig& config);
+
+}  // namespace kagent::llm

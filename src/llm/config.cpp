@@ -1,0 +1,214 @@
+#include "kagent/llm/config.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+
+namespace kagent::llm {
+
+namespace {
+
+// Keys an op.json "llm" section or the config file may set. Keys are never values here: a file
+// names the variable that holds the key (api_key_env), so no secret lives in a checked-in file.
+const std::set<std::string> kKeys = {"provider",      "base_url", "model",        "api_key_env",
+                                     "script",        "stream",   "max_attempts", "connect_timeout_s",
+                                     "idle_timeout_s"};
+
+std::optional<ProviderKind> parse_provider(const std::string& s) {
+  if (s == "openai") return ProviderKind::openai;
+  if (s == "anthropic") return ProviderKind::anthropic;
+  if (s == "script") return ProviderKind::script;
+  return std::nullopt;
+}
+
+// One source of settings (the op.json section or the config file), checked on the way in.
+struct Layer {
+  std::string name;  // "op.json" or the config file's path
+  nlohmann::json j = nlohmann::json::object();
+
+  std::optional<std::string> str(const std::string& key) const {
+    if (!j.contains(key)) return std::nullopt;
+    if (!j[key].is_string() || j[key].get<std::string>().empty())
+      throw InputError(fmt::format("{}: llm.{}: expected a non-empty string, got {}", name, key, j[key].dump()));
+    return j[key].get<std::string>();
+  }
+  std::optional<double> num(const std::string& key, double lo, double hi) const {
+    if (!j.contains(key)) return std::nullopt;
+    if (!j[key].is_number() || j[key].get<double>() < lo || j[key].get<double>() > hi)
+      throw InputError(
+          fmt::format("{}: llm.{}: expected a number in [{}, {}], got {}", name, key, lo, hi, j[key].dump()));
+    return j[key].get<double>();
+  }
+  std::optional<bool> flag(const std::string& key) const {
+    if (!j.contains(key)) return std::nullopt;
+    if (!j[key].is_boolean())
+      throw InputError(fmt::format("{}: llm.{}: expected true or false, got {}", name, key, j[key].dump()));
+    return j[key].get<bool>();
+  }
+};
+
+Layer checked_layer(std::string name, const nlohmann::json& j) {
+  Layer l{std::move(name), j.is_null() ? nlohmann::json::object() : j};
+  if (!l.j.is_object()) throw InputError(fmt::format("{}: llm: expected an object, got {}", l.name, l.j.dump()));
+  for (const auto& [k, v] : l.j.items())
+    if (!kKeys.count(k))
+      throw InputError(
+          fmt::format("{}: llm.{}: unknown key (known: provider, base_url, model, api_key_env, script, "
+                      "stream, max_attempts, connect_timeout_s, idle_timeout_s)",
+                      l.name, k));
+  return l;
+}
+
+Layer config_file_layer(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return Layer{path};
+  auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
+  if (j.is_discarded()) throw InputError(fmt::format("{}: not valid JSON", path));
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", path));
+  // The file may hold other sections later; the LLM settings are its "llm" object, or the top level.
+  return checked_layer(path, j.contains("llm") ? j["llm"] : j);
+}
+
+std::string_view default_base_url(ProviderKind k) {
+  return k == ProviderKind::anthropic ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+}
+
+}  // namespace
+
+std::string_view provider_name(ProviderKind k) {
+  switch (k) {
+    case ProviderKind::openai:
+      return "openai";
+    case ProviderKind::anthropic:
+      return "anthropic";
+    case ProviderKind::script:
+      return "script";
+  }
+  return "openai";
+}
+
+std::string default_config_path() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg != nullptr && *xdg != '\0') return (std::filesystem::path(xdg) / "kagent" / "config.json").string();
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0')
+    return (std::filesystem::path(home) / ".config" / "kagent" / "config.json").string();
+  return "";
+}
+
+std::string LlmConfig::describe() const {
+  if (provider == ProviderKind::script) return fmt::format("script {}", script);
+  return fmt::format("{} {} model {} ({})", provider_name(provider), base_url, model,
+                     api_key_source.empty() ? "no API key" : "key from " + api_key_source);
+}
+
+LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                             const std::optional<std::string>& config_file_path,
+                             const std::function<const char*(const char*)>& getenv_fn) {
+  auto env = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv_fn ? getenv_fn(name) : std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+  const Layer op = checked_layer("op.json", op_llm);
+  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
+  LlmConfig c;
+
+  // Each setting: the first of flag, environment, op.json, config file that has it.
+  auto pick = [&](const std::string& field, const std::string& flag, std::initializer_list<const char*> env_names,
+                  const std::string& key) -> std::optional<std::string> {
+    if (!flag.empty()) {
+      c.origin[field] = "flag";
+      return flag;
+    }
+    for (const char* e : env_names)
+      if (auto v = env(e)) {
+        c.origin[field] = fmt::format("env ${}", e);
+        return v;
+      }
+    if (auto v = op.str(key)) {
+      c.origin[field] = "op.json";
+      return v;
+    }
+    if (auto v = file.str(key)) {
+      c.origin[field] = "config file " + file.name;
+      return v;
+    }
+    return std::nullopt;
+  };
+
+  if (auto p = pick("provider", flags.provider, {"KAGENT_PROVIDER"}, "provider")) {
+    auto kind = parse_provider(*p);
+    if (!kind)
+      throw InputError(
+          fmt::format("provider '{}' (from {}): expected openai, anthropic or script", *p, c.origin["provider"]));
+    c.provider = *kind;
+  } else if (env("ANTHROPIC_API_KEY") && !env("OPENAI_API_KEY") && !env("KAGENT_API_KEY") && !env("OPENAI_BASE_URL") &&
+             !env("KAGENT_BASE_URL")) {
+    c.provider = ProviderKind::anthropic;  // the only credentials around are Anthropic's
+    c.origin["provider"] = "default ($ANTHROPIC_API_KEY is set)";
+  } else {
+    c.origin["provider"] = "default";
+  }
+
+  const bool anthropic = c.provider == ProviderKind::anthropic;
+  if (auto u = pick("base_url", flags.base_url,
+                    {"KAGENT_BASE_URL", anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL"}, "base_url")) {
+    c.base_url = *u;
+  } else {
+    c.base_url = default_base_url(c.provider);
+    c.origin["base_url"] = "default";
+  }
+  while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
+  if (auto m = pick("model", flags.model, {"KAGENT_MODEL"}, "model")) c.model = *m;
+  if (auto s = pick("script", flags.script, {}, "script")) c.script = *s;
+
+  // The key: a variable named by --api-key-env, else the usual variables, else the variable an
+  // op.json or the config file names.
+  std::optional<std::string> key_var;
+  if (!flags.api_key_env.empty()) {
+    key_var = flags.api_key_env;
+    if (!env(key_var->c_str()))
+      throw EnvError(fmt::format("--api-key-env {}: that variable is not set in the environment", *key_var));
+  } else {
+    for (const char* e : {"KAGENT_API_KEY", anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"})
+      if (env(e)) {
+        key_var = e;
+        break;
+      }
+    if (!key_var) key_var = op.str("api_key_env");
+    if (!key_var) key_var = file.str("api_key_env");
+  }
+  if (key_var) {
+    if (auto v = env(key_var->c_str())) {
+      c.api_key = *v;
+      c.api_key_source = "$" + *key_var;
+    }
+  }
+
+  // Transport settings from the files only (op.json first: it is the more specific).
+  auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  for (const Layer* l : {&file, &op}) {  // the later layer wins
+    if (auto v = l->flag("stream")) c.stream = *v;
+    if (auto v = l->num("max_attempts", 1, 20)) c.http.max_attempts = static_cast<int>(*v);
+    if (auto v = l->num("connect_timeout_s", 0.1, 600)) c.http.connect_timeout = seconds(*v);
+    if (auto v = l->num("idle_timeout_s", 0.1, 3600)) c.http.idle_timeout = seconds(*v);
+  }
+
+  if (c.provider == ProviderKind::script) {
+    if (c.script.empty()) throw InputError("provider script: no script file (--script FILE or llm.script)");
+  } else if (c.model.empty()) {
+    throw InputError(
+        fmt::format("no model for provider {}: set --model, $KAGENT_MODEL, llm.model in the op.json or "
+                    "\"model\" in {}",
+                    provider_name(c.provider), file.name.empty() ? "the config file" : file.name));
+  }
+  return c;
+}
+
+}  // namespace kagent::llm

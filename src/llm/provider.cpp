@@ -1,0 +1,71 @@
+#include "kagent/llm/provider.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "providers.hpp"
+
+namespace kagent::llm {
+
+namespace {
+
+// The server's own words: OpenAI {"error": {"message"}}, Anthropic {"error": {"type", "message"}},
+// some servers {"error": "text"} or {"detail": "text"}; else the start of the body.
+std::string server_message(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    if (auto e = j.find("error"); e != j.end()) {
+      if (e->is_string()) return e->get<std::string>();
+      if (e->is_object() && e->contains("message") && (*e)["message"].is_string())
+        return (*e)["message"].get<std::string>();
+    }
+    if (auto d = j.find("detail"); d != j.end() && d->is_string()) return d->get<std::string>();
+    if (auto m = j.find("message"); m != j.end() && m->is_string()) return m->get<std::string>();
+  }
+  std::string text = body.substr(0, 300);
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text.empty() ? "(empty body)" : text;
+}
+
+}  // namespace
+
+std::unique_ptr<Provider> make_provider(const LlmConfig& config) {
+  switch (config.provider) {
+    case ProviderKind::openai:
+      return make_openai_provider(config);
+    case ProviderKind::anthropic:
+      return make_anthropic_provider(config);
+    case ProviderKind::script:
+      return make_script_provider(config);
+  }
+  return make_openai_provider(config);
+}
+
+void throw_http_error(const std::string& what, const HttpResponse& r, const LlmConfig& config) {
+  const std::string where = fmt::format("{} at {} (model {})", what, config.base_url, config.model);
+  std::string msg;
+  ExitCode code = ExitCode::environment;
+  if (r.cancelled) {
+    msg = fmt::format("{}: cancelled", where);
+  } else if (r.status == 0) {
+    msg = fmt::format("{}: cannot reach the endpoint after {} attempt(s): {}", where, r.attempts, r.transport_error);
+  } else {
+    const std::string said = server_message(r.body);
+    if (r.status == 401 || r.status == 403) {
+      msg = fmt::format("{}: HTTP {}: the endpoint refused the API key{}: {}", where, r.status,
+                        config.api_key_source.empty() ? " (none was set)" : " from " + config.api_key_source, said);
+    } else if (r.status == 404) {
+      code = ExitCode::bad_input;
+      msg = fmt::format("{}: HTTP 404: model or URL not found (check --model and --base-url): {}", where, said);
+    } else if (r.status == 400 || r.status == 422) {
+      code = ExitCode::bad_input;
+      msg = fmt::format("{}: HTTP {}: the server rejected the request: {}", where, r.status, said);
+    } else {
+      msg = fmt::format("{}: HTTP {} after {} attempt(s): {}", where, r.status, r.attempts, said);
+    }
+  }
+  throw Error(code, redact(msg, config.api_key));
+}
+
+}  // namespace kagent::llm

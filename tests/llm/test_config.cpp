@@ -1,0 +1,135 @@
+// Which endpoint kagent talks to: flag, then environment, then op.json, then the config file;
+// keys only ever through environment variables; clear errors naming the source.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "kagent/common/error.hpp"
+#include "kagent/llm/config.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace kagent::llm;
+
+namespace {
+
+class LlmConfigTest : public ::testing::Test {
+ protected:
+  std::map<std::string, std::string> env;
+  test::TempDir dir;
+  std::string no_file = (dir.path() / "absent.json").string();
+
+  LlmConfig resolve(const LlmFlags& flags, const nlohmann::json& op = nullptr, std::optional<std::string> file = {}) {
+    return resolve_llm_config(flags, op, file ? file : no_file, [this](const char* name) -> const char* {
+      auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  }
+  // Flags as the command line gives them (designated initializers would trip -Wmissing-field-initializers).
+  static LlmFlags flags(std::string model, std::string provider = "", std::string api_key_env = "") {
+    LlmFlags f;
+    f.model = std::move(model);
+    f.provider = std::move(provider);
+    f.api_key_env = std::move(api_key_env);
+    return f;
+  }
+  static std::string error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  }
+};
+
+}  // namespace
+
+TEST_F(LlmConfigTest, DefaultsToOpenAiWithTheFlagsModel) {
+  LlmConfig c = resolve(flags("m"));
+  EXPECT_EQ(c.provider, ProviderKind::openai);
+  EXPECT_EQ(c.base_url, "https://api.openai.com/v1");
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.origin["model"], "flag");
+  EXPECT_TRUE(c.api_key.empty());
+  EXPECT_TRUE(c.stream);
+}
+
+TEST_F(LlmConfigTest, FlagBeatsEnvironmentBeatsOpJsonBeatsConfigFile) {
+  auto file = dir.write("config.json",
+                        R"({"llm": {"model": "from-file", "base_url": "http://file/v1", "provider": "openai"}})");
+  nlohmann::json op = {{"model", "from-op"}, {"base_url", "http://op/v1"}};
+  EXPECT_EQ(resolve(LlmFlags{}, nullptr, file.string()).model, "from-file");
+  EXPECT_EQ(resolve(LlmFlags{}, op, file.string()).model, "from-op");
+  env["KAGENT_MODEL"] = "from-env";
+  EXPECT_EQ(resolve(LlmFlags{}, op, file.string()).model, "from-env");
+  LlmConfig c = resolve(flags("from-flag"), op, file.string());
+  EXPECT_EQ(c.model, "from-flag");
+  EXPECT_EQ(c.base_url, "http://op/v1");
+  EXPECT_EQ(c.origin["base_url"], "op.json");
+  env["OPENAI_BASE_URL"] = "http://localhost:8000/v1/";
+  c = resolve(LlmFlags{}, op, file.string());
+  EXPECT_EQ(c.base_url, "http://localhost:8000/v1") << "trailing slash dropped";
+  EXPECT_EQ(c.origin["base_url"], "env $OPENAI_BASE_URL");
+}
+
+TEST_F(LlmConfigTest, KeysComeFromVariablesAndNeverShowInDescribe) {
+  env["OPENAI_API_KEY"] = "sk-openai-secret";
+  LlmConfig c = resolve(flags("m"));
+  EXPECT_EQ(c.api_key, "sk-openai-secret");
+  EXPECT_EQ(c.api_key_source, "$OPENAI_API_KEY");
+  EXPECT_EQ(c.describe().find("sk-openai-secret"), std::string::npos) << c.describe();
+  EXPECT_NE(c.describe().find("$OPENAI_API_KEY"), std::string::npos) << c.describe();
+  env["MY_KEY"] = "sk-mine";
+  c = resolve(flags("m", "", "MY_KEY"));
+  EXPECT_EQ(c.api_key, "sk-mine");
+  c = resolve(flags("m"), {{"api_key_env", "MY_KEY"}});
+  EXPECT_EQ(c.api_key, "sk-openai-secret") << "the usual variable beats the op.json's named one";
+  env.erase("OPENAI_API_KEY");
+  c = resolve(flags("m"), {{"api_key_env", "MY_KEY"}});
+  EXPECT_EQ(c.api_key, "sk-mine");
+  EXPECT_EQ(c.api_key_source, "$MY_KEY");
+}
+
+TEST_F(LlmConfigTest, NamedKeyVariableThatIsUnsetIsAnEnvironmentError) {
+  try {
+    resolve(flags("m", "", "NOT_SET_ANYWHERE"));
+    FAIL() << "expected EnvError";
+  } catch (const EnvError& e) {
+    EXPECT_NE(std::string(e.what()).find("NOT_SET_ANYWHERE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LlmConfigTest, AnthropicWhenItsKeyIsTheOnlyOne) {
+  env["ANTHROPIC_API_KEY"] = "sk-ant";
+  LlmConfig c = resolve(flags("claude"));
+  EXPECT_EQ(c.provider, ProviderKind::anthropic);
+  EXPECT_EQ(c.base_url, "https://api.anthropic.com");
+  EXPECT_EQ(c.api_key, "sk-ant");
+  env["OPENAI_API_KEY"] = "sk-oa";
+  EXPECT_EQ(resolve(flags("gpt")).provider, ProviderKind::openai);
+  EXPECT_EQ(resolve(flags("claude", "anthropic")).api_key, "sk-ant");
+}
+
+TEST_F(LlmConfigTest, ErrorsNameTheSourceAndWhatWasExpected) {
+  EXPECT_NE(error_of([&] { resolve(flags("m", "gemini")); }).find("expected openai, anthropic or script"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { resolve(LlmFlags{}); }).find("no model"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"temperature", 0.5}});
+            }).find("op.json: llm.temperature: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { resolve(flags("m"), {{"max_attempts", 0}}); }).find("llm.max_attempts"), std::string::npos);
+  auto bad = dir.write("bad.json", "{not json");
+  EXPECT_NE(error_of([&] { resolve(flags("m"), nullptr, bad.string()); }).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of([&] { resolve(flags("", "script")); }).find("no script file"), std::string::npos);
+}
+
+TEST_F(LlmConfigTest, TransportSettingsFromTheFiles) {
+  auto file = dir.write("c.json", R"({"max_attempts": 2, "idle_timeout_s": 30, "stream": false})");
+  LlmConfig c = resolve(flags("m"), {{"idle_timeout_s", 5}}, file.string());
+  EXPECT_EQ(c.http.max_attempts, 2);
+  EXPECT_EQ(c.http.idle_timeout.count(), 5000) << "op.json beats the config file";
+  EXPECT_FALSE(c.stream);
+}
