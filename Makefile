@@ -35,6 +35,11 @@ demo: deps build
 	@echo
 	@echo "== kagent eval against a PyTorch reference (needs a GPU and python3 with torch; exit 3 without)"
 	-$(BUILD)/kagent eval examples/kernelbench_tiny/cand.cu --op examples/kernelbench_tiny/op.json
+	@echo
+	@echo "== kagent optimize: the agent loop on a bundled operator, driven by a SCRIPTED session (no model;"
+	@echo "   see examples/optimize_demo/README.md). With a GPU the evaluations are real."
+	-$(BUILD)/kagent optimize examples/optimize_demo/op.json --provider script \
+	  --script examples/optimize_demo/session.jsonl --out runs/optimize_demo
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -43,7 +48,7 @@ test: deps build
 test-asan: deps
 	$(MAKE) BUILD=$(BUILD)-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DKAGENT_SANITIZE=ON" build
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests|kagent_llm_tests'
+	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests|kagent_llm_tests|kagent_tools_tests|kagent_agent_tests'
 
 bench: build
 	$(BUILD)/benchmarks/compile_latency

@@ -37,10 +37,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<kagent::cli::Command> commands = {
-      kagent::cli::add_compile_command(app),
-      kagent::cli::add_eval_command(app),
-      kagent::cli::add_doctor_command(app),
-      kagent::cli::add_ref_command(app),
+      kagent::cli::add_compile_command(app),  kagent::cli::add_eval_command(app),
+      kagent::cli::add_doctor_command(app),   kagent::cli::add_ref_command(app),
+      kagent::cli::add_optimize_command(app),
   };
 
   try {

@@ -1,8 +1,23 @@
 #include "kagent/compile/kernel_info.hpp"
 
+#include <fmt/format.h>
+
+#include "kagent/common/text_table.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace kagent {
+
+std::string render_kernel_table(const std::vector<KernelInfo>& kernels) {
+  TextTable t({"kernel", "regs", "smem B", "stack B", "spill st/ld B", "max threads", "params"});
+  for (const auto& k : kernels) {
+    std::string max_threads = std::to_string(k.max_threads_per_block);
+    if (k.launch_bounds > 0) max_threads += " (bound)";
+    t.add_row({k.name, std::to_string(k.registers), std::to_string(k.static_smem), std::to_string(k.stack_frame),
+               fmt::format("{}/{}", k.spill_stores, k.spill_loads), max_threads, std::to_string(k.param_sizes.size())});
+  }
+  return t.render();
+}
 
 void to_json(nlohmann::json& j, const KernelInfo& k) {
   j = nlohmann::json{{"name", k.name},

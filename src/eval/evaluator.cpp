@@ -103,6 +103,12 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   return loaded_;
 }
 
+const RefBaselines& Evaluator::pytorch_baselines(const Op& op) {
+  pytorch_reference(op);
+  if (!loaded_.baselines) loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+  return *loaded_.baselines;
+}
+
 EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand) {
   EvalReport rep;
   rep.candidate = cand.path.string();

@@ -17,3 +17,43 @@ std::string_view role_name(Role r) {
 }
 
 }  // namespace kagent::llm
+
+namespace kagent::llm {
+
+void to_json(nlohmann::json& j, const ToolCall& c) {
+  j = {{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}, {"raw_arguments", c.raw_arguments}};
+  if (!c.arguments_error.empty()) j["arguments_error"] = c.arguments_error;
+}
+
+void from_json(const nlohmann::json& j, ToolCall& c) {
+  c.id = j.value("id", "");
+  c.name = j.value("name", "");
+  c.arguments = j.value("arguments", nlohmann::json());
+  c.raw_arguments = j.value("raw_arguments", "");
+  c.arguments_error = j.value("arguments_error", "");
+}
+
+void to_json(nlohmann::json& j, const Message& m) {
+  j = {{"role", role_name(m.role)}, {"content", m.content}};
+  if (!m.tool_calls.empty()) j["tool_calls"] = m.tool_calls;
+  if (m.role == Role::tool) {
+    j["tool_call_id"] = m.tool_call_id;
+    j["tool_name"] = m.tool_name;
+    if (m.is_error) j["is_error"] = true;
+  }
+}
+
+void from_json(const nlohmann::json& j, Message& m) {
+  const std::string role = j.value("role", "user");
+  m.role = role == "system"      ? Role::system
+           : role == "assistant" ? Role::assistant
+           : role == "tool"      ? Role::tool
+                                 : Role::user;
+  m.content = j.value("content", "");
+  m.tool_calls = j.value("tool_calls", std::vector<ToolCall>{});
+  m.tool_call_id = j.value("tool_call_id", "");
+  m.tool_name = j.value("tool_name", "");
+  m.is_error = j.value("is_error", false);
+}
+
+}  // namespace kagent::llm

@@ -2,6 +2,8 @@
 // request says. It lets the agent loop, the tools and the transcripts be tested and demonstrated
 // without a model or a network. Every line is validated up front, so a typo fails the run before
 // the first turn instead of halfway through it.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -147,7 +149,11 @@ class ScriptProvider : public Provider {
     if (turns_.empty()) throw InputError(fmt::format("{}: no turns; expected {}", path_, kTurnShape));
   }
 
-  ChatResponse chat(const ChatRequest& /*request*/) override {
+  ChatResponse chat(const ChatRequest& request) override {
+    // A resumed run's conversation already holds the turns played before the kill: go on after them.
+    size_t played = 0;
+    for (const auto& m : request.messages) played += m.role == Role::assistant ? 1 : 0;
+    next_ = std::max(next_, played);
     if (next_ >= turns_.size()) {
       throw EnvError(fmt::format("script {} has no more turns ({} played)", path_, turns_.size()));
     }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/files.hpp"
 #include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "test_util.hpp"
@@ -252,4 +253,29 @@ TEST_F(Cli, BinaryDoesNotNeedTheDriverAtLoadTime) {
     if (!r.started) GTEST_SKIP() << "readelf not installed";
     EXPECT_FALSE(has(r.output, "libcuda.so")) << bin << " links the driver:\n" << r.output;
   }
+}
+
+// The README's demo: the scripted session on the bundled operator. Without a GPU the loop still
+// completes (evaluations say "no GPU", no correct candidate: exit 1); with one, the session's
+// final kernel is correct and faster than the reference (tier 2).
+TEST_F(Cli, ScriptedDemoSession) {
+  auto out = tmp / "run";
+  auto r = kagent({"optimize", example("optimize_demo/op.json"), "--provider", "script", "--script",
+                   example("optimize_demo/session.jsonl"), "--out", out.string()});
+  auto result = nlohmann::json::parse(read_text_file(out / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "finish") << r.output;
+  EXPECT_EQ(result["turns"], 8);
+  EXPECT_EQ(result["final"], "softmax.cu");
+  if (query_gpus().gpus.empty()) {
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(has(r.output, "no GPU")) << r.output;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_FALSE(result["best"].is_null()) << r.output;
+  EXPECT_GE(result["best"]["tier"].get<int>(), 2) << result.dump(2);
+  EXPECT_EQ(result["evaluations"].get<int>(), 2) << "the profile reuses the latest evaluation";
+  RecordProperty("demo_best_speedup_vs_eager", result["best"]["speedup_vs_eager"].dump());
+  std::printf("demo: best tier %d, %.3fx vs the reference\n", result["best"]["tier"].get<int>(),
+              result["best"]["speedup_vs_eager"].get<double>());
 }

@@ -68,6 +68,8 @@ class Evaluator {
   // Starts the reference server on first use and loads the op's problem file (once per op and
   // precision). Throws EnvError (no python3/torch, out of memory) or InputError (problem errors).
   const PyTorchReference& pytorch_reference(const Op& op);
+  // Its eager and torch.compile baselines, measured now (or read from the cache) if not yet.
+  const RefBaselines& pytorch_baselines(const Op& op);
 
  private:
   std::string write_cubin(const CompileResult& r);

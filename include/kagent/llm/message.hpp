@@ -66,3 +66,11 @@ struct ChatResponse {
 };
 
 }  // namespace kagent::llm
+
+namespace kagent::llm {
+// The transcript's JSON for messages (kagent's own format, not a provider's).
+void to_json(nlohmann::json& j, const ToolCall& c);
+void from_json(const nlohmann::json& j, ToolCall& c);
+void to_json(nlohmann::json& j, const Message& m);
+void from_json(const nlohmann::json& j, Message& m);
+}  // namespace kagent::llm

@@ -1,0 +1,81 @@
+#pragma once
+// The ReAct loop (mini-swe-agent style: readable in one sitting, everything else pluggable). Each
+// turn: one request to the model; every tool call it makes is run and its result appended; the
+// run stops on `finish`, on the budget (turns, minutes, tokens), or after too many malformed tool
+// calls in a row (each is answered with the error, so the model can correct itself). Everything
+// goes to the transcript as it happens.
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kagent/agent/run_record.hpp"
+#include "kagent/agent/transcript.hpp"
+#include "kagent/llm/provider.hpp"
+#include "kagent/tools/tool.hpp"
+
+namespace kagent::agent {
+
+struct AgentOptions {
+  int max_turns = 40;
+  double max_minutes = 60;
+  int64_t max_tokens = 0;              // input + output over the run; 0: no limit
+  int reply_tokens = 8192;             // max_tokens of each request
+  int max_malformed = 3;               // consecutive malformed tool calls before giving up
+  size_t tool_output_cap = 24 * 1024;  // bytes of one tool result the model sees (head + tail)
+  size_t context_chars = 360 * 1024;   // beyond this, old tool outputs become one-line summaries
+};
+
+// One line of progress per turn, for the terminal.
+struct TurnStatus {
+  int turn = 0, max_turns = 0;
+  std::string tools;  // the tools called this turn ("evaluate softmax.cu")
+  std::optional<int> last_tier;
+  std::optional<CandidateScore> best;
+  llm::Usage usage;  // so far
+};
+
+struct RunResult {
+  std::string stop_reason;  // "finish", "turn budget", "time budget", "token budget", "malformed tool calls", ...
+  int turns = 0;
+  int requests = 0;
+  llm::Usage usage;
+  double wall_s = 0;
+  std::optional<std::string> final_path;  // named by finish
+  std::optional<CandidateScore> best;
+};
+
+// What the loop resumes from: the conversation so far and the counters.
+struct RunState {
+  std::vector<llm::Message> messages;
+  int turns = 0;
+  int requests = 0;
+  llm::Usage usage;
+  double wall_s = 0;  // of earlier sessions of this run
+  // Restores the state from a transcript's events.
+  static RunState from_transcript(const std::vector<nlohmann::json>& events);
+};
+
+class Agent {
+ public:
+  Agent(llm::Provider& provider, tools::ToolSet& tools, Transcript& transcript, RunRecord& record, AgentOptions options,
+        std::function<void(const TurnStatus&)> on_turn = {});
+
+  // Runs from `state` (a fresh run: the system and task messages, already in the transcript).
+  RunResult run(RunState state);
+
+ private:
+  llm::Message run_tool_call(const llm::ToolCall& call, bool& malformed, bool& finished, std::string& summary);
+  void compact(std::vector<llm::Message>& messages) const;
+
+  llm::Provider& provider_;
+  tools::ToolSet& tools_;
+  Transcript& transcript_;
+  RunRecord& record_;
+  AgentOptions opt_;
+  std::function<void(const TurnStatus&)> on_turn_;
+  std::optional<int> last_tier_;
+};
+
+}  // namespace kagent::agent

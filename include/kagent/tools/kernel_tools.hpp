@@ -1,0 +1,38 @@
+#pragma once
+// The tools that touch kernels: compile, evaluate, profile, finish. They read candidates from the
+// workspace and report what kagent's compiler and evaluator say, in text the model can act on.
+//   compile  {path}           NVRTC: the resource table, or the errors with the file's line numbers
+//   evaluate {path}           correctness, timing, speedups, tier (the reward); needs a GPU
+//   profile  {path}           per launch: grid, block, registers, shared memory, occupancy, and
+//                             from an evaluation: time, achieved bandwidth against peak
+//   finish   {path, summary?} ends the run, naming the final candidate
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kagent/compile/compiler.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/spec/op.hpp"
+#include "kagent/tools/tool.hpp"
+#include "kagent/tools/workspace.hpp"
+
+namespace kagent::tools {
+
+struct KernelToolContext {
+  Op op;  // the signature filled in (PyTorch references: from the server)
+  Compiler* compiler = nullptr;
+  std::string arch;
+  Evaluator* evaluator = nullptr;  // nullptr: no GPU; evaluate and profile say why
+  std::string no_gpu_reason;
+  // Called after every evaluation (the run keeps candidates/NNN.cu and best.cu).
+  std::function<void(const std::string& path, const std::string& source, const EvalReport& report)> on_evaluated;
+  // Set by finish: the final candidate and the model's summary.
+  std::optional<std::string> finished_path;
+  std::string finish_summary;
+  std::map<std::string, EvalReport> last_report;  // by workspace path: profile reads timing from it
+};
+
+ToolSet make_kernel_tools(const Workspace& ws, KernelToolContext& ctx);
+
+}  // namespace kagent::tools

@@ -1,0 +1,49 @@
+#pragma once
+// A tool the model may call: its JSON-schema'd spec and what running it does. Tools never throw
+// for the model's mistakes: bad arguments, a missing file, a compile error are results the model
+// reads (is_error) and can correct. Only kagent's own failures (no GPU, ...) are exceptions.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/llm/message.hpp"
+
+namespace kagent::tools {
+
+struct ToolResult {
+  std::string text;       // what the model reads
+  bool is_error = false;  // the call did not do what was asked (the text says why)
+  nlohmann::json record;  // structured data for the transcript (an evaluation's report, ...)
+};
+
+// The model's mistake, in words it can act on ("path escapes the workspace: ../x").
+class ToolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual llm::ToolSpec spec() const = 0;
+  // Throws ToolError for the model's mistakes; the agent loop turns them into error results.
+  virtual ToolResult run(const nlohmann::json& args) = 0;
+};
+
+using ToolSet = std::vector<std::unique_ptr<Tool>>;
+
+// Argument helpers for tools: a required string, an optional integer; ToolError naming the
+// argument and what was expected otherwise.
+std::string arg_string(const nlohmann::json& args, const std::string& name);
+std::optional<int64_t> arg_int(const nlohmann::json& args, const std::string& name, int64_t lo, int64_t hi);
+
+// Text longer than max_bytes cut to its head and tail (about 2:1) with a marker line saying how
+// many bytes and lines were left out; cuts fall on line boundaries where one is near.
+std::string cut_middle(const std::string& text, size_t max_bytes);
+
+}  // namespace kagent::tools

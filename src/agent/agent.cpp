@@ -1,0 +1,230 @@
+#include "kagent/agent/agent.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+
+namespace kagent::agent {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using llm::Message;
+using llm::Role;
+
+size_t chars(const std::vector<Message>& messages) {
+  size_t n = 0;
+  for (const auto& m : messages) {
+    n += m.content.size();
+    for (const auto& c : m.tool_calls) n += c.raw_arguments.size() + c.name.size();
+  }
+  return n;
+}
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  std::string line = s.substr(0, nl);
+  return line.size() > 160 ? line.substr(0, 160) + "..." : line;
+}
+
+}  // namespace
+
+RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
+  RunState s;
+  for (const auto& e : events) {
+    const std::string type = e.value("type", "");
+    if (type == "message") {
+      Message m = e.at("message").get<Message>();
+      if (m.role == Role::assistant) {
+        ++s.turns;
+        ++s.requests;
+        s.usage.input_tokens += e.value("input_tokens", int64_t{0});
+        s.usage.output_tokens += e.value("output_tokens", int64_t{0});
+      }
+      s.messages.push_back(std::move(m));
+    } else if (type == "session_end") {
+      s.wall_s += e.value("wall_s", 0.0);
+    }
+  }
+  return s;
+}
+
+Agent::Agent(llm::Provider& provider, tools::ToolSet& tools, Transcript& transcript, RunRecord& record,
+             AgentOptions options, std::function<void(const TurnStatus&)> on_turn)
+    : provider_(provider),
+      tools_(tools),
+      transcript_(transcript),
+      record_(record),
+      opt_(options),
+      on_turn_(std::move(on_turn)) {}
+
+// Runs one call; a malformed call (unknown tool, arguments that are not a JSON object) or the
+// tool's refusal (ToolError) comes back as an error result the model reads.
+Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& finished, std::string& summary) {
+  Message out;
+  out.role = Role::tool;
+  out.tool_call_id = call.id;
+  out.tool_name = call.name;
+  nlohmann::json record;
+  tools::Tool* tool = nullptr;
+  for (auto& t : tools_)
+    if (t->spec().name == call.name) tool = t.get();
+  std::string names;
+  for (auto& t : tools_) names += (names.empty() ? "" : ", ") + t->spec().name;
+  malformed = false;
+  if (tool == nullptr) {
+    malformed = true;
+    out.is_error = true;
+    out.content = fmt::format("error: there is no tool '{}'. The tools are: {}.", call.name, names);
+  } else if (!call.arguments_error.empty() || !call.arguments.is_object()) {
+    malformed = true;
+    out.is_error = true;
+    out.content = fmt::format(
+        "error: the arguments of this {} call are not a JSON object ({}). Call it again with "
+        "arguments matching its schema.",
+        call.name, call.arguments_error.empty() ? "got " + call.arguments.dump() : call.arguments_error);
+  } else {
+    try {
+      tools::ToolResult r = tool->run(call.arguments);
+      out.content = tools::cut_middle(r.text, opt_.tool_output_cap);
+      out.is_error = r.is_error;
+      record = std::move(r.record);
+      if (call.name == "finish" && !r.is_error) finished = true;
+      if (call.name == "evaluate" && record.contains("tier")) last_tier_ = record["tier"].get<int>();
+    } catch (const tools::ToolError& e) {
+      out.is_error = true;
+      out.content = fmt::format("error: {}", e.what());
+    }
+  }
+  std::string target =
+      call.arguments.is_object() && call.arguments.contains("path") && call.arguments["path"].is_string()
+          ? " " + call.arguments["path"].get<std::string>()
+          : "";
+  summary += (summary.empty() ? "" : ", ") + call.name + target;
+  transcript_.write({{"type", "message"}, {"message", out}, {"record", record}, {"malformed", malformed}});
+  return out;
+}
+
+// Near the context budget, old tool results become one-line summaries. Kept whole: the last few
+// messages, and each candidate's latest evaluation (what the model needs to compare versions).
+void Agent::compact(std::vector<Message>& messages) const {
+  if (chars(messages) <= opt_.context_chars) return;
+  std::vector<bool> keep(messages.size(), false);
+  std::map<std::string, size_t> latest_eval;  // path -> index of its latest evaluate result
+  std::map<std::string, std::string> call_path;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    for (const auto& c : messages[i].tool_calls)
+      if (c.name == "evaluate" && c.arguments.is_object() && c.arguments.contains("path"))
+        call_path[c.id] = c.arguments["path"].dump();
+    if (messages[i].role == Role::tool && call_path.count(messages[i].tool_call_id))
+      latest_eval[call_path[messages[i].tool_call_id]] = i;
+  }
+  for (auto& [p, i] : latest_eval) keep[i] = true;
+  for (size_t i = messages.size() >= 6 ? messages.size() - 6 : 0; i < messages.size(); ++i) keep[i] = true;
+  for (size_t i = 0; i < messages.size() && chars(messages) > opt_.context_chars; ++i) {
+    Message& m = messages[i];
+    if (m.role != Role::tool || keep[i] || m.content.rfind("[elided", 0) == 0) continue;
+    m.content = fmt::format("[elided to save context: {} bytes of {} output; it began: {}]", m.content.size(),
+                            m.tool_name, first_line(m.content));
+  }
+}
+
+RunResult Agent::run(RunState state) {
+  const auto t0 = Clock::now();
+  auto minutes = [&] { return (state.wall_s + std::chrono::duration<double>(Clock::now() - t0).count()) / 60.0; };
+  std::vector<llm::ToolSpec> specs;
+  for (auto& t : tools_) specs.push_back(t->spec());
+  RunResult res;
+  int malformed_in_a_row = 0;
+
+  // A run killed between the model's reply and the last of its tool results: finish that turn.
+  auto pending = [&]() -> std::vector<llm::ToolCall> {
+    std::vector<llm::ToolCall> calls;
+    for (size_t i = state.messages.size(); i-- > 0;) {
+      const Message& m = state.messages[i];
+      if (m.role == Role::assistant) {
+        for (const auto& c : m.tool_calls) {
+          bool answered = false;
+          for (size_t k = i + 1; k < state.messages.size(); ++k)
+            if (state.messages[k].role == Role::tool && state.messages[k].tool_call_id == c.id) answered = true;
+          if (!answered) calls.push_back(c);
+        }
+        break;
+      }
+    }
+    return calls;
+  };
+
+  bool finished = false;
+  std::string turn_summary;
+  for (const auto& c : pending()) {
+    bool bad = false;
+    state.messages.push_back(run_tool_call(c, bad, finished, turn_summary));
+  }
+  while (!finished) {
+    if (state.turns >= opt_.max_turns) {
+      res.stop_reason = "turn budget";
+      break;
+    }
+    if (minutes() >= opt_.max_minutes) {
+      res.stop_reason = "time budget";
+      break;
+    }
+    if (opt_.max_tokens > 0 && state.usage.input_tokens + state.usage.output_tokens >= opt_.max_tokens) {
+      res.stop_reason = "token budget";
+      break;
+    }
+    compact(state.messages);
+    llm::ChatRequest rq;
+    rq.messages = state.messages;
+    rq.tools = specs;
+    rq.max_tokens = opt_.reply_tokens;
+    llm::ChatResponse reply = provider_.chat(rq);  // unrecoverable endpoint errors end the run (exit 2/3)
+    ++state.turns;
+    ++state.requests;
+    state.usage += reply.usage;
+    transcript_.write({{"type", "message"},
+                       {"message", reply.message},
+                       {"turn", state.turns},
+                       {"stop_reason", reply.stop_reason},
+                       {"input_tokens", reply.usage.input_tokens},
+                       {"output_tokens", reply.usage.output_tokens},
+                       {"latency_s", reply.latency_s},
+                       {"attempts", reply.attempts}});
+    state.messages.push_back(reply.message);
+
+    turn_summary.clear();
+    if (reply.message.tool_calls.empty()) {
+      // Text only: the work happens through tools, so say so (not a malformed call, but a turn spent).
+      Message nudge{Role::user, "Continue with a tool call; call finish with your best candidate when you are done.",
+                    {},         "",
+                    "",         false};
+      transcript_.write({{"type", "message"}, {"message", nudge}});
+      state.messages.push_back(nudge);
+      turn_summary = "(text only)";
+    }
+    for (const auto& call : reply.message.tool_calls) {
+      bool bad = false;
+      state.messages.push_back(run_tool_call(call, bad, finished, turn_summary));
+      malformed_in_a_row = bad ? malformed_in_a_row + 1 : 0;
+    }
+    if (on_turn_) on_turn_({state.turns, opt_.max_turns, turn_summary, last_tier_, record_.best(), state.usage});
+    if (malformed_in_a_row >= opt_.max_malformed) {
+      res.stop_reason = fmt::format("{} malformed tool calls in a row", malformed_in_a_row);
+      break;
+    }
+  }
+  if (finished) res.stop_reason = "finish";
+  res.turns = state.turns;
+  res.requests = state.requests;
+  res.usage = state.usage;
+  res.wall_s = state.wall_s + std::chrono::duration<double>(Clock::now() - t0).count();
+  res.best = record_.best();
+  transcript_.write({{"type", "session_end"}, {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}});
+  transcript_.write({{"type", "stop"}, {"reason", res.stop_reason}, {"turns", res.turns}});
+  return res;
+}
+
+}  // namespace kagent::agent

@@ -1,0 +1,77 @@
+#include "kagent/agent/prompts.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+
+namespace kagent::agent {
+
+namespace {
+
+std::filesystem::path from_env_or(const char* var, const char* sub) {
+  const char* d = std::getenv(var);
+  if (d != nullptr && *d != '\0') return d;
+  return std::filesystem::path(KAGENT_SOURCE_DIR_DEFAULT) / sub;
+}
+
+std::string read_required(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw InputError(fmt::format(
+        "{}: prompt file not found (--prompts/--skills or KAGENT_PROMPTS_DIR/KAGENT_SKILLS_DIR)", p.string()));
+  return read_text_file(p);
+}
+
+}  // namespace
+
+std::filesystem::path default_prompts_dir() {
+  return from_env_or("KAGENT_PROMPTS_DIR", "prompts");
+}
+std::filesystem::path default_skills_dir() {
+  return from_env_or("KAGENT_SKILLS_DIR", "skills");
+}
+
+std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values,
+                          const std::string& file) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("{{", pos);
+    if (open == std::string::npos) break;
+    size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) break;
+    const std::string name = text.substr(open + 2, close - open - 2);
+    auto it = values.find(name);
+    if (it == values.end())
+      throw InputError(fmt::format("{}: placeholder {{{{{}}}}} has no value (known: {})", file, name, [&] {
+        std::string k;
+        for (const auto& [n, v] : values) k += (k.empty() ? "" : ", ") + n;
+        return k;
+      }()));
+    out += text.substr(pos, open - pos) + it->second;
+    pos = close + 2;
+  }
+  return out + text.substr(pos);
+}
+
+std::vector<llm::Message> opening_messages(const std::filesystem::path& prompts_dir,
+                                           const std::filesystem::path& skills_dir,
+                                           const std::map<std::string, std::string>& values) {
+  std::string system = read_required(prompts_dir / "system.md");
+  std::vector<std::filesystem::path> skills;
+  std::error_code ec;
+  if (std::filesystem::is_directory(skills_dir, ec))
+    for (const auto& e : std::filesystem::directory_iterator(skills_dir))
+      if (std::filesystem::is_regular_file(e.path() / "SKILL.md", ec)) skills.push_back(e.path() / "SKILL.md");
+  std::sort(skills.begin(), skills.end());
+  for (const auto& s : skills) system += "\n\n" + read_text_file(s);
+  const auto task_path = prompts_dir / "task.md";
+  std::string task = fill_template(read_required(task_path), values, task_path.string());
+  return {{llm::Role::system, system, {}, "", "", false}, {llm::Role::user, task, {}, "", "", false}};
+}
+
+}  // namespace kagent::agent

@@ -1,0 +1,82 @@
+#include "kagent/agent/run_record.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/common/files.hpp"
+
+namespace kagent::agent {
+
+namespace {
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+std::optional<double> opt_from(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+}  // namespace
+
+nlohmann::json CandidateScore::to_json() const {
+  return {{"number", number},
+          {"path", path},
+          {"tier", tier},
+          {"speedup_vs_eager", opt(speedup_vs_eager)},
+          {"speedup_vs_compile", opt(speedup_vs_compile)},
+          {"median_ms", opt(median_ms)},
+          {"file", fmt::format("candidates/{:03d}.cu", number)}};
+}
+
+CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
+  CandidateScore s;
+  s.number = j.value("number", 0);
+  s.path = j.value("path", "");
+  s.tier = j.value("tier", -1);
+  s.speedup_vs_eager = opt_from(j, "speedup_vs_eager");
+  s.speedup_vs_compile = opt_from(j, "speedup_vs_compile");
+  s.median_ms = opt_from(j, "median_ms");
+  return s;
+}
+
+bool CandidateScore::better_than(const CandidateScore& o) const {
+  if (tier != o.tier) return tier > o.tier;
+  if (speedup_vs_compile && o.speedup_vs_compile) return *speedup_vs_compile > *o.speedup_vs_compile;
+  if (speedup_vs_eager && o.speedup_vs_eager) return *speedup_vs_eager > *o.speedup_vs_eager;
+  return false;  // a tie keeps the earlier one
+}
+
+RunRecord::RunRecord(std::filesystem::path out_dir, Transcript& transcript)
+    : dir_(std::move(out_dir)), transcript_(transcript) {
+  std::filesystem::create_directories(dir_ / "candidates");
+}
+
+CandidateScore RunRecord::evaluated(const std::string& path, const std::string& source, const EvalReport& r) {
+  CandidateScore s;
+  s.number = ++count_;
+  s.path = path;
+  s.tier = r.reward.tier;
+  s.speedup_vs_eager = r.reward.speedup_vs_eager;
+  s.speedup_vs_compile = r.reward.speedup_vs_compile;
+  if (r.outcome.candidate_time) s.median_ms = r.outcome.candidate_time->median_ms;
+  write_file_atomic(dir_ / fmt::format("candidates/{:03d}.cu", s.number), source);
+  const bool best = !best_ || s.better_than(*best_);
+  if (best) {
+    best_ = s;
+    write_file_atomic(dir_ / "best.cu", source);
+  }
+  nlohmann::json ev = {{"type", "evaluation"}, {"score", s.to_json()}, {"best", best}, {"report", report_json(r)}};
+  transcript_.write(ev);
+  return s;
+}
+
+void RunRecord::restore(const std::vector<nlohmann::json>& events) {
+  for (const auto& e : events) {
+    if (e.value("type", "") != "evaluation") continue;
+    CandidateScore s = CandidateScore::from_json(e.at("score"));
+    count_ = std::max(count_, s.number);
+    if (e.value("best", false)) best_ = s;
+  }
+}
+
+}  // namespace kagent::agent

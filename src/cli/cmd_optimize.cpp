@@ -1,0 +1,259 @@
+// kagent optimize OP: the main job. An LLM writes and improves a kernel for one operator in a
+// ReAct loop until it calls finish or its budget runs out; every evaluation is scored with the
+// reward; the run directory keeps transcript.jsonl, candidates/NNN.cu, best.cu, result.json, and
+// --resume DIR continues a killed run. Exit 0 when the run ended with a correct candidate, 1 when
+// none was correct, 2 bad input, 3 environment (no endpoint).
+#include <unistd.h>
+
+#include <csignal>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "kagent/agent/agent.hpp"
+#include "kagent/agent/prompts.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/text_table.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/llm/config.hpp"
+#include "kagent/tools/file_tools.hpp"
+#include "kagent/tools/kernel_tools.hpp"
+#include "kagent/tools/shell_tool.hpp"
+#include "task_text.hpp"
+
+namespace kagent::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct OptimizeArgs {
+  std::string op;
+  llm::LlmFlags llm;
+  int turns = 0;
+  double minutes = 0;
+  int64_t max_tokens = 0;
+  std::string out, resume, prompts, skills, arch;
+  int gpu = 0;
+  bool json = false, quiet = false, no_shell = false;
+};
+
+void on_sigint(int) {
+  llm::cancel_flag().store(true);
+}
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string speed(const std::optional<double>& s) {
+  return s ? fmt::format("{:.3f}x", *s) : "-";
+}
+
+int run_optimize(OptimizeArgs a) {
+  // The run folder: a fresh one, or the one being resumed (its run.json says which op and settings).
+  const bool resuming = !a.resume.empty();
+  fs::path out = resuming ? fs::path(a.resume) : fs::path(a.out);
+  nlohmann::json run_info;
+  if (resuming) {
+    std::error_code ec;
+    if (!fs::is_regular_file(out / "run.json", ec))
+      throw InputError(fmt::format("--resume {}: no run.json there (not a kagent run folder)", out.string()));
+    run_info = nlohmann::json::parse(read_text_file(out / "run.json"));
+    if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
+    for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
+                             {&a.llm.base_url, "base_url"},
+                             {&a.llm.model, "model"},
+                             {&a.llm.script, "script"}})
+      if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
+  }
+  if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
+  Op op = load_op(a.op);
+  if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", op.name, timestamp());
+  fs::create_directories(out / "workspace");
+  if (!a.llm.script.empty()) a.llm.script = fs::absolute(a.llm.script).string();
+  llm::LlmConfig llm_config = llm::resolve_llm_config(a.llm, op.llm);
+  auto provider = llm::make_provider(llm_config);
+
+  agent::AgentOptions opt;
+  opt.max_turns = a.turns > 0 ? a.turns : op.budget.turns;
+  opt.max_minutes = a.minutes > 0 ? a.minutes : op.budget.minutes;
+  opt.max_tokens = a.max_tokens > 0 ? a.max_tokens : op.budget.tokens;
+
+  // The GPU side is optional: without one, compile still works and evaluations say why not.
+  auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  Compiler compiler(find_cuda_paths(), cache);
+  tools::KernelToolContext ktx;
+  ktx.op = op;
+  ktx.compiler = &compiler;
+  std::unique_ptr<Evaluator> evaluator;
+  std::string baselines_text = "not measured (no GPU)";
+  try {
+    EvalOptions eo;
+    eo.gpu = a.gpu;
+    eo.arch = a.arch;
+    evaluator = std::make_unique<Evaluator>(eo, cache);
+    ktx.arch = evaluator->arch();
+    if (op.ref_kind == RefKind::python) {
+      ktx.op = evaluator->pytorch_reference(op).op;
+      const RefBaselines& b = evaluator->pytorch_baselines(op);
+      baselines_text = fmt::format("torch eager {:.4f} ms; torch.compile {}", b.eager.median_ms,
+                                   b.compile ? fmt::format("{:.4f} ms", b.compile->median_ms)
+                                             : "unavailable (" + b.compile_error + "): tier 3 is out of reach");
+    } else {
+      baselines_text = fmt::format(
+          "the native reference is timed at your first evaluation (its time is the eager "
+          "baseline); torch.compile {}",
+          op.compile_baseline_ms ? fmt::format("{:.4f} ms", *op.compile_baseline_ms)
+                                 : std::string("not given: tier 3 is out of reach"));
+    }
+  } catch (const EnvError& e) {
+    ktx.no_gpu_reason = e.what();
+    std::string source;
+    ktx.arch = a.arch.empty() ? default_arch(a.gpu, &source) : a.arch;
+  }
+  ktx.evaluator = evaluator.get();
+
+  tools::Workspace ws(out / "workspace");
+  if (!resuming && op.start) write_file_atomic(ws.root() / op.start->filename(), read_text_file(*op.start));
+  tools::ToolSet tools = tools::make_file_tools(ws);
+  std::string shell_note = "shell is off (--no-shell)";
+  if (!a.no_shell) {
+    tools::ShellSandbox sb = tools::probe_shell_sandbox();
+    if (auto shell = tools::make_shell_tool(ws, sb)) {
+      tools.push_back(std::move(shell));
+      shell_note = "";
+    } else {
+      shell_note = "shell is off: " + sb.reason;
+    }
+  }
+  for (auto& t : tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
+
+  agent::Transcript transcript(out / "transcript.jsonl");
+  agent::RunRecord record(out, transcript);
+  ktx.on_evaluated = [&](const std::string& path, const std::string& source, const EvalReport& r) {
+    record.evaluated(path, source, r);
+  };
+
+  agent::RunState state;
+  if (resuming) {
+    auto events = agent::Transcript::read(out / "transcript.jsonl");
+    for (const auto& e : events)
+      if (e.value("type", "") == "stop" && e.value("reason", "") == "finish")
+        throw InputError(fmt::format("--resume {}: that run already finished (see result.json)", out.string()));
+    state = agent::RunState::from_transcript(events);
+    record.restore(events);
+    transcript.write({{"type", "resume"}, {"turns", state.turns}, {"llm", llm_config.describe()}});
+  } else {
+    std::map<std::string, std::string> values = task_values(op, ktx.op, baselines_text, a.gpu, opt, tools, shell_note);
+    auto opening = agent::opening_messages(a.prompts.empty() ? agent::default_prompts_dir() : fs::path(a.prompts),
+                                           a.skills.empty() ? agent::default_skills_dir() : fs::path(a.skills), values);
+    run_info = {{"op", fs::absolute(a.op).string()},
+                {"llm",
+                 {{"provider", std::string(llm::provider_name(llm_config.provider))},
+                  {"base_url", llm_config.base_url},
+                  {"model", llm_config.model},
+                  {"script", llm_config.script}}},
+                {"started", timestamp()}};
+    write_file_atomic(out / "run.json", run_info.dump(2) + "\n");
+    transcript.write({{"type", "start"},
+                      {"op", op.name},
+                      {"llm", llm_config.describe()},
+                      {"budget", {{"turns", opt.max_turns}, {"minutes", opt.max_minutes}, {"tokens", opt.max_tokens}}},
+                      {"gpu", ktx.no_gpu_reason.empty() ? "available" : ktx.no_gpu_reason}});
+    for (const auto& m : opening) {
+      transcript.write({{"type", "message"}, {"message", m}});
+      state.messages.push_back(m);
+    }
+  }
+  if (!a.quiet && !a.json)
+    fmt::print(stderr, "kagent optimize {} -> {}\n  llm: {}\n{}", op.name, out.string(), llm_config.describe(),
+               ktx.no_gpu_reason.empty() ? "" : "  no GPU: evaluations are unavailable (" + ktx.no_gpu_reason + ")\n");
+
+  auto on_turn = [&](const agent::TurnStatus& s) {
+    if (a.quiet || a.json) return;
+    fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}+{}\n", s.turn, s.max_turns, s.tools,
+               s.last_tier ? std::to_string(*s.last_tier) : "-",
+               s.best ? fmt::format("tier {} ({} vs compile, {} vs eager)", s.best->tier,
+                                    speed(s.best->speedup_vs_compile), speed(s.best->speedup_vs_eager))
+                      : "-",
+               s.usage.input_tokens, s.usage.output_tokens);
+  };
+  llm::cancel_flag().store(false);
+  auto previous = std::signal(SIGINT, on_sigint);
+  agent::Agent ag(*provider, tools, transcript, record, opt, on_turn);
+  agent::RunResult res;
+  try {
+    res = ag.run(std::move(state));
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+
+  nlohmann::json result = {{"op", op.name},
+                           {"stop_reason", res.stop_reason},
+                           {"turns", res.turns},
+                           {"requests", res.requests},
+                           {"input_tokens", res.usage.input_tokens},
+                           {"output_tokens", res.usage.output_tokens},
+                           {"wall_s", res.wall_s},
+                           {"evaluations", record.evaluations()},
+                           {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
+                           {"summary", ktx.finish_summary},
+                           {"llm", llm_config.describe()},
+                           {"best", res.best ? res.best->to_json() : nlohmann::json()}};
+  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  if (a.json) {
+    print_json(result);
+  } else {
+    TextTable t(
+        {"run", "stopped", "turns", "tokens in/out", "wall s", "evaluations", "best tier", "vs eager", "vs compile"});
+    t.add_row({out.string(), res.stop_reason, std::to_string(res.turns),
+               fmt::format("{}/{}", res.usage.input_tokens, res.usage.output_tokens), fmt::format("{:.1f}", res.wall_s),
+               std::to_string(record.evaluations()), res.best ? std::to_string(res.best->tier) : "-",
+               res.best ? speed(res.best->speedup_vs_eager) : "-",
+               res.best ? speed(res.best->speedup_vs_compile) : "-"});
+    fmt::print("{}", t.render());
+    if (res.best) fmt::print("best: {}/best.cu (from {})\n", out.string(), res.best->path);
+  }
+  return static_cast<int>(res.best && res.best->tier > 0 ? ExitCode::ok : ExitCode::failed);
+}
+
+}  // namespace
+
+Command add_optimize_command(CLI::App& app) {
+  auto a = std::make_shared<OptimizeArgs>();
+  CLI::App* sub =
+      app.add_subcommand("optimize", "Let an LLM write and improve a kernel for an operator (the agent loop)");
+  sub->add_option("op", a->op, "op.json or KernelBench .py (optional with --resume)");
+  sub->add_option("--provider", a->llm.provider, "openai, anthropic or script");
+  sub->add_option("--base-url", a->llm.base_url, "LLM endpoint base URL");
+  sub->add_option("--model", a->llm.model, "Model name");
+  sub->add_option("--api-key-env", a->llm.api_key_env, "Environment variable holding the API key");
+  sub->add_option("--script", a->llm.script, "JSONL file of assistant turns (provider script)");
+  sub->add_option("--turns", a->turns, "Turn budget (default: the op's)")->check(CLI::Range(1, 10000));
+  sub->add_option("--minutes", a->minutes, "Time budget (default: the op's)")->check(CLI::Range(0.01, 100000.0));
+  sub->add_option("--max-tokens", a->max_tokens, "Token budget, input + output (default: the op's; 0 none)");
+  sub->add_option("--out", a->out, "Run folder (default runs/<op>-<timestamp>)");
+  sub->add_option("--resume", a->resume, "Continue the run in this folder");
+  sub->add_option("--gpu", a->gpu, "GPU index")->check(CLI::NonNegativeNumber);
+  sub->add_option("--arch", a->arch, "Compile target (default: the GPU's)");
+  sub->add_option("--prompts", a->prompts, "Folder with system.md and task.md (default: kagent's prompts/)");
+  sub->add_option("--skills", a->skills, "Folder of skills (*/SKILL.md; default: kagent's skills/)");
+  sub->add_flag("--no-shell", a->no_shell, "Do not give the model a shell");
+  sub->add_flag("--json", a->json, "Print result.json at the end instead of the table");
+  sub->add_flag("--quiet", a->quiet, "No per-turn status lines");
+  return {sub, [a]() { return run_optimize(*a); }};
+}
+
+}  // namespace kagent::cli

@@ -1,0 +1,290 @@
+// `kagent optimize` end to end against a mock OpenAI-compatible server on 127.0.0.1 that plays
+// the demo session (examples/optimize_demo/session.jsonl): the transcript, the candidates and
+// result.json; a run killed mid-way and resumed; the malformed-call limit; the budget stops.
+// Without a GPU the evaluations answer "no GPU" and the loop still completes; with one, the
+// session's final kernel must reach tier 2.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "../llm/mock_server.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+extern char** environ;
+
+namespace {
+
+std::vector<json> lines_of(const std::filesystem::path& p) {
+  std::vector<json> out;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+// Plays `turns` (the script's format) as Chat Completions replies. Stateless: the turn served is
+// the number of assistant messages in the request, so a resumed run gets the next one.
+class SessionServer {
+ public:
+  explicit SessionServer(std::vector<json> turns) : turns_(std::move(turns)) {
+    server_.http().Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body);
+      size_t k = 0;
+      for (const auto& m : body["messages"])
+        if (m["role"] == "assistant") ++k;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(body);
+      }
+      if (hang_at_ >= 0 && static_cast<int>(k) == hang_at_) {
+        hung_ = true;
+        while (!release_) std::this_thread::sleep_for(10ms);
+        return;  // the client is gone by now
+      }
+      json reply;
+      if (k < turns_.size()) {
+        json msg = {{"role", "assistant"}, {"content", turns_[k].value("content", "")}};
+        json calls = json::array();
+        int i = 0;
+        for (const auto& c : turns_[k].value("tool_calls", json::array())) {
+          json args = c.contains("raw") ? json(c["raw"]) : json(c["arguments"].dump());
+          calls.push_back({{"id", "call_" + std::to_string(k) + "_" + std::to_string(i++)},
+                           {"type", "function"},
+                           {"function", {{"name", c["name"]}, {"arguments", args}}}});
+        }
+        if (!calls.empty()) msg["tool_calls"] = calls;
+        reply = {
+            {"choices", {{{"index", 0}, {"message", msg}, {"finish_reason", calls.empty() ? "stop" : "tool_calls"}}}},
+            {"usage", {{"prompt_tokens", 1000}, {"completion_tokens", 100}}}};
+      } else {
+        reply = {{"choices",
+                  {{{"index", 0},
+                    {"message", {{"role", "assistant"}, {"content", "nothing left"}}},
+                    {"finish_reason", "stop"}}}}};
+      }
+      res.set_content(reply.dump(), "application/json");
+    });
+    server_.start();
+  }
+  ~SessionServer() {
+    release_ = true;
+    server_.stop();
+  }
+  std::string url() const { return server_.url("/v1"); }
+  std::vector<json> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  void hang_at(int turn) { hang_at_ = turn; }
+  bool hung() const { return hung_; }
+  void release() { release_ = true; }
+
+ private:
+  std::vector<json> turns_;
+  test::MockServer server_;
+  std::mutex mu_;
+  std::vector<json> requests_;
+  std::atomic<int> hang_at_{-1};
+  std::atomic<bool> hung_{false}, release_{false};
+};
+
+class Optimize : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir.write("config/kagent/config.json", R"({"llm": {"stream": false, "max_attempts": 1}})");
+    gpu = !query_gpus().gpus.empty();
+  }
+  std::vector<std::string> env_for(const SessionServer& s) const {
+    return {"KAGENT_BASE_URL=" + s.url(), "KAGENT_MODEL=mock-model", "KAGENT_API_KEY=sk-agent-secret",
+            "XDG_CONFIG_HOME=" + (dir.path() / "config").string(),
+            "KAGENT_CACHE_DIR=" + (dir.path() / "cache").string()};
+  }
+  ProcessResult optimize(const SessionServer& s, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env"};
+    for (auto& e : env_for(s)) argv.push_back(e);
+    argv.push_back((test::binary_dir() / "kagent").string());
+    argv.push_back("optimize");
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_capture(argv, 600s);
+  }
+  static std::vector<json> demo_turns() { return lines_of(test::examples_dir() / "optimize_demo/session.jsonl"); }
+  static std::string op() { return (test::examples_dir() / "optimize_demo/op.json").string(); }
+
+  test::TempDir dir;
+  bool gpu = false;
+};
+
+std::vector<json> of_type(const std::vector<json>& events, const std::string& type) {
+  std::vector<json> out;
+  for (const auto& e : events)
+    if (e.value("type", "") == type) out.push_back(e);
+  return out;
+}
+
+std::vector<json> tool_results(const std::vector<json>& events) {
+  std::vector<json> out;
+  for (const auto& e : events)
+    if (e.value("type", "") == "message" && e["message"]["role"] == "tool") out.push_back(e["message"]);
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Optimize, DemoSessionThroughAnOpenAiCompatibleServer) {
+  SessionServer server(demo_turns());
+  auto run = dir.path() / "run";
+  auto r = optimize(server, {op(), "--out", run.string()});
+  EXPECT_EQ(r.output.find("sk-agent-secret"), std::string::npos) << r.output;
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "finish") << r.output;
+  EXPECT_EQ(result["turns"], 8);
+  EXPECT_EQ(result["final"], "softmax.cu");
+  EXPECT_EQ(result["input_tokens"], 8000);
+  EXPECT_EQ(result["output_tokens"], 800);
+
+  // What the model was sent: the system prompt and skill, the filled task, every tool's schema,
+  // and each turn's tool results before the next turn.
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 8u);
+  const auto& first = requests[0];
+  EXPECT_EQ(first["model"], "mock-model");
+  EXPECT_EQ(first["messages"][0]["role"], "system");
+  EXPECT_NE(first["messages"][0]["content"].get<std::string>().find("name: cuda-optimization"), std::string::npos);
+  const std::string task = first["messages"][1]["content"];
+  for (const char* s : {"softmax_rows_demo", "[4096, 1024]", "softmax_rows_ref", "/*kagent", "atol"})
+    EXPECT_NE(task.find(s), std::string::npos) << s;
+  EXPECT_EQ(task.find("{{"), std::string::npos) << "every placeholder filled";
+  std::set<std::string> tools;
+  for (const auto& t : first["tools"]) tools.insert(t["function"]["name"]);
+  for (const char* t :
+       {"read_file", "write_file", "edit_file", "list_files", "compile", "evaluate", "profile", "finish"})
+    EXPECT_TRUE(tools.count(t)) << t;
+  const auto& third = requests[2]["messages"];
+  EXPECT_EQ(third.back()["role"], "tool");
+  EXPECT_NE(third.back()["content"].get<std::string>().find("num_warps"), std::string::npos)
+      << "the compile error reached the model: " << third.back().dump();
+
+  // The transcript has every message, in order, and the workspace the final kernel.
+  auto events = lines_of(run / "transcript.jsonl");
+  auto results = tool_results(events);
+  ASSERT_EQ(results.size(), 8u);
+  EXPECT_EQ(results[0]["tool_name"], "write_file");
+  EXPECT_TRUE(results[1].value("is_error", false)) << "compile failed";
+  EXPECT_EQ(of_type(events, "stop").back()["reason"], "finish");
+  std::string final_source = read_text_file(run / "workspace/softmax.cu");
+  EXPECT_NE(final_source.find("* inv"), std::string::npos);
+
+  if (!gpu) {
+    EXPECT_EQ(r.exit_code, 1) << "no correct candidate without a GPU\n" << r.output;
+    EXPECT_NE(results[3]["content"].get<std::string>().find("no GPU"), std::string::npos) << results[3].dump();
+    EXPECT_TRUE(result["best"].is_null());
+    return;
+  }
+  // With a GPU: the first evaluation is wrong, the second correct and faster than the reference.
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto evals = of_type(events, "evaluation");
+  ASSERT_GE(evals.size(), 2u);
+  EXPECT_EQ(evals[0]["score"]["tier"], -1);
+  EXPECT_GE(evals[1]["score"]["tier"], 2) << evals[1].dump();
+  EXPECT_GE(result["best"]["tier"].get<int>(), 2);
+  EXPECT_EQ(read_text_file(run / "best.cu"), final_source);
+  EXPECT_TRUE(std::filesystem::exists(run / "candidates/001.cu"));
+  EXPECT_TRUE(std::filesystem::exists(run / "candidates/002.cu"));
+}
+
+TEST_F(Optimize, KilledRunResumesWithNothingLost) {
+  SessionServer server(demo_turns());
+  server.hang_at(4);  // the 5th request never answers: the run is killed while waiting
+  auto run = dir.path() / "run";
+  std::vector<std::string> argv = {"env"};
+  for (auto& e : env_for(server)) argv.push_back(e);
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), op(), std::string("--out"),
+                 run.string(), std::string("--quiet")})
+    argv.push_back(s);
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "env", nullptr, nullptr, cargv.data(), environ), 0);
+  for (int i = 0; i < 3000 && !server.hung(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(server.hung());
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  server.hang_at(-1);
+  server.release();
+  EXPECT_FALSE(std::filesystem::exists(run / "result.json"));
+  const size_t before = tool_results(lines_of(run / "transcript.jsonl")).size();
+  EXPECT_EQ(before, 4u) << "four turns done before the kill";
+
+  auto r = optimize(server, {"--resume", run.string()});
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "finish") << r.output;
+  EXPECT_EQ(result["turns"], 8) << "the turns before the kill count";
+  auto events = lines_of(run / "transcript.jsonl");
+  auto results = tool_results(events);
+  ASSERT_EQ(results.size(), 8u) << "no turn lost or repeated";
+  EXPECT_EQ(results[4]["tool_name"], "edit_file");
+  EXPECT_EQ(of_type(events, "resume").size(), 1u);
+  // The resumed request carried the whole conversation so far.
+  auto requests = server.requests();
+  size_t assistants = 0;
+  for (const auto& m : requests.back()["messages"]) assistants += m["role"] == "assistant";
+  EXPECT_EQ(assistants, 7u);
+  // A finished run is not resumed again.
+  auto again = optimize(server, {"--resume", run.string()});
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("already finished"), std::string::npos) << again.output;
+}
+
+TEST_F(Optimize, MalformedCallsAreAnsweredThenStopTheRun) {
+  json bad = {{"content", "oops"}, {"tool_calls", {{{"name", "write_file"}, {"raw", "{not json"}}}}};
+  json unknown = {{"content", ""}, {"tool_calls", {{{"name", "launch_missiles"}, {"arguments", json::object()}}}}};
+  json escape = {
+      {"content", ""},
+      {"tool_calls", {{{"name", "write_file"}, {"arguments", {{"path", "../escape.cu"}, {"content", "x"}}}}}}};
+  SessionServer server({escape, bad, unknown, bad, bad});
+  auto run = dir.path() / "run";
+  auto r = optimize(server, {op(), "--out", run.string(), "--no-shell"});
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "3 malformed tool calls in a row") << r.output;
+  EXPECT_EQ(result["turns"], 4) << "the refused path is the tool's error, not a malformed call: 3 bad calls end turn 4";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "escape.cu"));
+  EXPECT_FALSE(std::filesystem::exists(run / "escape.cu"));
+  auto results = tool_results(lines_of(run / "transcript.jsonl"));
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_NE(results[0]["content"].get<std::string>().find("escapes the workspace"), std::string::npos)
+      << results[0].dump();
+  EXPECT_NE(results[1]["content"].get<std::string>().find("not a JSON object"), std::string::npos) << results[1].dump();
+  EXPECT_NE(results[2]["content"].get<std::string>().find("there is no tool 'launch_missiles'"), std::string::npos);
+  // Each error went back to the model before its next turn.
+  EXPECT_EQ(server.requests()[1]["messages"].back()["role"], "tool");
+}
+
+TEST_F(Optimize, BudgetsStopTheRun) {
+  SessionServer server(demo_turns());
+  auto r = optimize(server, {op(), "--out", (dir.path() / "turns").string(), "--turns", "2"});
+  auto result = json::parse(read_text_file(dir.path() / "turns/result.json"));
+  EXPECT_EQ(result["stop_reason"], "turn budget") << r.output;
+  EXPECT_EQ(result["turns"], 2);
+  r = optimize(server, {op(), "--out", (dir.path() / "tokens").string(), "--max-tokens", "2500"});
+  result = json::parse(read_text_file(dir.path() / "tokens/result.json"));
+  EXPECT_EQ(result["stop_reason"], "token budget") << r.output;
+  EXPECT_EQ(result["turns"], 3) << "1100 tokens a turn: the third turn crosses 2500";
+}

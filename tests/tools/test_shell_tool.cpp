@@ -1,0 +1,254 @@
+// The sandboxed shell: it runs commands in the workspace, reports their status, cuts long output,
+// kills at the time limit, and keeps the model off the network, off the host's files and away
+// from kagent's secrets. Skipped (with the probe's reason) where no sandbox works.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kagent/common/process.hpp"
+#include "kagent/tools/shell_tool.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace kagent::tools;
+
+namespace {
+
+std::string unique_name(const std::string& base) {
+  return base + "-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+class ShellToolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sandbox_ = probe_shell_sandbox();
+    if (!sandbox_.available) GTEST_SKIP() << "no shell sandbox here: " << sandbox_.reason;
+    make_workspace(fs::path(::testing::TempDir()));
+  }
+  void TearDown() override { remove_base(); }
+
+  void remove_base() {
+    std::error_code ec;
+    if (!base_.empty()) fs::remove_all(base_, ec);
+  }
+
+  // base_/ws; base_ (in `parent`) holds what a test writes beside the workspace.
+  void make_workspace(const fs::path& parent) {
+    remove_base();
+    base_ = parent / unique_name("kagent-shell");
+    fs::create_directories(base_ / "ws");
+    ws_ = std::make_unique<Workspace>(base_ / "ws");
+    tool_ = make_shell_tool(*ws_, sandbox_, options_);
+    ASSERT_NE(tool_, nullptr);
+  }
+
+  ToolResult run(const std::string& command, int timeout_s = 10) {
+    return tool_->run(json{{"command", command}, {"timeout_s", timeout_s}});
+  }
+
+  ShellSandbox sandbox_;
+  ShellOptions options_;
+  fs::path base_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<Tool> tool_;
+};
+
+TEST_F(ShellToolTest, RunsInTheWorkspaceAndSeesItsFiles) {
+  std::ofstream(ws_->root() / "hello.txt") << "hello from the host\n";
+  ToolResult r = run("cat hello.txt; pwd; echo to-stderr >&2");
+  EXPECT_FALSE(r.is_error) << r.text;
+  EXPECT_EQ(r.text.rfind("exit 0\n", 0), 0u) << r.text;
+  EXPECT_NE(r.text.find("hello from the host"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find(ws_->root().string()), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("to-stderr"), std::string::npos) << r.text;  // merged
+  EXPECT_EQ(r.record["sandbox"], sandbox_.method);
+}
+
+TEST_F(ShellToolTest, ReportsExitStatusAndSignals) {
+  ToolResult r = run("echo failing; exit 2");
+  EXPECT_FALSE(r.is_error);  // the model reads the status
+  EXPECT_EQ(r.text.rfind("exit 2\nfailing", 0), 0u) << r.text;
+  EXPECT_EQ(r.record["exit_code"], 2);
+
+  if (sandbox_.method == "namespaces") {  // bwrap reports a signal as exit 128+n
+    r = run("kill -9 $$");
+    EXPECT_EQ(r.text.rfind("killed by signal 9", 0), 0u) << r.text;
+  }
+  r = run("true");
+  EXPECT_EQ(r.text, "exit 0 (no output)");
+}
+
+TEST_F(ShellToolTest, WritesInsideTheWorkspaceOnly) {
+  // Outside: the project tree (beside the test binary), the workspace's parent, the root.
+  fs::path beside_binary = fs::path(kagent::self_dir()) / unique_name(".shell_escape_test");
+  fs::path beside_ws = base_ / "outside";
+  std::string cmd =
+      "touch '" + beside_binary.string() + "' && echo ESCAPED1; echo x > $HOME/../outside && echo ESCAPED2;" +
+      " echo x > /kagent_shell_escape_test && echo ESCAPED3; mkdir -p sub && echo inside > sub/f && cat sub/f";
+  ToolResult r = run(cmd);
+  EXPECT_FALSE(fs::exists(beside_binary)) << r.text;
+  EXPECT_FALSE(fs::exists(beside_ws)) << r.text;
+  EXPECT_FALSE(fs::exists("/kagent_shell_escape_test")) << r.text;
+  std::error_code ec;
+  fs::remove(beside_binary, ec);
+  fs::remove("/kagent_shell_escape_test", ec);
+  EXPECT_EQ(r.text.find("ESCAPED1"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("ESCAPED3"), std::string::npos) << r.text;
+  // Inside works, and shows on the host.
+  EXPECT_NE(r.text.find("inside"), std::string::npos) << r.text;
+  EXPECT_TRUE(fs::exists(ws_->root() / "sub" / "f"));
+  // TMPDIR is in the workspace and writable.
+  r = run("echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"");
+  EXPECT_EQ(r.text, "exit 0\nt\n");
+}
+
+TEST_F(ShellToolTest, WorkspaceOutsideTmpIsTheOnlyWritablePlace) {
+  // A workspace on the project's file system (not under a tmpfs the sandbox replaces): its
+  // parent directory must be read-only inside.
+  make_workspace(fs::path(kagent::self_dir()));
+  ToolResult r = run("echo x > ../outside; echo ok > inside && cat inside");
+  EXPECT_FALSE(fs::exists(base_ / "outside")) << r.text;
+  EXPECT_NE(r.text.find("ok"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("Read-only file system"), std::string::npos) << r.text;
+}
+
+TEST_F(ShellToolTest, HasNoNetwork) {
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int port = ntohs(addr.sin_port);
+
+  ToolResult r = run("exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) + " && echo CONNECTED");
+  EXPECT_EQ(r.text.find("CONNECTED"), std::string::npos) << r.text;
+  EXPECT_NE(r.record["exit_code"], 0) << r.text;
+  // Nothing reached the listener either.
+  fcntl(listener, F_SETFL, O_NONBLOCK);
+  EXPECT_LT(accept(listener, nullptr, nullptr), 0);
+  close(listener);
+}
+
+// True while a process on the host has `needle` in its command line.
+bool process_running(const std::string& needle) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool gone_within(const std::string& needle, std::chrono::milliseconds wait) {
+  auto until = std::chrono::steady_clock::now() + wait;
+  while (process_running(needle)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    usleep(20000);
+  }
+  return true;
+}
+
+TEST_F(ShellToolTest, TimeoutKillsTheCommandAndItsChildren) {
+  auto start = std::chrono::steady_clock::now();
+  ToolResult r = run("echo started; sleep 100.417 & sleep 100.418", 1);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.text.rfind("killed after 1 s (timeout)\nstarted", 0), 0u) << r.text;
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.record["timed_out"], true);
+  EXPECT_LT(seconds, 2.5);
+  EXPECT_TRUE(gone_within("100.417", std::chrono::milliseconds(1000)));
+  EXPECT_TRUE(gone_within("100.418", std::chrono::milliseconds(1000)));
+}
+
+TEST_F(ShellToolTest, BackgroundProcessesEndWithTheCommand) {
+  auto start = std::chrono::steady_clock::now();
+  ToolResult r = run("sleep 100.419 & echo done");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.text, "exit 0\ndone\n");
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_TRUE(gone_within("100.419", std::chrono::milliseconds(1000)));
+}
+
+TEST_F(ShellToolTest, CutsLongOutputInTheMiddle) {
+  options_.output_cap = 1000;
+  tool_ = make_shell_tool(*ws_, sandbox_, options_);
+  ToolResult r = run("seq 1 20000");
+  EXPECT_NE(r.text.find("left out"), std::string::npos) << r.text;
+  EXPECT_LT(r.text.size(), 1100u);
+  EXPECT_NE(r.text.find("\n1\n2\n"), std::string::npos);   // head
+  EXPECT_NE(r.text.find("\n20000\n"), std::string::npos);  // tail
+  EXPECT_EQ(r.record["output_bytes"], 108894);
+
+  // Far more than is kept: the middle is dropped while it streams in.
+  r = run("yes | head -c 50000000; echo; echo END");
+  EXPECT_NE(r.text.find("50000005 bytes of output in all"), std::string::npos) << r.text.substr(0, 200);
+  EXPECT_NE(r.text.find("END"), std::string::npos);
+  EXPECT_LT(r.text.size(), 1200u);
+}
+
+TEST_F(ShellToolTest, DoesNotSeeKagentsSecrets) {
+  setenv("KAGENT_TEST_API_KEY", "sk-shell-test-secret", 1);
+  setenv("OPENAI_API_KEY", "sk-shell-test-secret", 1);
+  ToolResult r = run("env; echo HOME=$HOME");
+  unsetenv("KAGENT_TEST_API_KEY");
+  unsetenv("OPENAI_API_KEY");
+  EXPECT_EQ(r.text.find("sk-shell-test-secret"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("HOME=" + ws_->root().string()), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("LANG=C.UTF-8"), std::string::npos) << r.text;
+}
+
+TEST_F(ShellToolTest, HasAUsableDevAndNoDisks) {
+  ToolResult r = run("echo x > /dev/null && head -c 4 /dev/urandom | wc -c && ls /dev");
+  EXPECT_EQ(r.text.rfind("exit 0\n4\n", 0), 0u) << r.text;
+  EXPECT_EQ(r.text.find("vda"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("sda"), std::string::npos) << r.text;
+}
+
+TEST_F(ShellToolTest, RejectsBadArguments) {
+  EXPECT_THROW(tool_->run(json{{"command", "true"}, {"timeout_s", 0}}), ToolError);
+  EXPECT_THROW(tool_->run(json{{"command", "true"}, {"timeout_s", options_.max_timeout.count() + 1}}), ToolError);
+  EXPECT_THROW(tool_->run(json{{"command", "true"}, {"timeout_s", "10"}}), ToolError);
+  EXPECT_THROW(tool_->run(json::object()), ToolError);
+  EXPECT_THROW(tool_->run(json{{"command", 5}}), ToolError);
+}
+
+TEST(ShellToolSpec, DescribesTheLimitsAndIsOfferedOnlyWithASandbox) {
+  Workspace ws(fs::path(::testing::TempDir()) / unique_name("kagent-shell-spec"));
+  ShellSandbox none;
+  none.reason = "testing";
+  EXPECT_EQ(make_shell_tool(ws, none), nullptr);
+
+  ShellSandbox some{true, "namespaces", ""};
+  ShellOptions options;
+  options.default_timeout = std::chrono::seconds(30);
+  options.max_timeout = std::chrono::seconds(300);
+  options.output_cap = 5000;
+  auto tool = make_shell_tool(ws, some, options);
+  ASSERT_NE(tool, nullptr);
+  auto spec = tool->spec();
+  EXPECT_EQ(spec.name, "shell");
+  EXPECT_NE(spec.description.find("no network"), std::string::npos);
+  EXPECT_NE(spec.description.find("only the workspace is writable"), std::string::npos);
+  EXPECT_NE(spec.description.find("default 30, at most 300"), std::string::npos);
+  EXPECT_NE(spec.description.find("5000 bytes"), std::string::npos);
+  EXPECT_EQ(spec.parameters["required"], json::array({"command"}));
+  EXPECT_EQ(spec.parameters["properties"]["timeout_s"]["maximum"], 300);
+  std::error_code ec;
+  fs::remove_all(ws.root(), ec);
+}
+
+}  // namespace
