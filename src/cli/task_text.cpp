@@ -34,16 +34,29 @@ std::string signature_text(const Op& op) {
   return s;
 }
 
+// Datasheet peaks (dense, SXM parts), so the model can place a kernel against the compute roof;
+// the bandwidth kagent measures comes with every evaluation.
+std::string datasheet(const std::string& name) {
+  if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ||
+      name.find("H800") != std::string::npos)
+    return " Datasheet peaks (dense): FP32 67 TFLOP/s, TF32 tensor 495 TFLOP/s, BF16/FP16 tensor 989 TFLOP/s, FP8 "
+           "1979 TFLOP/s.";
+  if (name.find("A100") != std::string::npos)
+    return " Datasheet peaks (dense): FP32 19.5 TFLOP/s, TF32 tensor 156 TFLOP/s, BF16/FP16 tensor 312 TFLOP/s.";
+  return "";
+}
+
 std::string gpu_text(int index) {
   GpuInventory inv = query_gpus();
   if (index >= static_cast<int>(inv.gpus.size()))
     return fmt::format("no GPU on this machine ({}): compile works, evaluate and profile timing do not", inv.problem);
   const GpuInfo& g = inv.gpus[static_cast<size_t>(index)];
   return fmt::format(
-      "{} (sm_{}{}), {} SMs, {} MiB L2, {:.0f} GiB memory. Peak DRAM bandwidth as kagent measures it is "
-      "reported by every evaluation (about 3.35 TB/s on an H100 SXM).",
-      g.name, g.cc_major, g.cc_minor, g.sm_count, g.l2_bytes >> 20,
-      static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024));
+             "{} (sm_{}{}), {} SMs, {} MiB L2, {:.0f} GiB memory. Peak DRAM bandwidth as kagent measures it is "
+             "reported by every evaluation (about 3.35 TB/s on an H100 SXM).",
+             g.name, g.cc_major, g.cc_minor, g.sm_count, g.l2_bytes >> 20,
+             static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024)) +
+         datasheet(g.name);
 }
 
 constexpr const char* kCandidateFormat =

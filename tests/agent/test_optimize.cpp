@@ -16,9 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "../llm/mock_server.hpp"
+#include "kagent/agent/agent.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/tools/file_tools.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -287,4 +289,73 @@ TEST_F(Optimize, BudgetsStopTheRun) {
   result = json::parse(read_text_file(dir.path() / "tokens/result.json"));
   EXPECT_EQ(result["stop_reason"], "token budget") << r.output;
   EXPECT_EQ(result["turns"], 3) << "1100 tokens a turn: the third turn crosses 2500";
+}
+
+namespace {
+
+// A provider that records every request and answers with read_file calls, so the conversation
+// grows by one large tool result per turn.
+class ReadingProvider : public llm::Provider {
+ public:
+  llm::ChatResponse chat(const llm::ChatRequest& rq) override {
+    requests.push_back(rq);
+    llm::ChatResponse r;
+    r.message.role = llm::Role::assistant;
+    llm::ToolCall c;
+    c.id = "call_" + std::to_string(requests.size());
+    c.name = requests.size() % 3 == 0 ? "evaluate" : "read_file";
+    c.arguments = {{"path", "big.txt"}};
+    r.message.tool_calls.push_back(c);
+    return r;
+  }
+  std::string name() const override { return "reading"; }
+  std::vector<llm::ChatRequest> requests;
+};
+
+// Stands in for evaluate: a result the compaction must keep (the latest evaluation of a path).
+class FakeEvaluate : public tools::Tool {
+ public:
+  llm::ToolSpec spec() const override { return {"evaluate", "fake", {{"type", "object"}}}; }
+  tools::ToolResult run(const json&) override { return {std::string(3000, 'e'), false, {{"tier", 1}}}; }
+};
+
+}  // namespace
+
+TEST(AgentLoop, OldToolOutputsAreSummarizedNearTheContextBudget) {
+  test::TempDir dir;
+  tools::Workspace ws(dir.path() / "ws");
+  std::string big;
+  for (int i = 0; i < 300; ++i) big += "line " + std::to_string(i) + " of a large file\n";
+  write_file_atomic(ws.root() / "big.txt", big);
+  tools::ToolSet set = tools::make_file_tools(ws);
+  set.push_back(std::make_unique<FakeEvaluate>());
+  agent::Transcript transcript(dir.path() / "transcript.jsonl");
+  agent::RunRecord record(dir.path(), transcript);
+  agent::AgentOptions opt;
+  opt.max_turns = 12;
+  opt.context_chars = 20000;  // a few read_file outputs' worth
+  opt.tool_output_cap = 4000;
+  ReadingProvider provider;
+  agent::Agent ag(provider, set, transcript, record, opt);
+  agent::RunState state;
+  state.messages.push_back({llm::Role::user, "read big.txt again and again", {}, "", "", false});
+  agent::RunResult res = ag.run(state);
+  EXPECT_EQ(res.stop_reason, "turn budget");
+  ASSERT_EQ(provider.requests.size(), 12u);
+  const auto& last = provider.requests.back().messages;
+  size_t chars = 0, elided = 0, evaluations_kept = 0;
+  for (const auto& m : last) {
+    chars += m.content.size();
+    if (m.content.rfind("[elided", 0) == 0) ++elided;
+    if (m.tool_name == "evaluate" && m.content.rfind("[elided", 0) != 0) ++evaluations_kept;
+  }
+  EXPECT_LE(chars, opt.context_chars + 4 * opt.tool_output_cap) << "kept near the budget";
+  EXPECT_GT(elided, 3u);
+  EXPECT_GE(evaluations_kept, 1u) << "the latest evaluation of big.txt stays whole";
+  // Each tool output was cut to the cap with a marker.
+  for (const auto& m : last) {
+    if (m.role == llm::Role::tool) {
+      EXPECT_LE(m.content.size(), opt.tool_output_cap + 200);
+    }
+  }
 }
