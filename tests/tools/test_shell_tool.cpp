@@ -119,7 +119,14 @@ TEST_F(ShellToolTest, WorkspaceOutsideTmpIsTheOnlyWritablePlace) {
   ToolResult r = run("echo x > ../outside; echo ok > inside && cat inside");
   EXPECT_FALSE(fs::exists(base_ / "outside")) << r.text;
   EXPECT_NE(r.text.find("ok"), std::string::npos) << r.text;
-  EXPECT_NE(r.text.find("Read-only file system"), std::string::npos) << r.text;
+  // Under /tmp, /run or /dev/shm (a build tree there) the sandbox's private tmpfs takes the write
+  // and drops it: nothing reaches the host (checked above), but no error shows either.
+  const std::string base = base_.string();
+  const bool on_private_tmpfs =
+      base.rfind("/tmp/", 0) == 0 || base.rfind("/run/", 0) == 0 || base.rfind("/dev/shm/", 0) == 0;
+  if (!on_private_tmpfs) {
+    EXPECT_NE(r.text.find("Read-only file system"), std::string::npos) << r.text;
+  }
 }
 
 TEST_F(ShellToolTest, HasNoNetwork) {
