@@ -92,7 +92,8 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
       out.is_error = r.is_error;
       record = std::move(r.record);
       if (call.name == "finish" && !r.is_error) finished = true;
-      if (call.name == "evaluate" && record.contains("tier")) last_tier_ = record["tier"].get<int>();
+      if ((call.name == "evaluate" || call.name == "profile") && record.contains("tier"))
+        last_tier_ = record["tier"].get<int>();
     } catch (const tools::ToolError& e) {
       out.is_error = true;
       out.content = fmt::format("error: {}", e.what());

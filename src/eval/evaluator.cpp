@@ -109,7 +109,7 @@ const RefBaselines& Evaluator::pytorch_baselines(const Op& op) {
   return *loaded_.baselines;
 }
 
-EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand) {
+EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_launch) {
   EvalReport rep;
   rep.candidate = cand.path.string();
   rep.op = op_in.name;
@@ -146,6 +146,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand) {
   rq.harness_cubin_path = write_cubin(harness_c);
   rq.timing = opt_.timing;
   rq.stop_rule = opt_.stop_rule;
+  rq.per_launch = per_launch;
 
   std::string ref_key;
   auto cached_ref = reference_times_.end();

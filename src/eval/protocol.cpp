@@ -90,7 +90,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"timing", r.timing},
        {"time_reference", r.time_reference},
        {"stop_rule", r.stop_rule},
-       {"check_every", r.check_every}};
+       {"check_every", r.check_every},
+       {"per_launch", r.per_launch}};
 }
 void from_json(const nlohmann::json& j, EvalRequest& r) {
   auto plan = [](const nlohmann::json& p) {
@@ -129,6 +130,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("time_reference").get_to(r.time_reference);
   j.at("stop_rule").get_to(r.stop_rule);
   j.at("check_every").get_to(r.check_every);
+  r.per_launch = j.value("per_launch", false);
 }
 
 void to_json(nlohmann::json& j, const MismatchReport& m) {
@@ -160,19 +162,13 @@ void from_json(const nlohmann::json& j, MismatchReport& m) {
 }
 
 void to_json(nlohmann::json& j, const EvalOutcome& o) {
-  j = {{"correct", o.correct},
-       {"failure_stage", o.failure_stage},
-       {"message", o.message},
-       {"flags", o.flags},
-       {"bytes_moved", o.bytes_moved},
-       {"memory_floor_ms", o.memory_floor_ms},
-       {"achieved_gbs", o.achieved_gbs},
-       {"bandwidth_share", o.bandwidth_share},
-       {"trials_run", o.trials_run},
-       {"rechecks", o.rechecks},
-       {"flush_bytes", o.flush_bytes},
-       {"stop_rule", o.stop_rule},
-       {"device", o.device}};
+  j = {{"correct", o.correct},           {"failure_stage", o.failure_stage},
+       {"message", o.message},           {"flags", o.flags},
+       {"bytes_moved", o.bytes_moved},   {"memory_floor_ms", o.memory_floor_ms},
+       {"achieved_gbs", o.achieved_gbs}, {"bandwidth_share", o.bandwidth_share},
+       {"trials_run", o.trials_run},     {"rechecks", o.rechecks},
+       {"launch_times", o.launch_times}, {"flush_bytes", o.flush_bytes},
+       {"stop_rule", o.stop_rule},       {"device", o.device}};
   opt_to(j, "mismatch", o.mismatch);
   opt_to(j, "candidate_time", o.candidate_time);
   opt_to(j, "reference_time", o.reference_time);
@@ -188,6 +184,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("bandwidth_share").get_to(o.bandwidth_share);
   j.at("trials_run").get_to(o.trials_run);
   j.at("rechecks").get_to(o.rechecks);
+  o.launch_times = j.value("launch_times", std::vector<LaunchTime>{});
   j.at("flush_bytes").get_to(o.flush_bytes);
   j.at("stop_rule").get_to(o.stop_rule);
   j.at("device").get_to(o.device);

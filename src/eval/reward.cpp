@@ -8,15 +8,16 @@
 namespace kagent {
 namespace {
 
-bool usable(const std::optional<double>& ms) { return ms && std::isfinite(*ms) && *ms > 0; }
+bool usable(const std::optional<double>& ms) {
+  return ms && std::isfinite(*ms) && *ms > 0;
+}
 
 // A ratio with 2 decimals, or, when that prints the same digits as `threshold`, with as many
 // more (at least 3, at most 6) as it takes to tell them apart: "1.05x" next to "needs >= 1.053x"
 // reads as a miss whether or not it is one.
 std::string ratio(double x, double threshold) {
   int digits = 2;
-  while (digits < 6 &&
-         fmt::format("{:.{}f}", x, digits) == fmt::format("{:.{}f}", threshold, digits) &&
+  while (digits < 6 && fmt::format("{:.{}f}", x, digits) == fmt::format("{:.{}f}", threshold, digits) &&
          (x != threshold || digits < 3)) {
     ++digits;
   }
@@ -31,8 +32,7 @@ bool meets_compile_margin(double cand_ms, double compile_ms) {
 
 }  // namespace
 
-Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms,
-                      const Baselines& baselines) {
+Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms, const Baselines& baselines) {
   Reward r;
   if (!compiled) {
     r.reason = "did not compile";
@@ -72,10 +72,9 @@ Reward compute_reward(bool compiled, bool correct, std::optional<double> candida
     compile_part = "no torch.compile baseline (tier 3 not reachable)";
   } else {
     meets_compile = meets_compile_margin(cand, *baselines.compile_ms);
-    compile_part = fmt::format("{} vs torch.compile ({} {}x)",
-                               ratio(*r.speedup_vs_compile, compile_needed),
-                               meets_compile ? "tier 3 reached at >=" : "tier 3 needs >=",
-                               fmt::format("{:.3f}", compile_needed));
+    compile_part =
+        fmt::format("{} vs torch.compile ({} {}x)", ratio(*r.speedup_vs_compile, compile_needed),
+                    meets_compile ? "tier 3 reached at >=" : "tier 3 needs >=", fmt::format("{:.3f}", compile_needed));
   }
 
   r.tier = !faster_than_eager ? 1 : (meets_compile ? 3 : 2);

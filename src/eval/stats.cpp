@@ -16,8 +16,7 @@ void check_samples(const std::vector<double>& samples_ms) {
   for (size_t i = 0; i < samples_ms.size(); ++i) {
     const double x = samples_ms[i];
     if (!std::isfinite(x) || x < 0) {
-      throw std::invalid_argument(
-          fmt::format("timing sample {} is {} ms; samples must be finite and >= 0", i, x));
+      throw std::invalid_argument(fmt::format("timing sample {} is {} ms; samples must be finite and >= 0", i, x));
     }
   }
 }
@@ -87,9 +86,8 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
 
   // Converged takes precedence over a cap reached at the same sample: the number is good.
   if (s.n >= rule.min_samples && s.gpu_time_s >= rule.min_gpu_s && s.n >= 2) {
-    const double sem_over_mean =
-        s.mean_ms > 0 ? s.stdev_ms / std::sqrt(static_cast<double>(s.n)) / s.mean_ms
-                      : (s.stdev_ms == 0 ? 0.0 : INFINITY);
+    const double sem_over_mean = s.mean_ms > 0 ? s.stdev_ms / std::sqrt(static_cast<double>(s.n)) / s.mean_ms
+                                               : (s.stdev_ms == 0 ? 0.0 : INFINITY);
     if (s.rse_median <= rule.target_rse || sem_over_mean <= rule.target_rse) {
       return {true, "converged"};
     }
@@ -100,6 +98,8 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
   return {false, ""};
 }
 
-bool warmup_done(int runs, double gpu_ms) { return runs >= 3 && gpu_ms >= 50.0; }
+bool warmup_done(int runs, double gpu_ms) {
+  return runs >= 3 && gpu_ms >= 50.0;
+}
 
 }  // namespace kagent

@@ -58,7 +58,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-Module::Module(const std::string& image) { check(cu().cuModuleLoadData(&mod_, image.data()), "cuModuleLoadData"); }
+Module::Module(const std::string& image) {
+  check(cu().cuModuleLoadData(&mod_, image.data()), "cuModuleLoadData");
+}
 
 Module::~Module() {
   if (mod_) cu().cuModuleUnload(mod_);
@@ -103,7 +105,9 @@ Device::~Device() {
   if (ctx_) api.cuDevicePrimaryCtxRelease(dev_);
 }
 
-void Device::sync() const { check(cu().cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+void Device::sync() const {
+  check(cu().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
 
 void phase(const std::string& text) {
   std::fprintf(stderr, "kagent-phase: %s\n", text.c_str());

@@ -77,6 +77,9 @@ class Evaluation {
     return outputs_match(trial, when, o, pointers(ref_out_));
   }
   void flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o);
+  // Each launch timed on its own: the sample's set-up as in time_plan, then an event between
+  // launches; medians over a fixed number of samples (a breakdown, not the verdict's timing).
+  std::vector<LaunchTime> time_launches(PlanExecutor& plan, int samples);
   TimingSummary time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
 
@@ -277,6 +280,45 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   return s;
 }
 
+std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
+  phase("timing each launch");
+  const size_t n = plan.launch_count();
+  std::vector<CUevent> ev(n + 1);
+  for (auto& e : ev) check(cu().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<std::vector<double>> times(n);
+  try {
+    for (int s = 0; s < samples; ++s) {
+      restore_inputs();
+      poison(cand_out_);
+      plan.poison_scratch();
+      h_.flush(flush_.get(), flush_.bytes());
+      for (size_t i = 0; i < n; ++i) {
+        check(cu().cuEventRecord(ev[i], dev_.stream()), "cuEventRecord");
+        plan.launch(i, "per-launch timing");
+      }
+      check(cu().cuEventRecord(ev[n], dev_.stream()), "cuEventRecord");
+      check(cu().cuEventSynchronize(ev[n]), "per-launch timing");
+      for (size_t i = 0; i < n; ++i) {
+        float ms = 0;
+        check(cu().cuEventElapsedTime(&ms, ev[i], ev[i + 1]), "cuEventElapsedTime");
+        times[i].push_back(ms);
+      }
+    }
+  } catch (...) {
+    for (auto& e : ev) cu().cuEventDestroy(e);
+    throw;
+  }
+  for (auto& e : ev) cu().cuEventDestroy(e);
+  std::vector<LaunchTime> out;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back({plan.kernel_of(i), summarize(times[i]).median_ms, 0});
+    total += out.back().median_ms;
+  }
+  for (auto& l : out) l.share = total > 0 ? l.median_ms / total : 0;
+  return out;
+}
+
 EvaluationResult Evaluation::run() {
   EvaluationResult res;
   EvalOutcome& o = res.outcome;
@@ -341,6 +383,7 @@ EvaluationResult Evaluation::run() {
       o.failure_stage = "re-check";
       return res;
     }
+    if (rq_.per_launch) o.launch_times = time_launches(cand_plan, 21);
     for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
     for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();
     const double med_s = o.candidate_time->median_ms * 1e-3;

@@ -27,7 +27,9 @@ CUfunction Harness::kernel(const std::string& name) {
   return kernels_[name] = f;
 }
 
-CUfunction Harness::fn(const char* op, DType t) { return kernel(fmt::format("kagent_{}_{}", op, dtype_name(t))); }
+CUfunction Harness::fn(const char* op, DType t) {
+  return kernel(fmt::format("kagent_{}_{}", op, dtype_name(t)));
+}
 
 void Harness::launch(CUfunction f, int64_t numel, void** args) {
   const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * 32);

@@ -202,6 +202,13 @@ void PlanExecutor::run(bool sync_each, const std::string& context) {
   }
 }
 
+void PlanExecutor::launch(size_t i, const std::string& context) {
+  Prepared& p = launches_[i];
+  check(cu().cuLaunchKernel(p.fn, p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], p.smem,
+                            dev_.stream(), p.ptrs.data(), nullptr),
+        fmt::format("{}: {} launch[{}] (kernel {})", context, who_, i, p.kernel));
+}
+
 void PlanExecutor::poison_scratch() {
   for (const auto& b : scratch_) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison scratch");
 }

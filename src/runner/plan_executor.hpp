@@ -32,6 +32,10 @@ class PlanExecutor {
   // Enqueues every launch. With sync_each, reports a phase before each launch and synchronizes
   // after it, so a fault or hang is attributed to its launch (used for correctness runs).
   void run(bool sync_each, const std::string& context);
+  // Enqueues launch i only (per-launch timing records an event between launches).
+  void launch(size_t i, const std::string& context);
+  size_t launch_count() const { return launches_.size(); }
+  const std::string& kernel_of(size_t i) const { return launches_[i].kernel; }
   // Fills the scratch buffers with 0xFF bytes (stream-ordered), so nothing survives across calls.
   void poison_scratch();
   size_t scratch_bytes() const;

@@ -137,8 +137,8 @@ class ProfileTool : public Tool {
   ProfileTool(const Workspace& ws, KernelToolContext& ctx) : ws_(ws), ctx_(ctx) {}
   llm::ToolSpec spec() const override {
     return {"profile",
-            "Profile a candidate: per launch of its plan the grid, block, registers, shared memory and theoretical "
-            "occupancy (and what limits it); from its latest evaluation (run now if there is none) the median time, "
+            "Profile a candidate (one evaluation): per launch of its plan the grid, block, registers, shared memory, "
+            "theoretical occupancy (and what limits it) and its own time; for the whole plan the median time, "
             "achieved DRAM bandwidth against the GPU's peak and the memory floor.",
             path_schema("the candidate file, relative to the workspace")};
   }
@@ -163,7 +163,21 @@ class ProfileTool : public Tool {
         if (s.name == name) return s.value;
       return std::nullopt;
     };
-    TextTable t({"launch", "kernel", "grid", "block", "regs", "smem B", "blocks/SM", "occupancy", "limited by"});
+    // Time it first (every launch on its own too), so the table can say where the time goes.
+    std::optional<EvalReport> rep;
+    if (ctx_.evaluator != nullptr) {
+      try {
+        rep = ctx_.evaluator->evaluate(ctx_.op, c, /*per_launch=*/true);
+        ctx_.last_report[rel] = *rep;
+        if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, *rep);
+      } catch (const InputError& e) {
+        return {fmt::format("plan error: {}", e.what()), true, {{"error", e.what()}}};
+      }
+    }
+    const std::vector<LaunchTime> none;
+    const auto& times = rep ? rep->outcome.launch_times : none;
+    TextTable t({"launch", "kernel", "grid", "block", "regs", "smem B", "blocks/SM", "occupancy", "limited by",
+                 "median ms", "share"});
     nlohmann::json launches = nlohmann::json::array();
     for (size_t i = 0; i < c.plan.launches.size(); ++i) {
       const Launch& l = c.plan.launches[i];
@@ -196,8 +210,11 @@ class ProfileTool : public Tool {
         for (int64_t x : v) s += (s.empty() ? "" : "x") + (x < 0 ? std::string("?") : std::to_string(x));
         return s;
       };
+      const bool timed = i < times.size();
       t.add_row({std::to_string(i), l.kernel, show(grid), show(block), std::to_string(regs), std::to_string(smem),
-                 std::to_string(o.blocks_per_sm), fmt::format("{:.0f}%", 100 * o.fraction), o.limiter});
+                 std::to_string(o.blocks_per_sm), fmt::format("{:.0f}%", 100 * o.fraction), o.limiter,
+                 timed ? fmt::format("{:.4f}", times[i].median_ms) : "-",
+                 timed ? fmt::format("{:.0f}%", 100 * times[i].share) : "-"});
       launches.push_back({{"kernel", l.kernel},
                           {"grid", grid},
                           {"block", block},
@@ -206,34 +223,30 @@ class ProfileTool : public Tool {
                           {"blocks_per_sm", o.blocks_per_sm},
                           {"occupancy", o.fraction},
                           {"limited_by", o.limiter}});
+      if (timed) launches.back()["median_ms"] = times[i].median_ms;
     }
-    std::string text = "launches (theoretical occupancy on a 2048-thread, 64K-register, 228 KiB SM):\n" + t.render();
+    std::string text =
+        "launches (theoretical occupancy on a 2048-thread, 64K-register, 228 KiB SM; each launch timed "
+        "on its own after an L2 flush):\n" +
+        t.render();
     nlohmann::json record = {{"launches", launches}};
-    auto it = ctx_.last_report.find(rel);
-    if (it == ctx_.last_report.end() && ctx_.evaluator != nullptr) {
-      try {
-        ctx_.last_report[rel] = ctx_.evaluator->evaluate(ctx_.op, c);
-        if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, ctx_.last_report[rel]);
-        it = ctx_.last_report.find(rel);
-      } catch (const InputError&) {
-      }
-    }
-    if (it != ctx_.last_report.end() && it->second.outcome.candidate_time) {
-      const auto& o = it->second.outcome;
+    if (rep && rep->outcome.candidate_time) {
+      const auto& o = rep->outcome;
       text += fmt::format(
-          "\nlatest evaluation: median {:.4f} ms over {} samples; {} bytes of tensors moved: {:.0f} GB/s achieved, "
+          "\nwhole plan: median {:.4f} ms over {} samples; {} bytes of tensors moved: {:.0f} GB/s achieved, "
           "{:.1f}% of the {:.0f} GB/s peak; memory floor {:.4f} ms ({:.0f}% of the median). tier {}\n",
           o.candidate_time->median_ms, o.candidate_time->n, o.bytes_moved, o.achieved_gbs, 100 * o.bandwidth_share,
           o.device.peak_gbs, o.memory_floor_ms,
           o.candidate_time->median_ms > 0 ? 100 * o.memory_floor_ms / o.candidate_time->median_ms : 0.0,
-          it->second.reward.tier);
+          rep->reward.tier);
       record["median_ms"] = o.candidate_time->median_ms;
       record["achieved_gbs"] = o.achieved_gbs;
       record["bandwidth_share"] = o.bandwidth_share;
+      record["tier"] = rep->reward.tier;
     } else if (ctx_.evaluator == nullptr) {
       text += fmt::format("\nno timing: {}\n", ctx_.no_gpu_reason);
-    } else if (it != ctx_.last_report.end()) {
-      text += "\nno timing: the latest evaluation was not correct\n";
+    } else if (rep) {
+      text += fmt::format("\nno timing: the candidate is not correct ({})\n", rep->outcome.message);
     }
     return {text, false, record};
   }

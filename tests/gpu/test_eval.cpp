@@ -67,6 +67,28 @@ TEST_F(GpuEval, ExamplesAreCorrectAndTimed) {
   }
 }
 
+TEST_F(GpuEval, PerLaunchTimesAddUpToThePlan) {
+  // cand_scratch.cu: two launches (row_stats, row_normalize) through a scratch buffer.
+  Op op = load_op(test::examples_dir() / "softmax/op.json");
+  EvalReport r = ev().evaluate(op, load_candidate(example("softmax/cand_scratch.cu")), /*per_launch=*/true);
+  ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+  ASSERT_EQ(r.outcome.launch_times.size(), 2u);
+  EXPECT_EQ(r.outcome.launch_times[0].kernel, "row_stats");
+  EXPECT_EQ(r.outcome.launch_times[1].kernel, "row_normalize");
+  double sum = 0, shares = 0;
+  for (const auto& l : r.outcome.launch_times) {
+    EXPECT_GT(l.median_ms, 0);
+    sum += l.median_ms;
+    shares += l.share;
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-6);
+  // Events between the launches add a little; the parts stay close to the whole.
+  EXPECT_NEAR(sum / r.outcome.candidate_time->median_ms, 1.0, 0.3)
+      << sum << " ms summed vs " << r.outcome.candidate_time->median_ms << " ms for the plan";
+  EXPECT_TRUE(ev().evaluate(op, load_candidate(example("softmax/cand_scratch.cu"))).outcome.launch_times.empty())
+      << "only on request";
+}
+
 TEST_F(GpuEval, WrongKernelFailsWithAMismatchReport) {
   EvalReport r = eval(fixture("wrong.cu"));
   EXPECT_FALSE(r.outcome.correct);

@@ -52,7 +52,8 @@ class Evaluator {
   // Throws InputError for a bad plan (unknown kernel, wrong argument count or size, unknown
   // tensor) found before the GPU, EnvError for a missing environment. Everything about the
   // candidate itself (compile errors, faults, hangs, wrong results) is in the report.
-  EvalReport evaluate(const Op& op, const Candidate& cand);
+  // With per_launch, also each launch of the plan timed on its own (the profile tool).
+  EvalReport evaluate(const Op& op, const Candidate& cand, bool per_launch = false);
 
   const std::string& arch() const { return arch_; }
   RunnerClient& runner() { return *runner_; }

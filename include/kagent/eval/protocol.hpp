@@ -47,7 +47,8 @@ struct EvalRequest {
   bool timing = true;
   bool time_reference = true;
   StopRule stop_rule;
-  int check_every = 4;  // re-check outputs after every N-th timed sample (and after the last)
+  int check_every = 4;      // re-check outputs after every N-th timed sample (and after the last)
+  bool per_launch = false;  // also time each launch of the candidate's plan on its own (profile)
 };
 
 struct DeviceSummary {
@@ -67,6 +68,13 @@ struct MismatchReport {
   double max_abs = 0, max_rel = 0;
 };
 
+// One launch of a candidate's plan, timed on its own (events between launches, same flush).
+struct LaunchTime {
+  std::string kernel;
+  double median_ms = 0;
+  double share = 0;  // of the sum of the launches' medians
+};
+
 struct EvalOutcome {
   bool correct = false;
   // "", "plan", "launch", "correctness", "re-check", "reference" (the server failed), "timeout", "crash"
@@ -77,6 +85,7 @@ struct EvalOutcome {
   std::optional<TimingSummary> candidate_time, reference_time;
   int64_t bytes_moved = 0;
   double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;
+  std::vector<LaunchTime> launch_times;  // with per_launch
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;
@@ -89,6 +98,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms,
                                    gpu_time_s, stop_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchTime, kernel, median_ms, share)
 
 // Hand-written where the JSON differs from the fields (enums by name, NaN as null, optionals).
 void to_json(nlohmann::json& j, const TensorSpec& t);

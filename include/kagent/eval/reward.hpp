@@ -11,7 +11,7 @@ struct Baselines {
 };
 
 struct Reward {
-  int tier = -1;  // -1, 1, 2 or 3
+  int tier = -1;                             // -1, 1, 2 or 3
   std::optional<double> speedup_vs_eager;    // eager_ms / candidate_ms
   std::optional<double> speedup_vs_compile;  // compile_ms / candidate_ms
   std::string reason;                        // one line: why this tier

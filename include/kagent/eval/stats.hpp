@@ -9,9 +9,9 @@ namespace kagent {
 struct TimingSummary {
   int n = 0;
   double median_ms = 0, mean_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0, stdev_ms = 0;
-  double rse_median = 0;   // relative standard error of the median (see relative_se_of_median)
-  double gpu_time_s = 0;   // sum of the samples
-  std::string stop_reason; // why sampling stopped ("converged", "max samples", ...)
+  double rse_median = 0;    // relative standard error of the median (see relative_se_of_median)
+  double gpu_time_s = 0;    // sum of the samples
+  std::string stop_reason;  // why sampling stopped ("converged", "max samples", ...)
 };
 
 // Summary of samples in milliseconds (any order). Percentiles by linear interpolation.

@@ -3,8 +3,9 @@
 // workspace and report what kagent's compiler and evaluator say, in text the model can act on.
 //   compile  {path}           NVRTC: the resource table, or the errors with the file's line numbers
 //   evaluate {path}           correctness, timing, speedups, tier (the reward); needs a GPU
-//   profile  {path}           per launch: grid, block, registers, shared memory, occupancy, and
-//                             from an evaluation: time, achieved bandwidth against peak
+//   profile  {path}           one evaluation with each launch also timed on its own; per launch:
+//                             grid, block, registers, shared memory, occupancy, time and share;
+//                             for the plan: time, achieved bandwidth against peak, memory floor
 //   finish   {path, summary?} ends the run, naming the final candidate
 #include <functional>
 #include <map>
@@ -30,7 +31,7 @@ struct KernelToolContext {
   // Set by finish: the final candidate and the model's summary.
   std::optional<std::string> finished_path;
   std::string finish_summary;
-  std::map<std::string, EvalReport> last_report;  // by workspace path: profile reads timing from it
+  std::map<std::string, EvalReport> last_report;  // by workspace path: the latest evaluation
 };
 
 ToolSet make_kernel_tools(const Workspace& ws, KernelToolContext& ctx);
