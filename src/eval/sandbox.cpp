@@ -65,8 +65,14 @@ std::string_view name_of(std::string_view assignment) {
   return assignment.substr(0, assignment.find('='));
 }
 
-// Writes `text` to a /proc file in one write(2): the uid/gid map files reject partial writes.
-bool write_proc_file(const char* path, const std::string& text) {
+std::string no_namespace_warning(int err) {
+  return fmt::format("runner sandbox: no network namespace (unshare: {}); the runner can reach the network",
+                     std::strerror(err));
+}
+
+}  // namespace
+
+bool write_proc_file(const char* path, std::string_view text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   ssize_t n = write(fd, text.data(), text.size());
@@ -75,13 +81,6 @@ bool write_proc_file(const char* path, const std::string& text) {
   errno = saved;
   return n == static_cast<ssize_t>(text.size());
 }
-
-std::string no_namespace_warning(int err) {
-  return fmt::format("runner sandbox: no network namespace (unshare: {}); the runner can reach the network",
-                     std::strerror(err));
-}
-
-}  // namespace
 
 bool apply_child_limits() {
   // Own process group: a timeout kills the runner and everything it started with one kill(-pgid).

@@ -10,6 +10,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_text.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -22,22 +23,8 @@ constexpr const char* kTurnShape =
     R"(one assistant turn per line: {"content": "...", "tool_calls": [{"name": "...", "arguments": {...}}], )"
     R"("stop_reason": "...", "usage": {"input_tokens": N, "output_tokens": N}}, every key optional)";
 
-// Short rendering of a value for "got ..." in messages.
 std::string show(const json& v) {
-  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-
-// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, ..."
-// prefix: the file and line are ours to report, and its column is all that is left of use.
-std::string parse_detail(const json::parse_error& e) {
-  std::string_view what = e.what();
-  size_t at = what.find("parse error");
-  if (at != std::string_view::npos) {
-    size_t colon = what.find(": ", at);
-    if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
-  }
-  return std::string(what);
+  return show_json(v);
 }
 
 bool is_blank(std::string_view line) {
@@ -50,7 +37,7 @@ ChatResponse parse_turn(const std::string& where, std::string_view line, size_t 
   try {
     doc = json::parse(line);
   } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({}); expected {}", where, parse_detail(e), kTurnShape));
+    throw InputError(fmt::format("{}: not valid JSON ({}); expected {}", where, json_error_detail(e), kTurnShape));
   }
   if (!doc.is_object()) throw InputError(fmt::format("{}: got {}; expected {}", where, show(doc), kTurnShape));
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/json_text.hpp"
+
 namespace kagent::spec_detail {
 
 // C identifier: [A-Za-z_][A-Za-z0-9_]*. Tensor, scratch and kernel names must be one.
@@ -18,22 +20,9 @@ inline bool is_identifier(std::string_view s) {
 
 // Short rendering of a JSON value for "got ..." in messages.
 inline std::string show(const nlohmann::ordered_json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  return show_json(v);
 }
 
-// nlohmann's message without its "[json.exception...] parse error at line L, column C: " prefix:
-// callers report the position in the file themselves (inside a candidate, nlohmann's lines
-// would count from the plan block, not the file, and only mislead).
-inline std::string json_error_detail(const nlohmann::json::parse_error& e) {
-  std::string_view what = e.what();
-  size_t at = what.find("parse error");
-  if (at != std::string_view::npos) {
-    size_t colon = what.find(": ", at);
-    if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
-  }
-  return std::string(what);
-}
+using kagent::json_error_detail;
 
 }  // namespace kagent::spec_detail

@@ -204,17 +204,6 @@ void finish_plan(ChildPlan& plan) {
   _exit(kSetupFailedExit);
 }
 
-// The uid/gid map files take one write(2) only.
-bool write_once(const char* path, const std::string& text) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = write(fd, text.data(), text.size());
-  int saved = errno;
-  close(fd);
-  errno = saved;
-  return n == static_cast<ssize_t>(text.size());
-}
-
 // "/proc/self/fd/N" without snprintf (not async-signal-safe).
 void fd_path(char (&buf)[32], int fd) {
   const char prefix[] = "/proc/self/fd/";
@@ -330,9 +319,9 @@ void setup_mounts(ChildPlan& plan) {
   reset_signals();
   if (!apply_child_limits()) child_fail(plan, "process limits");
   // setgroups "deny" must precede gid_map for an unprivileged writer; older kernels lack the file.
-  if (!write_once("/proc/self/setgroups", "deny") && errno != ENOENT) child_fail(plan, "setgroups deny");
-  if (!write_once("/proc/self/uid_map", plan.uid_map)) child_fail(plan, "write uid_map");
-  if (!write_once("/proc/self/gid_map", plan.gid_map)) child_fail(plan, "write gid_map");
+  if (!write_proc_file("/proc/self/setgroups", "deny") && errno != ENOENT) child_fail(plan, "setgroups deny");
+  if (!write_proc_file("/proc/self/uid_map", plan.uid_map)) child_fail(plan, "write uid_map");
+  if (!write_proc_file("/proc/self/gid_map", plan.gid_map)) child_fail(plan, "write gid_map");
   setup_mounts(plan);
   if (chdir(plan.ws.c_str()) != 0) child_fail(plan, "chdir", plan.ws.c_str());
   // No capabilities for bash: with them (root in this user namespace) it could remount / rw.

@@ -4,6 +4,7 @@
 // namespace part itself at start-up, before any CUDA call (enter_network_namespace), and
 // reports the outcome in its hello line.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kagent {
@@ -27,6 +28,10 @@ struct NetnsResult {
 // unshare(CLONE_NEWNET); if not permitted, a user namespace plus a network namespace (mapping
 // the current uid and gid); else a warning. Must run before the process starts threads.
 NetnsResult enter_network_namespace();
+
+// Writes `text` to a /proc file in one write(2) (the uid/gid map files reject partial writes).
+// Only open/write/close: safe in a child between fork and exec. False with errno set on failure.
+bool write_proc_file(const char* path, std::string_view text);
 
 // Nsight Compute, Nsight Systems and compute-sanitizer inject a library into CUDA processes that
 // talks to the tool over a (per network namespace) socket: under such a tool the runner must stay
