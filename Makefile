@@ -39,7 +39,7 @@ demo: deps build
 	@echo "== kagent optimize: the agent loop on a bundled operator, driven by a SCRIPTED session (no model;"
 	@echo "   see examples/optimize_demo/README.md). With a GPU the evaluations are real."
 	-$(BUILD)/kagent optimize examples/optimize_demo/op.json --provider script \
-	  --script examples/optimize_demo/session.jsonl --out runs/optimize_demo
+	  --script examples/optimize_demo/session.jsonl
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

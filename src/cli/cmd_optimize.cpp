@@ -79,6 +79,12 @@ int run_optimize(OptimizeArgs a) {
   if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
   Op op = load_op(a.op);
   if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", op.name, timestamp());
+  std::error_code ec;
+  if (!resuming && fs::exists(out / "transcript.jsonl", ec))
+    throw InputError(
+        fmt::format("--out {}: that folder already holds a run; continue it with --resume {} or choose "
+                    "another --out",
+                    out.string(), out.string()));
   fs::create_directories(out / "workspace");
   if (!a.llm.script.empty()) a.llm.script = fs::absolute(a.llm.script).string();
   llm::LlmConfig llm_config = llm::resolve_llm_config(a.llm, op.llm);

@@ -266,6 +266,11 @@ TEST_F(Cli, ScriptedDemoSession) {
   EXPECT_EQ(result["stop_reason"], "finish") << r.output;
   EXPECT_EQ(result["turns"], 8);
   EXPECT_EQ(result["final"], "softmax.cu");
+  // A second fresh run into the same folder would mix two runs: refused, pointing at --resume.
+  auto again = kagent({"optimize", example("optimize_demo/op.json"), "--provider", "script", "--script",
+                       example("optimize_demo/session.jsonl"), "--out", out.string()});
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(has(again.output, "already holds a run")) << again.output;
   if (query_gpus().gpus.empty()) {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_TRUE(has(r.output, "no GPU")) << r.output;
