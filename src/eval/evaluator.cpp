@@ -85,19 +85,7 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   r.op.inputs.insert(r.op.inputs.end(), r.signature.params.begin(), r.signature.params.end());
   r.op.outputs = r.signature.outputs;
   r.op.scalars.clear();
-  for (const auto& s : r.signature.scalars) {
-    ScalarArg a;
-    a.name = s.name;
-    a.value.is_int = !s.value.is_number_float();
-    if (s.value.is_boolean()) {
-      a.value.i = s.value.get<bool>() ? 1 : 0;
-    } else if (a.value.is_int) {
-      a.value.i = s.value.get<int64_t>();
-    } else {
-      a.value.f = s.value.get<double>();
-    }
-    r.op.scalars.push_back(std::move(a));
-  }
+  for (const auto& s : r.signature.scalars) r.op.scalars.push_back(ScalarArg::from_json(s.name, s.value));
   loaded_ = std::move(r);
   loaded_key_ = key;
   return loaded_;

@@ -106,20 +106,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("inputs").get_to(r.inputs);
   j.at("outputs").get_to(r.outputs);
   r.scalars.clear();
-  for (const auto& s : j.at("scalars")) {
-    ScalarArg a;
-    a.name = s.at("name").get<std::string>();
-    const auto& v = s.at("value");
-    a.value.is_int = v.is_number_integer() || v.is_boolean();
-    if (v.is_boolean()) {
-      a.value.i = v.get<bool>() ? 1 : 0;
-    } else if (a.value.is_int) {
-      a.value.i = v.get<int64_t>();
-    } else {
-      a.value.f = v.get<double>();
-    }
-    r.scalars.push_back(std::move(a));
-  }
+  for (const auto& s : j.at("scalars")) r.scalars.push_back(ScalarArg::from_json(s.at("name"), s.at("value")));
   const std::string kind = j.at("reference_kind").get<std::string>();
   if (kind != "cuda" && kind != "pytorch") throw std::invalid_argument("reference_kind '" + kind + "'");
   r.reference_kind = kind == "cuda" ? ReferenceKind::cuda : ReferenceKind::pytorch;

@@ -434,6 +434,20 @@ std::vector<std::string> Op::tensor_names() const {
   return names;
 }
 
+ScalarArg ScalarArg::from_json(std::string name, const nlohmann::json& value) {
+  ScalarArg a;
+  a.name = std::move(name);
+  a.value.is_int = value.is_number_integer() || value.is_boolean();
+  if (value.is_boolean()) {
+    a.value.i = value.get<bool>() ? 1 : 0;
+  } else if (a.value.is_int) {
+    a.value.i = value.get<int64_t>();
+  } else {
+    a.value.f = value.get<double>();
+  }
+  return a;
+}
+
 std::vector<std::string> Op::scalar_names() const {
   std::vector<std::string> names;
   for (const auto& s : scalars) names.push_back(s.name);

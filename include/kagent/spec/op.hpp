@@ -39,6 +39,9 @@ struct TensorSpec {
 struct ScalarArg {
   std::string name;
   ExprValue value;
+  // From JSON: an integer or a bool (as 0/1) stays an integer, any other number is a float.
+  // Throws nlohmann::json::type_error for a value that is not a number or a bool.
+  static ScalarArg from_json(std::string name, const nlohmann::json& value);
 };
 
 struct Tolerance {
