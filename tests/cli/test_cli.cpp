@@ -284,3 +284,19 @@ TEST_F(Cli, ScriptedDemoSession) {
   std::printf("demo: best tier %d, %.3fx vs the reference\n", result["best"]["tier"].get<int>(),
               result["best"]["speedup_vs_eager"].get<double>());
 }
+
+TEST_F(Cli, ReportMergesShardsIntoTheSummary) {
+  auto a = tmp.write(
+      "a.jsonl", R"({"problem": "level1/a", "level": "level1", "status": "correct", "tier": 2, "speedup_vs_eager": 1.5}
+)");
+  auto b = tmp.write("b.jsonl", R"({"problem": "level1/b", "level": "level1", "status": "incorrect", "tier": -1}
+)");
+  auto r = kagent({"report", a.string(), b.string(), "--md"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "2 problems from 2 file(s)")) << r.output;
+  EXPECT_TRUE(has(r.output, "| level1 | 2 | 50.0% | 50.0% | 0.0% | 1.500x |")) << r.output;
+  auto bad = tmp.write("bad.jsonl", "nope\n{}\n");
+  r = kagent({"report", bad.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "bad.jsonl:1")) << r.output;
+}

@@ -1,0 +1,166 @@
+#include "kagent/report/results.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/text_table.hpp"
+
+namespace kagent::report {
+
+namespace {
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const ResultRecord& r) {
+  j = {{"problem", r.problem},
+       {"level", r.level},
+       {"status", r.status},
+       {"tier", r.tier},
+       {"candidate_ms", opt(r.candidate_ms)},
+       {"eager_ms", opt(r.eager_ms)},
+       {"compile_ms", opt(r.compile_ms)},
+       {"speedup_vs_eager", opt(r.speedup_vs_eager)},
+       {"speedup_vs_compile", opt(r.speedup_vs_compile)},
+       {"error", r.error},
+       {"run_dir", r.run_dir}};
+}
+
+void from_json(const nlohmann::json& j, ResultRecord& r) {
+  r.problem = j.at("problem").get<std::string>();
+  r.level = j.value("level", "");
+  r.status = j.at("status").get<std::string>();
+  r.tier = j.value("tier", -1);
+  r.candidate_ms = opt_number(j, "candidate_ms");
+  r.eager_ms = opt_number(j, "eager_ms");
+  r.compile_ms = opt_number(j, "compile_ms");
+  r.speedup_vs_eager = opt_number(j, "speedup_vs_eager");
+  r.speedup_vs_compile = opt_number(j, "speedup_vs_compile");
+  r.error = j.value("error", "");
+  r.run_dir = j.value("run_dir", "");
+}
+
+std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files) {
+  std::map<std::string, ResultRecord> by_problem;
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    if (!in) throw InputError(fmt::format("{}: cannot read the results file", path.string()));
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.empty()) continue;
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        if (in.peek() == EOF) break;  // a line torn by a kill
+        throw InputError(fmt::format("{}:{}: not a JSON object", path.string(), n));
+      }
+      try {
+        ResultRecord r = j.get<ResultRecord>();
+        by_problem[r.problem] = std::move(r);
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), n, e.what()));
+      }
+    }
+  }
+  std::vector<ResultRecord> out;
+  for (auto& [p, r] : by_problem) out.push_back(std::move(r));
+  return out;
+}
+
+namespace {
+
+Summary summarize_group(const std::string& group, const std::vector<const ResultRecord*>& rs) {
+  Summary s;
+  s.group = group;
+  s.problems = static_cast<int>(rs.size());
+  if (rs.empty()) return s;
+  int correct = 0, faster = 0, t3 = 0, f1 = 0, f15 = 0, f2 = 0, ne = 0, nc = 0;
+  double log_e = 0, log_c = 0;
+  for (const auto* r : rs) {
+    if (!r->correct()) continue;
+    ++correct;
+    faster += r->tier >= 2;
+    t3 += r->tier >= 3;
+    if (r->speedup_vs_eager && *r->speedup_vs_eager > 0) {
+      const double x = *r->speedup_vs_eager;
+      ++ne;
+      log_e += std::log(x);
+      f1 += x > 1.0;
+      f15 += x > 1.5;
+      f2 += x > 2.0;
+    }
+    if (r->speedup_vs_compile && *r->speedup_vs_compile > 0) {
+      ++nc;
+      log_c += std::log(*r->speedup_vs_compile);
+    }
+  }
+  const double n = static_cast<double>(rs.size());
+  s.pass_rate = correct / n;
+  s.faster_than_eager = faster / n;
+  s.tier3 = t3 / n;
+  if (ne > 0) s.geomean_vs_eager = std::exp(log_e / ne);
+  if (nc > 0) s.geomean_vs_compile = std::exp(log_c / nc);
+  s.fast_1 = f1 / n;
+  s.fast_1_5 = f15 / n;
+  s.fast_2 = f2 / n;
+  return s;
+}
+
+}  // namespace
+
+std::vector<Summary> summarize(const std::vector<ResultRecord>& records) {
+  std::map<std::string, std::vector<const ResultRecord*>> by_level;
+  std::vector<const ResultRecord*> all;
+  for (const auto& r : records) {
+    by_level[r.level].push_back(&r);
+    all.push_back(&r);
+  }
+  std::vector<Summary> out;
+  for (const auto& [level, rs] : by_level) out.push_back(summarize_group(level.empty() ? "(no level)" : level, rs));
+  out.push_back(summarize_group("overall", all));
+  return out;
+}
+
+std::string render_summary(const std::vector<Summary>& summaries, bool markdown) {
+  const std::vector<std::string> head = {
+      "group",    "problems", "pass",    "> eager", "tier 3", "geomean vs eager", "geomean vs compile",
+      "fast_1.0", "fast_1.5", "fast_2.0"};
+  auto pct = [](double v) { return fmt::format("{:.1f}%", 100 * v); };
+  auto gm = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : std::string("-"); };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : summaries)
+    rows.push_back({s.group, std::to_string(s.problems), pct(s.pass_rate), pct(s.faster_than_eager), pct(s.tier3),
+                    gm(s.geomean_vs_eager), gm(s.geomean_vs_compile), pct(s.fast_1), pct(s.fast_1_5), pct(s.fast_2)});
+  if (!markdown) {
+    TextTable t(head);
+    for (auto& r : rows) t.add_row(r);
+    return t.render();
+  }
+  std::string out = "|";
+  for (const auto& h : head) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < head.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (const auto& c : r) out += " " + c + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kagent::report

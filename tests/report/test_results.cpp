@@ -1,0 +1,117 @@
+// results.jsonl records and the CUDA Agent paper's summary statistics, against hand-computed
+// values; merging shards and resumed runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kagent/common/error.hpp"
+#include "kagent/report/results.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace kagent::report;
+
+namespace {
+
+ResultRecord rec(const std::string& problem, const std::string& level, const std::string& status, int tier,
+                 std::optional<double> vs_eager = std::nullopt, std::optional<double> vs_compile = std::nullopt) {
+  ResultRecord r;
+  r.problem = problem;
+  r.level = level;
+  r.status = status;
+  r.tier = tier;
+  r.speedup_vs_eager = vs_eager;
+  r.speedup_vs_compile = vs_compile;
+  return r;
+}
+
+std::string line(const ResultRecord& r) {
+  return nlohmann::json(r).dump() + "\n";
+}
+
+}  // namespace
+
+TEST(Results, RecordRoundTrips) {
+  ResultRecord r = rec("level1/19_ReLU", "level1", "correct", 2, 1.25, 0.9);
+  r.candidate_ms = 3.4;
+  r.eager_ms = 4.25;
+  r.run_dir = "runs/x";
+  ResultRecord b = nlohmann::json(r).get<ResultRecord>();
+  EXPECT_EQ(b.problem, r.problem);
+  EXPECT_EQ(b.tier, 2);
+  EXPECT_DOUBLE_EQ(*b.speedup_vs_eager, 1.25);
+  EXPECT_DOUBLE_EQ(*b.candidate_ms, 3.4);
+  EXPECT_FALSE(b.compile_ms.has_value());
+  EXPECT_EQ(b.run_dir, "runs/x");
+}
+
+// Level 1: four problems. Speedups vs eager 2.0 (tier 3), 1.2 (tier 2), 0.5 (tier 1), and one
+// incorrect. pass 3/4, > eager 2/4, tier 3 1/4, geomean vs eager (2.0*1.2*0.5)^(1/3) = 1.2^(1/3),
+// fast_1.0 = 2/4 (2.0 and 1.2), fast_1.5 = 1/4, fast_2.0 = 0 (strictly greater).
+// Level 2: one unsolved problem: everything 0, no geomean.
+TEST(Results, SummaryMatchesHandComputedValues) {
+  std::vector<ResultRecord> rs = {
+      rec("level1/a", "level1", "correct", 3, 2.0, 1.1), rec("level1/b", "level1", "correct", 2, 1.2, 0.8),
+      rec("level1/c", "level1", "correct", 1, 0.5, 0.4), rec("level1/d", "level1", "incorrect", -1),
+      rec("level2/e", "level2", "unsolved", -1)};
+  auto s = summarize(rs);
+  ASSERT_EQ(s.size(), 3u);
+  const Summary& l1 = s[0];
+  EXPECT_EQ(l1.group, "level1");
+  EXPECT_EQ(l1.problems, 4);
+  EXPECT_DOUBLE_EQ(l1.pass_rate, 0.75);
+  EXPECT_DOUBLE_EQ(l1.faster_than_eager, 0.5);
+  EXPECT_DOUBLE_EQ(l1.tier3, 0.25);
+  EXPECT_NEAR(*l1.geomean_vs_eager, std::cbrt(1.2), 1e-12);
+  EXPECT_NEAR(*l1.geomean_vs_compile, std::cbrt(1.1 * 0.8 * 0.4), 1e-12);
+  EXPECT_DOUBLE_EQ(l1.fast_1, 0.5);
+  EXPECT_DOUBLE_EQ(l1.fast_1_5, 0.25);
+  EXPECT_DOUBLE_EQ(l1.fast_2, 0.0);
+  const Summary& l2 = s[1];
+  EXPECT_EQ(l2.problems, 1);
+  EXPECT_DOUBLE_EQ(l2.pass_rate, 0.0);
+  EXPECT_FALSE(l2.geomean_vs_eager.has_value());
+  const Summary& all = s[2];
+  EXPECT_EQ(all.group, "overall");
+  EXPECT_EQ(all.problems, 5);
+  EXPECT_DOUBLE_EQ(all.pass_rate, 0.6);
+  EXPECT_DOUBLE_EQ(all.fast_1, 0.4);
+  EXPECT_NEAR(*all.geomean_vs_eager, std::cbrt(1.2), 1e-12);
+}
+
+TEST(Results, ShardsMergeToOneRunAndTheLastRecordWins) {
+  test::TempDir dir;
+  auto a = dir.write(
+      "a.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) + line(rec("level1/b", "level1", "timeout", -1)));
+  // A resumed run re-evaluated b; a torn last line (killed mid-write) is skipped.
+  auto b = dir.write("b.jsonl", line(rec("level1/c", "level1", "correct", 1, 0.9)) +
+                                    line(rec("level1/b", "level1", "correct", 3, 2.5)) + "{\"problem\": \"level1/");
+  auto merged = read_results({a, b});
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[1].problem, "level1/b");
+  EXPECT_EQ(merged[1].status, "correct");
+  EXPECT_EQ(merged[1].tier, 3);
+  auto one = dir.write("one.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) +
+                                        line(rec("level1/b", "level1", "correct", 3, 2.5)) +
+                                        line(rec("level1/c", "level1", "correct", 1, 0.9)));
+  EXPECT_EQ(render_summary(summarize(merged), false), render_summary(summarize(read_results({one})), false));
+}
+
+TEST(Results, MalformedLineNamesFileAndLine) {
+  test::TempDir dir;
+  auto f = dir.write("r.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) + "not json\n" +
+                                    line(rec("level1/b", "level1", "correct", 2, 1.5)));
+  try {
+    read_results({f});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.jsonl:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Results, MarkdownTable) {
+  auto md = render_summary(summarize({rec("level1/a", "level1", "correct", 2, 1.5)}), true);
+  EXPECT_EQ(md.rfind("| group | problems | pass |", 0), 0u) << md;
+  EXPECT_NE(md.find("| level1 | 1 | 100.0% | 100.0% | 0.0% | 1.500x | - | 100.0% | 0.0% | 0.0% |"), std::string::npos)
+      << md;
+}
