@@ -1,6 +1,11 @@
 #include "kagent/report/results.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -37,6 +42,10 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
        {"speedup_vs_compile", opt(r.speedup_vs_compile)},
        {"error", r.error},
        {"run_dir", r.run_dir}};
+  if (!r.candidate.empty()) j["candidate"] = r.candidate;
+  if (r.wall_s) j["wall_s"] = *r.wall_s;
+  if (r.gpu) j["gpu"] = *r.gpu;
+  if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
 }
 
 void from_json(const nlohmann::json& j, ResultRecord& r) {
@@ -51,6 +60,44 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.speedup_vs_compile = opt_number(j, "speedup_vs_compile");
   r.error = j.value("error", "");
   r.run_dir = j.value("run_dir", "");
+  r.candidate = j.value("candidate", "");
+  r.wall_s = opt_number(j, "wall_s");
+  if (auto g = opt_number(j, "gpu")) r.gpu = static_cast<int>(*g);
+  if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array())
+    r.best_by_turn = it->get<std::vector<std::pair<int, double>>>();
+}
+
+ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(fmt::format("{}: cannot open the results file ({})", path_.string(), std::strerror(errno)));
+  // A kill in the middle of a write leaves a last line without its newline: cut it off, so that
+  // the next record does not continue it.
+  const off_t size = ::lseek(fd_, 0, SEEK_END);
+  off_t keep = size;
+  char c = 0;
+  while (keep > 0 && ::pread(fd_, &c, 1, keep - 1) == 1 && c != '\n') --keep;
+  if (keep != size && ::ftruncate(fd_, keep) != 0)
+    throw InputError(fmt::format("{}: cannot repair a torn last line ({})", path_.string(), std::strerror(errno)));
+}
+
+ResultsWriter::~ResultsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ResultsWriter::append(const ResultRecord& r) {
+  const std::string line = nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  // One write per record to an O_APPEND descriptor: lines of two writers (threads here, or two
+  // batches sharing a file) do not interleave.
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw EnvError(fmt::format("{}: cannot write a result ({})", path_.string(), std::strerror(errno)));
+    done += static_cast<size_t>(n);
+  }
+  ::fdatasync(fd_);
 }
 
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files) {

@@ -3,7 +3,9 @@
 // paper reports over them (`kagent report`): per level and overall, the pass rate, the share
 // faster than torch eager and reaching tier 3, geometric-mean speedups, and fast_p.
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,32 @@ struct ResultRecord {
   int tier = -1;
   std::optional<double> candidate_ms, eager_ms, compile_ms;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
-  std::string error;    // one paragraph when status is not "correct"
-  std::string run_dir;  // agent runs
+  std::string error;      // one paragraph when status is not "correct"
+  std::string run_dir;    // agent runs
+  std::string candidate;  // the .cu evaluated (solutions) or the run's best.cu (agent runs)
+  std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
+  std::optional<int> gpu;        // which GPU ran it
+  // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
+  std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
+};
+
+// Appends records to a results file, one JSON line each, flushed to disk before returning, so a
+// killed batch loses nothing it had finished. Opening repairs a line torn by an earlier kill (it
+// is cut off, so the next record starts on a line of its own). Thread-safe.
+class ResultsWriter {
+ public:
+  explicit ResultsWriter(std::filesystem::path path);
+  ~ResultsWriter();
+  ResultsWriter(const ResultsWriter&) = delete;
+  ResultsWriter& operator=(const ResultsWriter&) = delete;
+  void append(const ResultRecord& r);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::mutex mu_;
 };
 
 void to_json(nlohmann::json& j, const ResultRecord& r);
