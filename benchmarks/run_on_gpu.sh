@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|bench|kernelbench|fixtures|ncu|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|level1|all]   (default all)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -26,6 +26,29 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   gpu_suites='^(GpuEval|PyTorchEval|RefServerTest)'
   step tests 500 bash -c "cd $B && ctest --output-on-failure -j 4 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
+fi
+if [ "$what" = cpu-tests ]; then
+  # The suites that need no GPU code of their own (bench, report, CLI), run where a GPU is present.
+  step tests 300 bash -c "cd $B && ctest --output-on-failure -j 8 -L 'kagent_unit_tests|kagent_cli_tests'"
+fi
+if [ "$what" = level1 ] || [ "$what" = cpu-tests ]; then
+  # `kagent bench` over the whole of KernelBench level 1 with the fixtures as solutions: a first
+  # run from an empty cache (kernels compiled, eager and torch.compile baselines measured), then a
+  # second with the cache warm. Both resume across calls of this script on a warm machine (the
+  # files live in the build folder, which stays), so each call runs for at most LEVEL1_LIMIT s.
+  L1=$B/level1-bench
+  mkdir -p $L1
+  [ -f $L1/first.jsonl ] || rm -rf $L1/cache
+  export KAGENT_CACHE_DIR=$L1/cache
+  # The second run starts only once the first has every problem (bench exits 0).
+  for run in first second; do
+    step level1-$run ${LEVEL1_LIMIT:-500} $B/kagent bench $KB/level1 --solutions examples/kernelbench \
+      --out $L1/$run.jsonl --resume
+    rc=$?
+    cp $L1/$run.jsonl $OUT/level1-$run.jsonl
+    [ $rc = 0 ] || break
+  done
+  [ -f $L1/second.jsonl ] && $B/kagent report --md $L1/second.jsonl > $OUT/level1-report.md 2>&1
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step bench 200 $B/benchmarks/compile_latency --reps 5
@@ -53,5 +76,6 @@ echo "== env"; cat "$OUT/env.log" | tail -n 25
 [ -f "$OUT/bench.log" ] && { echo "== bench"; grep -v "^warning" "$OUT/bench.log" | tail -n 24; }
 [ -f "$OUT/kernelbench.log" ] && { echo "== kernelbench"; grep -v "^warning\|^\[\|^Running\|^Note:" "$OUT/kernelbench.log" | tail -n 34; }
 [ -f "$OUT/fixtures.log" ] && { echo "== fixtures"; tail -n 22 "$OUT/fixtures.log"; }
+for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $run"; grep -E "recorded in|resume:|overall|level1 " "$OUT/level1-$run.log" | tail -n 8; }; done
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 echo "== steps"; printf '%s\n' "${summary[@]}"

@@ -18,6 +18,9 @@ checks=(
   "libcurl4-openssl-dev:cmd:curl-config"
   "libcpp-httplib-dev:file:/usr/include/httplib.h"
   "pkg-config:cmd:pkg-config"
+  # The report tests: xmllint checks the JUnit XML, headless chromium renders the HTML report.
+  "libxml2-utils:cmd:xmllint"
+  "chromium:cmd:chromium"
 )
 missing=()
 for c in "${checks[@]}"; do

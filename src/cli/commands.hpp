@@ -22,6 +22,7 @@ Command add_doctor_command(CLI::App& app);
 Command add_ref_command(CLI::App& app);
 Command add_optimize_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 // Shared output helpers.
 void print_json(const nlohmann::json& j);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/natural_order.hpp"
 #include "kagent/common/text_table.hpp"
 
 namespace kagent::report {
@@ -70,7 +72,8 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
 ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {
   if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InputError(fmt::format("{}: cannot open the results file ({})", path_.string(), std::strerror(errno)));
+  if (fd_ < 0)
+    throw InputError(fmt::format("{}: cannot open the results file ({})", path_.string(), std::strerror(errno)));
   // A kill in the middle of a write leaves a last line without its newline: cut it off, so that
   // the next record does not continue it.
   const off_t size = ::lseek(fd_, 0, SEEK_END);
@@ -125,6 +128,8 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
   }
   std::vector<ResultRecord> out;
   for (auto& [p, r] : by_problem) out.push_back(std::move(r));
+  std::sort(out.begin(), out.end(),
+            [](const ResultRecord& a, const ResultRecord& b) { return natural_less(a.problem, b.problem); });
   return out;
 }
 
@@ -168,6 +173,19 @@ Summary summarize_group(const std::string& group, const std::vector<const Result
 }
 
 }  // namespace
+
+void to_json(nlohmann::json& j, const Summary& s) {
+  j = {{"group", s.group},
+       {"problems", s.problems},
+       {"pass_rate", s.pass_rate},
+       {"faster_than_eager", s.faster_than_eager},
+       {"tier3", s.tier3},
+       {"geomean_vs_eager", opt(s.geomean_vs_eager)},
+       {"geomean_vs_compile", opt(s.geomean_vs_compile)},
+       {"fast_1.0", s.fast_1},
+       {"fast_1.5", s.fast_1_5},
+       {"fast_2.0", s.fast_2}};
+}
 
 std::vector<Summary> summarize(const std::vector<ResultRecord>& records) {
   std::map<std::string, std::vector<const ResultRecord*>> by_level;

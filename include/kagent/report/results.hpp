@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,9 +20,9 @@ struct ResultRecord {
   int tier = -1;
   std::optional<double> candidate_ms, eager_ms, compile_ms;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
-  std::string error;      // one paragraph when status is not "correct"
-  std::string run_dir;    // agent runs
-  std::string candidate;  // the .cu evaluated (solutions) or the run's best.cu (agent runs)
+  std::string error;             // one paragraph when status is not "correct"
+  std::string run_dir;           // agent runs
+  std::string candidate;         // the .cu evaluated (solutions) or the run's best.cu (agent runs)
   std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
   std::optional<int> gpu;        // which GPU ran it
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
@@ -64,6 +64,9 @@ struct Summary {
   std::optional<double> geomean_vs_eager, geomean_vs_compile;  // over correct problems with a speedup
   double fast_1 = 0, fast_1_5 = 0, fast_2 = 0;                 // correct and speedup vs eager > p, / problems
 };
+
+// {"group", "problems", "pass_rate", ..., "fast_1.0", "fast_1.5", "fast_2.0"}; null geomeans when none.
+void to_json(nlohmann::json& j, const Summary& s);
 
 // One Summary per level (sorted), then "overall".
 std::vector<Summary> summarize(const std::vector<ResultRecord>& records);

@@ -1,0 +1,223 @@
+// --agent: `kagent optimize` on each problem, as a child process in its own run folder
+// (runs/<level>/<name>), so a crash or a hang of one run cannot take the batch with it. A run
+// that was cut off (the batch killed, or interrupted) is continued with --resume next time.
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kagent/agent/run_record.hpp"
+#include "kagent/agent/transcript.hpp"
+#include "kagent/bench/jobs.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+
+namespace kagent::bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ChildExit {
+  bool timed_out = false, interrupted = false;
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+};
+
+// Starts argv with stdout and stderr appended to `log`, in its own process group, with
+// PR_SET_PDEATHSIG so that it dies with this worker thread (a killed batch leaves no orphan
+// agent writing into a run folder that a resumed batch is about to continue).
+pid_t spawn_logged(const std::vector<std::string>& argv, const fs::path& log) {
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw EnvError(fmt::format("{}: cannot open ({})", log.string(), std::strerror(errno)));
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls between fork and exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  if (devnull >= 0) ::close(devnull);
+  if (pid < 0) throw EnvError(fmt::format("cannot start {} ({})", argv[0], std::strerror(errno)));
+  return pid;
+}
+
+// Waits for the child; on `stop` it gets SIGINT (the agent stops cleanly, keeping its transcript)
+// and 30 s later SIGKILL; past `timeout`, SIGKILL.
+ChildExit wait_child(pid_t pid, std::chrono::seconds timeout, const std::atomic<bool>* stop) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  std::optional<Clock::time_point> interrupted_at;
+  ChildExit e;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+      return e;
+    }
+    if (r < 0 && errno != EINTR) return e;
+    const auto now = Clock::now();
+    if (stop && stop->load() && !interrupted_at) {
+      e.interrupted = true;
+      interrupted_at = now;
+      ::kill(-pid, SIGINT);
+    }
+    if ((interrupted_at && now - *interrupted_at > std::chrono::seconds(30)) ||
+        (timeout.count() > 0 && now - t0 > timeout)) {
+      e.timed_out = !interrupted_at;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      e.signal = SIGKILL;
+      return e;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string tail(const fs::path& log, size_t bytes = 1500) {
+  std::error_code ec;
+  if (!fs::is_regular_file(log, ec)) return "";
+  std::string text = read_text_file(log);
+  return text.size() > bytes ? "..." + text.substr(text.size() - bytes) : text;
+}
+
+class AgentJob : public ProblemJob {
+ public:
+  AgentJob(AgentJobOptions o, int gpu) : opt_(std::move(o)), gpu_(gpu) {}
+
+  std::optional<report::ResultRecord> run(const Problem& p) override {
+    const fs::path dir = opt_.runs_dir / p.level / p.name;
+    std::error_code ec;
+    // Finished earlier (the batch was killed before it wrote the record): read it back.
+    if (fs::is_regular_file(dir / "result.json", ec)) return record_from_run(p, dir);
+    fs::create_directories(dir, ec);
+    if (ec) throw EnvError(fmt::format("{}: cannot create the run folder ({})", dir.string(), ec.message()));
+    std::vector<std::string> argv = {opt_.kagent, "optimize"};
+    if (fs::is_regular_file(dir / "transcript.jsonl", ec)) {
+      argv.insert(argv.end(), {"--resume", dir.string()});
+    } else {
+      argv.insert(argv.end(), {p.path.string(), "--out", dir.string()});
+    }
+    argv.insert(argv.end(), {"--gpu", std::to_string(gpu_), "--quiet"});
+    argv.insert(argv.end(), opt_.optimize_args.begin(), opt_.optimize_args.end());
+    const fs::path log = dir / "optimize.log";
+    write_file_atomic(dir / "bench-command.txt", fmt::format("{}\n", fmt::join(argv, " ")));
+    ChildExit e = wait_child(spawn_logged(argv, log), opt_.timeout, opt_.stop);
+
+    if (e.exit_code == 0 || e.exit_code == 1) {
+      if (fs::is_regular_file(dir / "result.json", ec)) return record_from_run(p, dir);
+    }
+    if (e.interrupted) return std::nullopt;  // resumed by the next batch
+    report::ResultRecord r = error_record(p, "", gpu_);
+    r.run_dir = dir.string();
+    if (e.timed_out) {
+      r.status = "timeout";
+      r.error = fmt::format("the agent run passed the {} s limit (--timeout); its log: {}", opt_.timeout.count(),
+                            log.string());
+    } else if (e.exit_code == 3) {
+      throw EnvError(fmt::format("kagent optimize (exit 3): {}", tail(log)));
+    } else if (e.signal != 0) {
+      r.status = "crash";
+      r.error =
+          fmt::format("kagent optimize was killed by signal {} ({}); {}", e.signal, strsignal(e.signal), tail(log));
+    } else {
+      r.error = fmt::format("kagent optimize exited with {}: {}", e.exit_code, tail(log));
+    }
+    return r;
+  }
+
+ private:
+  AgentJobOptions opt_;
+  int gpu_;
+};
+
+std::optional<double> number(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+std::unique_ptr<ProblemJob> make_agent_job(const AgentJobOptions& options, int gpu) {
+  return std::make_unique<AgentJob>(options, gpu);
+}
+
+report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
+  report::ResultRecord r;
+  r.problem = p.id;
+  r.level = p.level;
+  r.run_dir = dir.string();
+  nlohmann::json result;
+  try {
+    result = nlohmann::json::parse(read_text_file(dir / "result.json"));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not JSON ({})", (dir / "result.json").string(), e.what()));
+  }
+  const std::string stopped = result.value("stop_reason", "");
+  const int evaluations = result.value("evaluations", 0);
+  if (result.contains("wall_s") && result["wall_s"].is_number()) r.wall_s = result["wall_s"].get<double>();
+
+  // The best-so-far curve, and the baselines seen with the best candidate.
+  std::vector<nlohmann::json> events;
+  if (fs::exists(dir / "transcript.jsonl")) events = agent::Transcript::read(dir / "transcript.jsonl");
+  int turn = 0;
+  std::optional<double> best;
+  nlohmann::json best_report;
+  for (const auto& ev : events) {
+    const std::string type = ev.value("type", "");
+    if (type == "message" && ev.contains("turn")) turn = ev["turn"].get<int>();
+    if (type != "evaluation") continue;
+    const auto& score = ev.value("score", nlohmann::json::object());
+    if (ev.value("best", false)) best_report = ev.value("report", nlohmann::json::object());
+    if (score.value("tier", -1) < 1) continue;
+    auto s = number(score, "speedup_vs_eager");
+    if (s && (!best || *s > *best)) {
+      best = s;
+      r.best_by_turn.emplace_back(turn, *s);
+    }
+  }
+
+  const nlohmann::json b = result.value("best", nlohmann::json());
+  if (b.is_object() && b.value("tier", -1) > 0) {
+    r.status = "correct";
+    r.tier = b.value("tier", -1);
+    r.candidate = (dir / "best.cu").string();
+    r.candidate_ms = number(b, "median_ms");
+    r.speedup_vs_eager = number(b, "speedup_vs_eager");
+    r.speedup_vs_compile = number(b, "speedup_vs_compile");
+    if (best_report.contains("baselines")) {
+      r.eager_ms = number(best_report["baselines"], "eager_ms");
+      r.compile_ms = number(best_report["baselines"], "compile_ms");
+    }
+  } else if (evaluations > 0) {
+    r.status = "incorrect";
+    r.error = fmt::format("no correct candidate in {} evaluations (stopped: {})", evaluations, stopped);
+  } else {
+    r.status = "unsolved";
+    r.error = fmt::format("the agent evaluated no candidate (stopped: {})", stopped);
+  }
+  return r;
+}
+
+}  // namespace kagent::bench

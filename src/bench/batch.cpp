@@ -1,0 +1,84 @@
+#include "kagent/bench/batch.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+
+namespace kagent::bench {
+
+report::ResultRecord error_record(const Problem& p, const std::string& message, int gpu) {
+  report::ResultRecord r;
+  r.problem = p.id;
+  r.level = p.level;
+  r.status = "error";
+  r.error = message;
+  r.gpu = gpu;
+  return r;
+}
+
+BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions& options, const JobFactory& make_job,
+                       const BatchEvents& events, const std::atomic<bool>& stop) {
+  std::mutex mu;  // guards next, outcome, and the event callbacks (they print and write files)
+  size_t next = 0;
+  BatchOutcome outcome;
+
+  auto worker = [&](int gpu) {
+    using Clock = std::chrono::steady_clock;
+    std::unique_ptr<ProblemJob> job;
+    std::string job_error;
+    int env_in_a_row = 0;
+    for (;;) {
+      const Problem* p = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop.load() || next >= problems.size()) return;
+        p = &problems[next++];
+        if (events.started) events.started(*p, gpu);
+      }
+      const auto t0 = Clock::now();
+      std::optional<report::ResultRecord> rec;
+      bool env_failed = false;
+      try {
+        if (!job) job = make_job(gpu);
+        rec = job->run(*p);
+      } catch (const EnvError& e) {
+        env_failed = true;
+        job_error = e.what();
+        rec = error_record(*p, std::string("environment: ") + e.what(), gpu);
+        job.reset();  // its runner or reference server may be gone: start afresh
+      } catch (const std::exception& e) {
+        rec = error_record(*p, e.what(), gpu);
+        job.reset();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (!rec) {
+        ++outcome.not_run;
+        continue;
+      }
+      if (!rec->wall_s) rec->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!rec->gpu) rec->gpu = gpu;
+      ++outcome.finished;
+      if (events.finished) events.finished(*rec);
+      env_in_a_row = env_failed ? env_in_a_row + 1 : 0;
+      if (env_in_a_row >= options.max_env_failures_in_a_row) {
+        ++outcome.workers_stopped;
+        outcome.env_failure = fmt::format("GPU {}: {} problems in a row failed in the environment; last: {}", gpu,
+                                          env_in_a_row, job_error);
+        return;
+      }
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int gpu : options.gpus)
+    for (int j = 0; j < std::max(1, options.jobs_per_gpu); ++j) threads.emplace_back(worker, gpu);
+  for (auto& t : threads) t.join();
+  outcome.not_run += static_cast<int>(problems.size() - next);
+  return outcome;
+}
+
+}  // namespace kagent::bench

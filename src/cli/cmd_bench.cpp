@@ -1,0 +1,302 @@
+// kagent bench PATH...: a whole suite (KernelBench level folders, problem files, folders of
+// op.json) through the existing solutions (--solutions DIR) or the agent (--agent), one worker per
+// GPU, records appended to results.jsonl as each problem finishes; --resume skips what is done,
+// --shard I/N (or the Slurm / Kubernetes index in the environment) takes a deterministic share.
+// Exit 0 every problem of this shard has a record, 1 interrupted before that (run again with
+// --resume), 2 bad input, 3 environment (no GPU for the solutions; workers stopped by repeated
+// environment failures).
+#include <unistd.h>
+
+#include <csignal>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <spdlog/spdlog.h>
+#include "commands.hpp"
+#include "kagent/bench/batch.hpp"
+#include "kagent/bench/jobs.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/llm/config.hpp"
+#include "progress.hpp"
+
+namespace kagent::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchArgs {
+  std::vector<std::string> paths;
+  std::string solutions;
+  bool agent = false;
+  std::string gpus, shard, out, filter, runs, arch;
+  int jobs = 1;
+  bool resume = false, json = false, list = false, refresh_baselines = false;
+  double timeout_s = 0;
+  // Passed through to each `kagent optimize` (--agent).
+  llm::LlmFlags llm;
+  int turns = 0;
+  double minutes = 0;
+  int64_t max_tokens = 0;
+  bool no_shell = false;
+};
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int sig) {
+  if (g_stop.exchange(true)) {  // the second one: stop now
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  const char msg[] = "\nkagent bench: stopping after the problems in progress (again to abort now)\n";
+  [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
+}
+
+std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0)
+      throw InputError(fmt::format("--gpus {}: expected GPU indices like 0,1,3", text));
+    if (inv.driver_loaded && v >= static_cast<long>(inv.gpus.size()))
+      throw InputError(fmt::format("--gpus {}: this machine has {} GPU(s)", text, inv.gpus.size()));
+    out.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (std::set<int>(out.begin(), out.end()).size() != out.size())
+    throw InputError(fmt::format("--gpus {}: a GPU is listed twice (use --jobs for more workers per GPU)", text));
+  return out;
+}
+
+nlohmann::json summary_array(const std::vector<report::ResultRecord>& records) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& s : report::summarize(records)) j.push_back(s);
+  return j;
+}
+
+int run_bench(BenchArgs a) {
+  if (a.agent == !a.solutions.empty())
+    throw InputError("bench: give either --solutions DIR (evaluate existing kernels) or --agent (run the agent)");
+  std::vector<fs::path> paths(a.paths.begin(), a.paths.end());
+  std::vector<bench::Problem> all = bench::discover_problems(paths);
+  if (!a.filter.empty()) all = bench::filter_problems(all, a.filter);
+  std::optional<bench::Shard> shard;
+  if (!a.shard.empty())
+    shard = bench::parse_shard(a.shard);
+  else
+    shard = bench::shard_from_env();
+  std::vector<bench::Problem> mine = shard ? bench::take_shard(all, *shard) : all;
+
+  if (a.list) {
+    if (a.json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& p : mine) j.push_back({{"problem", p.id}, {"path", p.path.string()}});
+      print_json(j);
+    } else {
+      for (const auto& p : mine) fmt::print("{}\t{}\n", p.id, p.path.string());
+    }
+    return 0;
+  }
+
+  fs::path out =
+      a.out.empty()
+          ? fs::path(shard ? fmt::format("results.shard-{}-of-{}.jsonl", shard->index, shard->count) : "results.jsonl")
+          : fs::path(a.out);
+  // What is done already: every record but harness errors ("error"), which a resume retries.
+  std::set<std::string> done;
+  std::error_code ec;
+  if (fs::exists(out, ec) && fs::file_size(out, ec) > 0) {
+    if (!a.resume)
+      throw InputError(
+          fmt::format("{} already holds results: continue it with --resume, or choose another --out", out.string()));
+    for (const auto& r : report::read_results({out}))
+      if (r.status != "error") done.insert(r.problem);
+  }
+  std::vector<bench::Problem> todo;
+  int already = 0;
+  for (const auto& p : mine) (done.count(p.id) ? ++already : (todo.push_back(p), 0));
+
+  // GPUs: --gpus, else every GPU the driver reports.
+  GpuInventory inv = query_gpus();
+  std::vector<int> gpus;
+  if (!a.gpus.empty()) {
+    gpus = parse_gpus(a.gpus, inv);
+  } else {
+    for (const auto& g : inv.gpus) gpus.push_back(g.index);
+  }
+  int with_solution = 0;
+  if (!a.agent)
+    for (const auto& p : todo) with_solution += bench::find_solution(a.solutions, p).has_value();
+  if (gpus.empty()) {
+    // A batch with nothing to evaluate (every problem unsolved) needs no GPU.
+    if (!a.agent && with_solution > 0)
+      throw EnvError(fmt::format("no GPU to evaluate {} solution(s) on: {}", with_solution,
+                                 inv.problem.empty() ? "no CUDA device" : inv.problem));
+    gpus = {0};
+    if (a.agent) spdlog::warn("no GPU: the agent's evaluations will be unavailable ({})", inv.problem);
+  }
+
+  // Settings, printed: every knob that shapes the numbers.
+  std::FILE* info = stderr;
+  fmt::print(info, "kagent bench: {} problem(s) from {} -> {}\n", all.size(), fmt::join(a.paths, " "), out.string());
+  if (shard)
+    fmt::print(info, "  shard {}/{} (from {}): {} problem(s)\n", shard->index, shard->count, shard->source,
+               mine.size());
+  if (already > 0) fmt::print(info, "  resume: {} already recorded, {} to run\n", already, todo.size());
+  if (a.agent)
+    fmt::print(info, "  agent: kagent optimize per problem, run folders in {}\n",
+               (a.runs.empty() ? out.parent_path() / "runs" : fs::path(a.runs)).string());
+  else
+    fmt::print(info, "  solutions: {} ({} of {} to run have one)\n", a.solutions, with_solution, todo.size());
+  std::string gpu_names;
+  for (int g : gpus)
+    gpu_names += fmt::format(
+        "{}{}", gpu_names.empty() ? "" : ", ",
+        g < static_cast<int>(inv.gpus.size()) ? fmt::format("{} ({})", g, inv.gpus[g].name) : std::to_string(g));
+  if (inv.gpus.empty()) gpu_names += " (no GPU found: nothing here needs one)";
+  fmt::print(info, "  GPUs {} x {} job(s) each{}\n", gpu_names, a.jobs,
+             a.jobs > 1 ? " (workers share a GPU: their timings can disturb each other)" : "");
+
+  report::ResultsWriter writer(out);
+  bench::BatchOptions bo;
+  bo.gpus = gpus;
+  bo.jobs_per_gpu = a.jobs;
+  bench::JobFactory factory;
+  if (a.agent) {
+    bench::AgentJobOptions ao;
+    ao.runs_dir = fs::absolute(a.runs.empty() ? out.parent_path() / "runs" : fs::path(a.runs));
+    ao.kagent = self_dir() + "/kagent";
+    ao.timeout = std::chrono::seconds(static_cast<int64_t>(a.timeout_s));
+    ao.stop = &g_stop;
+    auto add = [&](const char* flag, const std::string& v) {
+      if (!v.empty()) ao.optimize_args.insert(ao.optimize_args.end(), {flag, v});
+    };
+    add("--provider", a.llm.provider);
+    add("--base-url", a.llm.base_url);
+    add("--model", a.llm.model);
+    add("--api-key-env", a.llm.api_key_env);
+    add("--script", a.llm.script.empty() ? "" : fs::absolute(a.llm.script).string());
+    add("--arch", a.arch);
+    if (a.turns > 0) add("--turns", std::to_string(a.turns));
+    if (a.minutes > 0) add("--minutes", fmt::format("{}", a.minutes));
+    if (a.max_tokens > 0) add("--max-tokens", std::to_string(a.max_tokens));
+    if (a.no_shell) ao.optimize_args.push_back("--no-shell");
+    fmt::print(info, "  optimize flags: {}\n",
+               ao.optimize_args.empty() ? "(none: the ops' budgets and the LLM config)"
+                                        : fmt::format("{}", fmt::join(ao.optimize_args, " ")));
+    factory = [ao](int gpu) { return bench::make_agent_job(ao, gpu); };
+  } else {
+    bench::SolutionJobOptions so;
+    so.solutions = a.solutions;
+    so.eval.arch = a.arch;
+    so.eval.refresh_baselines = a.refresh_baselines;
+    so.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>((a.timeout_s > 0 ? a.timeout_s : 120) * 1000));
+    so.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+    fmt::print(info, "  evaluation: full protocol (the ops' correctness trials, timing), {} s limit each{}\n",
+               so.eval.timeout.count() / 1000, a.refresh_baselines ? ", baselines re-measured" : "");
+    factory = [so](int gpu) { return bench::make_solution_job(so, gpu); };
+  }
+
+  BatchProgress progress(static_cast<int>(mine.size()), already, !a.json && ::isatty(2), stderr);
+  bench::BatchEvents events;
+  events.started = [&](const bench::Problem& p, int gpu) { progress.started(p.id, gpu); };
+  events.finished = [&](const report::ResultRecord& r) {
+    writer.append(r);
+    progress.finished(r);
+    if (a.json) fmt::print("{}\n", nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    std::fflush(stdout);
+  };
+
+  g_stop.store(false);
+  auto prev_int = std::signal(SIGINT, on_signal);
+  auto prev_term = std::signal(SIGTERM, on_signal);  // Slurm and Kubernetes stop jobs with SIGTERM
+  const auto t0 = std::chrono::steady_clock::now();
+  bench::BatchOutcome res = bench::run_batch(todo, bo, factory, events, g_stop);
+  std::signal(SIGINT, prev_int);
+  std::signal(SIGTERM, prev_term);
+  progress.close();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // The summary of everything this shard has recorded (this run and the runs it resumed).
+  std::set<std::string> ids;
+  for (const auto& p : mine) ids.insert(p.id);
+  std::vector<report::ResultRecord> recorded;
+  for (auto& r : report::read_results({out}))
+    if (ids.count(r.problem)) recorded.push_back(std::move(r));
+  const int code = !res.env_failure.empty() ? static_cast<int>(ExitCode::environment)
+                   : res.not_run > 0        ? static_cast<int>(ExitCode::failed)
+                                            : 0;
+  if (a.json) {
+    // The last line of the JSON-lines stream: one object, on one line like the records.
+    nlohmann::json end = {{"summary", summary_array(recorded)},
+                          {"out", out.string()},
+                          {"problems", mine.size()},
+                          {"recorded", recorded.size()},
+                          {"ran", res.finished},
+                          {"not_run", res.not_run},
+                          {"wall_s", wall},
+                          {"environment_failure", res.env_failure}};
+    fmt::print("{}\n", end.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("{} of {} problem(s) recorded in {} ({} this run, {}); merge shards with `kagent report`\n{}",
+               recorded.size(), mine.size(), out.string(), res.finished, BatchProgress::clock(wall),
+               report::render_summary(report::summarize(recorded), false));
+  }
+  if (!res.env_failure.empty()) fmt::print(stderr, "kagent bench: workers stopped: {}\n", res.env_failure);
+  if (res.not_run > 0 && res.env_failure.empty())
+    fmt::print(stderr, "kagent bench: {} problem(s) not run; continue with --resume\n", res.not_run);
+  return code;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub =
+      app.add_subcommand("bench", "Run a suite of problems (KernelBench folders) on every GPU: results.jsonl");
+  sub->add_option("paths", a->paths, "KernelBench level folders, problem files (.py, op.json), folders of op.json")
+      ->required()
+      ->check(CLI::ExistingPath);
+  sub->add_option("--solutions", a->solutions,
+                  "Evaluate the kernels in DIR (DIR/<level>/<problem>.cu or DIR/<problem>.cu)")
+      ->check(CLI::ExistingDirectory);
+  sub->add_flag("--agent", a->agent, "Run kagent optimize on each problem (budget and LLM flags below)");
+  sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all)");
+  sub->add_option("--jobs", a->jobs, "Workers per GPU (default 1; more share the GPU)")->check(CLI::Range(1, 64));
+  sub->add_option("--shard", a->shard,
+                  "Take shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID or "
+                  "JOB_COMPLETION_INDEX + KAGENT_SHARD_COUNT");
+  sub->add_option("--out", a->out, "Results file (default results.jsonl, or results.shard-I-of-N.jsonl)");
+  sub->add_flag("--resume", a->resume, "Continue: skip the problems the results file already has");
+  sub->add_option("--filter", a->filter, "Only problems whose id (level/name) matches this regex");
+  sub->add_option("--timeout", a->timeout_s,
+                  "Seconds: per evaluation on the GPU (solutions; default 120), per agent run (--agent; default none)")
+      ->check(CLI::Range(1.0, 1e6));
+  sub->add_option("--arch", a->arch, "Compile target (default: each GPU's)");
+  sub->add_flag("--refresh-baselines", a->refresh_baselines, "Re-measure torch eager and torch.compile");
+  sub->add_flag("--list", a->list, "Print the problems this shard would run, and exit");
+  sub->add_flag("--json", a->json, "One JSON record per line as problems finish, then a JSON summary");
+  sub->add_option("--runs", a->runs, "--agent: folder for the run folders (default: beside --out, runs/)");
+  sub->add_option("--provider", a->llm.provider, "--agent: openai, anthropic or script");
+  sub->add_option("--base-url", a->llm.base_url, "--agent: LLM endpoint base URL");
+  sub->add_option("--model", a->llm.model, "--agent: model name");
+  sub->add_option("--api-key-env", a->llm.api_key_env, "--agent: environment variable holding the API key");
+  sub->add_option("--script", a->llm.script, "--agent: JSONL file of assistant turns (provider script)");
+  sub->add_option("--turns", a->turns, "--agent: turn budget per problem")->check(CLI::Range(1, 10000));
+  sub->add_option("--minutes", a->minutes, "--agent: time budget per problem")->check(CLI::Range(0.01, 100000.0));
+  sub->add_option("--max-tokens", a->max_tokens, "--agent: token budget per problem");
+  sub->add_flag("--no-shell", a->no_shell, "--agent: no shell tool");
+  return {sub, [a]() { return run_bench(*a); }};
+}
+
+}  // namespace kagent::cli

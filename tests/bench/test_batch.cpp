@@ -1,0 +1,253 @@
+// The batch engine with fake jobs (no GPU): every problem gets exactly one record whatever its job
+// does, failures become records, repeated environment failures stop a worker, an interrupt leaves
+// the rest for --resume; and how evaluations and agent runs become records.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "kagent/bench/batch.hpp"
+#include "kagent/bench/jobs.hpp"
+#include "kagent/common/error.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace kagent::bench;
+
+namespace {
+
+std::vector<Problem> make_problems(int n) {
+  std::vector<Problem> ps;
+  for (int i = 0; i < n; ++i)
+    ps.push_back({"level1/" + std::to_string(i) + "_p", "level1", std::to_string(i) + "_p", {}});
+  return ps;
+}
+
+// Behaves by the problem's number: multiples of 7 throw, 5 says "interrupted", the rest pass.
+class FakeJob : public ProblemJob {
+ public:
+  explicit FakeJob(int gpu) : gpu_(gpu) {}
+  std::optional<report::ResultRecord> run(const Problem& p) override {
+    const int n = std::stoi(p.name);
+    std::this_thread::sleep_for(std::chrono::milliseconds(n % 3));
+    if (n % 7 == 0) throw std::runtime_error("fake failure on " + p.id);
+    report::ResultRecord r;
+    r.problem = p.id;
+    r.level = p.level;
+    r.status = "correct";
+    r.tier = 2;
+    r.speedup_vs_eager = 1.5;
+    r.gpu = gpu_;
+    return r;
+  }
+  int gpu_;
+};
+
+}  // namespace
+
+TEST(BenchBatch, EveryProblemGetsOneRecordAcrossWorkers) {
+  auto ps = make_problems(60);
+  std::mutex mu;
+  std::multiset<std::string> seen;
+  std::map<std::string, std::string> status;
+  std::set<int> gpus_used;
+  std::atomic<int> jobs_made{0};
+  BatchOptions o;
+  o.gpus = {0, 1};
+  o.jobs_per_gpu = 2;
+  BatchEvents ev;
+  ev.finished = [&](const report::ResultRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);  // run_batch serializes these; the lock makes the test not rely on it
+    seen.insert(r.problem);
+    status[r.problem] = r.status;
+    gpus_used.insert(*r.gpu);
+    EXPECT_TRUE(r.wall_s.has_value());
+  };
+  std::atomic<bool> stop{false};
+  auto out = run_batch(
+      ps, o,
+      [&](int gpu) {
+        ++jobs_made;
+        return std::make_unique<FakeJob>(gpu);
+      },
+      ev, stop);
+  EXPECT_EQ(out.finished, 60);
+  EXPECT_EQ(out.not_run, 0);
+  EXPECT_TRUE(out.env_failure.empty());
+  EXPECT_EQ(seen.size(), 60u);
+  for (const auto& p : ps) EXPECT_EQ(seen.count(p.id), 1u) << p.id;
+  EXPECT_EQ(status["level1/14_p"], "error");  // threw: recorded, and the batch went on
+  EXPECT_EQ(status["level1/15_p"], "correct");
+  EXPECT_EQ(gpus_used, (std::set<int>{0, 1}));
+  // 4 workers, plus a fresh job after each of the 9 failures (multiples of 7 in 0..59) that its
+  // worker followed with another problem (each worker's last failure may have been its last).
+  EXPECT_GE(jobs_made.load(), 4 + 9 - 4);
+  EXPECT_LE(jobs_made.load(), 4 + 9);
+}
+
+TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {
+  class NoGpu : public ProblemJob {
+    std::optional<report::ResultRecord> run(const Problem&) override { throw EnvError("no CUDA device"); }
+  };
+  auto ps = make_problems(10);
+  std::vector<report::ResultRecord> recs;
+  BatchEvents ev;
+  ev.finished = [&](const report::ResultRecord& r) { recs.push_back(r); };
+  std::atomic<bool> stop{false};
+  BatchOptions o;
+  o.max_env_failures_in_a_row = 3;
+  auto out = run_batch(
+      ps, o, [](int) { return std::make_unique<NoGpu>(); }, ev, stop);
+  EXPECT_EQ(out.finished, 3);
+  EXPECT_EQ(out.not_run, 7);
+  EXPECT_EQ(out.workers_stopped, 1);
+  EXPECT_NE(out.env_failure.find("no CUDA device"), std::string::npos);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].status, "error");  // retried by --resume
+  EXPECT_NE(recs[0].error.find("environment: no CUDA device"), std::string::npos);
+}
+
+TEST(BenchBatch, AnInterruptLeavesTheRestUnrecorded) {
+  auto ps = make_problems(20);
+  std::atomic<bool> stop{false};
+  int finished = 0;
+  class Interrupted : public ProblemJob {
+   public:
+    explicit Interrupted(std::atomic<bool>& s) : stop_(s) {}
+    std::optional<report::ResultRecord> run(const Problem& p) override {
+      if (p.name == "4_p") {
+        stop_.store(true);    // Ctrl-C arrives while problem 4 runs...
+        return std::nullopt;  // ...which its job cuts short
+      }
+      report::ResultRecord r;
+      r.problem = p.id;
+      r.status = "unsolved";
+      return r;
+    }
+    std::atomic<bool>& stop_;
+  };
+  BatchEvents ev;
+  ev.finished = [&](const report::ResultRecord&) { ++finished; };
+  auto out = run_batch(
+      ps, {}, [&](int) { return std::make_unique<Interrupted>(stop); }, ev, stop);
+  EXPECT_EQ(finished, 4);
+  EXPECT_EQ(out.finished, 4);
+  EXPECT_EQ(out.not_run, 16);  // problem 4 and the 15 never started
+}
+
+TEST(BenchBatch, EvaluationReportsBecomeRecords) {
+  Problem p{"level1/19_ReLU", "level1", "19_ReLU", {}};
+  EvalReport rep;
+  rep.candidate = "c.cu";
+  rep.compile.ok = false;
+  rep.compile.log = "c.cu(3): error: expected a ';'\n";
+  auto r = record_from_report(p, rep);
+  EXPECT_EQ(r.status, "compile_error");
+  EXPECT_EQ(r.tier, -1);
+  EXPECT_NE(r.error.find("expected a ';'"), std::string::npos);
+
+  rep.compile.ok = true;
+  rep.ran = true;
+  rep.outcome.correct = true;
+  rep.outcome.candidate_time = TimingSummary{};
+  rep.outcome.candidate_time->median_ms = 0.5;
+  rep.baselines.eager_ms = 1.0;
+  rep.baselines.compile_ms = 0.6;
+  rep.reward = compute_reward(true, true, 0.5, rep.baselines);
+  r = record_from_report(p, rep);
+  EXPECT_EQ(r.status, "correct");
+  EXPECT_EQ(r.tier, 3);
+  EXPECT_DOUBLE_EQ(*r.speedup_vs_eager, 2.0);
+  EXPECT_DOUBLE_EQ(*r.speedup_vs_compile, 1.2);
+  EXPECT_DOUBLE_EQ(*r.candidate_ms, 0.5);
+  EXPECT_DOUBLE_EQ(*r.eager_ms, 1.0);
+
+  rep.outcome.correct = false;
+  rep.outcome.failure_stage = "timeout";
+  rep.outcome.message = "no reply in 60 s during launch 1 (spin)";
+  rep.reward = compute_reward(true, false, std::nullopt, rep.baselines);
+  r = record_from_report(p, rep);
+  EXPECT_EQ(r.status, "timeout");
+  EXPECT_FALSE(r.speedup_vs_eager.has_value());
+  EXPECT_NE(r.error.find("launch 1"), std::string::npos);
+  rep.outcome.failure_stage = "correctness";
+  EXPECT_EQ(record_from_report(p, rep).status, "incorrect");
+  rep.outcome.failure_stage = "crash";
+  EXPECT_EQ(record_from_report(p, rep).status, "crash");
+}
+
+TEST(BenchBatch, AgentRunsBecomeRecordsWithTheBestByTurn) {
+  test::TempDir t;
+  Problem p{"level1/19_ReLU", "level1", "19_ReLU", {}};
+  auto event = [](nlohmann::json j) { return j.dump() + "\n"; };
+  auto eval = [&](int tier, double s, bool best) {
+    return event({{"type", "evaluation"},
+                  {"best", best},
+                  {"score", {{"tier", tier}, {"speedup_vs_eager", s}}},
+                  {"report", {{"baselines", {{"eager_ms", 2.0}, {"compile_ms", 1.5}}}}}});
+  };
+  std::string transcript = event({{"type", "start"}}) + event({{"type", "message"}, {"turn", 1}}) + eval(-1, 0, true) +
+                           event({{"type", "message"}, {"turn", 2}}) + eval(1, 0.8, true) +
+                           event({{"type", "message"}, {"turn", 3}}) + eval(2, 1.6, true) +
+                           event({{"type", "message"}, {"turn", 4}}) + eval(2, 1.2, false) +
+                           event({{"type", "stop"}, {"reason", "finish"}});
+  t.write("run/transcript.jsonl", transcript);
+  t.write("run/result.json", nlohmann::json({{"stop_reason", "finish"},
+                                             {"evaluations", 4},
+                                             {"wall_s", 12.5},
+                                             {"best", {{"tier", 2}, {"speedup_vs_eager", 1.6}, {"median_ms", 1.25}}}})
+                                 .dump());
+  auto r = record_from_run(p, t / "run");
+  EXPECT_EQ(r.status, "correct");
+  EXPECT_EQ(r.tier, 2);
+  EXPECT_DOUBLE_EQ(*r.speedup_vs_eager, 1.6);
+  EXPECT_DOUBLE_EQ(*r.eager_ms, 2.0);
+  EXPECT_DOUBLE_EQ(*r.wall_s, 12.5);
+  EXPECT_EQ(r.best_by_turn, (std::vector<std::pair<int, double>>{{2, 0.8}, {3, 1.6}}));
+  EXPECT_EQ(r.run_dir, (t / "run").string());
+
+  t.write("run/result.json",
+          nlohmann::json({{"stop_reason", "turn budget"}, {"evaluations", 2}, {"best", {{"tier", -1}}}}).dump());
+  EXPECT_EQ(record_from_run(p, t / "run").status, "incorrect");
+  t.write("run/result.json",
+          nlohmann::json({{"stop_reason", "turn budget"}, {"evaluations", 0}, {"best", nullptr}}).dump());
+  r = record_from_run(p, t / "run");
+  EXPECT_EQ(r.status, "unsolved");
+  EXPECT_NE(r.error.find("turn budget"), std::string::npos);
+}
+
+TEST(BenchBatch, ResultsWriterRepairsATornLineAndKeepsConcurrentLinesWhole) {
+  test::TempDir t;
+  auto path = t / "results.jsonl";
+  t.write("results.jsonl", R"({"problem": "level1/1_a", "status": "unsolved"})"
+                           "\n"
+                           R"({"problem": "level1/2_b", "sta)");
+  {
+    report::ResultsWriter w(path);
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+      threads.emplace_back([&w, k] {
+        for (int i = 0; i < 50; ++i) {
+          report::ResultRecord r;
+          r.problem = "p" + std::to_string(k) + "_" + std::to_string(i);
+          r.status = "correct";
+          r.error = std::string(2000, 'x');  // long lines: a torn or interleaved write would show
+          w.append(r);
+        }
+      });
+    for (auto& th : threads) th.join();
+  }
+  auto recs = report::read_results({path});
+  EXPECT_EQ(recs.size(), 201u);  // the first record kept, the torn one dropped, 200 new
+  std::ifstream in(path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_TRUE(nlohmann::json::accept(line)) << "line " << lines;
+  }
+  EXPECT_EQ(lines, 201);
+}
