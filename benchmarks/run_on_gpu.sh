@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|level1|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|level1|check|all]   (default all)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -67,6 +67,9 @@ fi
 if [ "$what" = all ] || [ "$what" = fixtures ]; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
 fi
+if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = tests ]; then
+  step check 400 python3 benchmarks/check_gate.py --kagent $B/kagent --runs 10
+fi
 if [ "$what" = all ] || [ "$what" = ncu ]; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -77,5 +80,6 @@ echo "== env"; cat "$OUT/env.log" | tail -n 25
 [ -f "$OUT/kernelbench.log" ] && { echo "== kernelbench"; grep -v "^warning\|^\[\|^Running\|^Note:" "$OUT/kernelbench.log" | tail -n 34; }
 [ -f "$OUT/fixtures.log" ] && { echo "== fixtures"; tail -n 22 "$OUT/fixtures.log"; }
 for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $run"; grep -E "recorded in|resume:|overall|level1 " "$OUT/level1-$run.log" | tail -n 8; }; done
+[ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 echo "== steps"; printf '%s\n' "${summary[@]}"

@@ -57,27 +57,6 @@ void on_signal(int sig) {
   [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
 }
 
-std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0)
-      throw InputError(fmt::format("--gpus {}: expected GPU indices like 0,1,3", text));
-    if (inv.driver_loaded && v >= static_cast<long>(inv.gpus.size()))
-      throw InputError(fmt::format("--gpus {}: this machine has {} GPU(s)", text, inv.gpus.size()));
-    out.push_back(static_cast<int>(v));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  if (std::set<int>(out.begin(), out.end()).size() != out.size())
-    throw InputError(fmt::format("--gpus {}: a GPU is listed twice (use --jobs for more workers per GPU)", text));
-  return out;
-}
-
 nlohmann::json summary_array(const std::vector<report::ResultRecord>& records) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& s : report::summarize(records)) j.push_back(s);

@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kagent/gpu/devices.hpp"
+
 namespace kagent::cli {
 
 struct Command {
@@ -23,11 +25,14 @@ Command add_ref_command(CLI::App& app);
 Command add_optimize_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
 
 // Shared output helpers.
 void print_json(const nlohmann::json& j);
 // The architecture to compile for: --arch if given, else GPU `gpu`'s when there is one, else
 // sm_90a. `source` says where it came from, for the output.
 std::string default_arch(int gpu, std::string* source);
+// --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
+std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 
 }  // namespace kagent::cli

@@ -1,3 +1,6 @@
+#include <cstdlib>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -7,7 +10,9 @@
 
 namespace kagent::cli {
 
-void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }
+void print_json(const nlohmann::json& j) {
+  fmt::print("{}\n", j.dump(2));
+}
 
 std::string default_arch(int gpu, std::string* source) {
   GpuInventory inv = query_gpus();
@@ -21,6 +26,27 @@ std::string default_arch(int gpu, std::string* source) {
   const GpuInfo& g = inv.gpus[static_cast<size_t>(gpu)];
   if (source) *source = fmt::format("GPU {}: {}", g.index, g.name);
   return arch_for_capability(g.cc_major, g.cc_minor);
+}
+
+std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0)
+      throw InputError(fmt::format("--gpus {}: expected GPU indices like 0,1,3", text));
+    if (inv.driver_loaded && v >= static_cast<long>(inv.gpus.size()))
+      throw InputError(fmt::format("--gpus {}: this machine has {} GPU(s)", text, inv.gpus.size()));
+    out.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (std::set<int>(out.begin(), out.end()).size() != out.size())
+    throw InputError(fmt::format("--gpus {}: a GPU is listed twice (use --jobs for more workers per GPU)", text));
+  return out;
 }
 
 }  // namespace kagent::cli

@@ -97,7 +97,7 @@ const RefBaselines& Evaluator::pytorch_baselines(const Op& op) {
   return *loaded_.baselines;
 }
 
-EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_launch) {
+EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_launch, const Candidate* baseline) {
   EvalReport rep;
   rep.candidate = cand.path.string();
   rep.op = op_in.name;
@@ -135,6 +135,14 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rq.timing = opt_.timing;
   rq.stop_rule = opt_.stop_rule;
   rq.per_launch = per_launch;
+  rq.ab_rule = opt_.ab_rule;
+  if (baseline && opt_.timing) {
+    CompileResult base_c = compile_checked(*baseline, &op, compiler_, arch_);
+    if (base_c.ok)
+      rq.baseline = PlanSource{baseline->path.string(), baseline->source, write_cubin(base_c)};
+    else
+      rep.baseline_error = base_c.log;
+  }
 
   std::string ref_key;
   auto cached_ref = reference_times_.end();
@@ -248,6 +256,13 @@ std::string render_report(const EvalReport& r) {
         o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
         o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
   }
+  if (o.ab)
+    out += fmt::format(
+        "vs baseline: {:.4f}x its time (95% CI {:.4f} to {:.4f}; {} alternating pairs, {}): candidate {:.4f} ms, "
+        "baseline {:.4f} ms{}\n",
+        o.ab->ratio.median, o.ab->ratio.low, o.ab->ratio.high, o.ab->ratio.n, o.ab->stop_reason, o.ab->candidate_ms,
+        o.ab->baseline_ms, o.ab->baseline_correct ? "" : "; the baseline is NOT correct: " + o.ab->baseline_message);
+  if (!r.baseline_error.empty()) out += "baseline: does not compile\n" + r.baseline_error + "\n";
   for (const auto& f : o.flags) out += fmt::format("flag: {}\n", f);
   if (!r.sandbox_warning.empty()) out += fmt::format("warning: {}\n", r.sandbox_warning);
   auto speed = [](const std::optional<double>& s) { return s ? fmt::format("{:.3f}x", *s) : std::string("n/a"); };
@@ -282,6 +297,7 @@ nlohmann::json report_json(const EvalReport& r) {
     if (!r.torch->compile_error.empty()) j["torch"]["compile_error"] = r.torch->compile_error;
   }
   if (!r.sandbox_warning.empty()) j["sandbox_warning"] = r.sandbox_warning;
+  if (!r.baseline_error.empty()) j["baseline_error"] = r.baseline_error;
   return j;
 }
 

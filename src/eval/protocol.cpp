@@ -91,7 +91,9 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"time_reference", r.time_reference},
        {"stop_rule", r.stop_rule},
        {"check_every", r.check_every},
-       {"per_launch", r.per_launch}};
+       {"per_launch", r.per_launch},
+       {"ab_rule", r.ab_rule}};
+  if (r.baseline) j["baseline"] = plan(*r.baseline);
 }
 void from_json(const nlohmann::json& j, EvalRequest& r) {
   auto plan = [](const nlohmann::json& p) {
@@ -118,6 +120,9 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("stop_rule").get_to(r.stop_rule);
   j.at("check_every").get_to(r.check_every);
   r.per_launch = j.value("per_launch", false);
+  if (j.contains("ab_rule")) j.at("ab_rule").get_to(r.ab_rule);
+  r.baseline.reset();
+  if (j.contains("baseline")) r.baseline = plan(j.at("baseline"));
 }
 
 void to_json(nlohmann::json& j, const MismatchReport& m) {
@@ -159,6 +164,7 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   opt_to(j, "mismatch", o.mismatch);
   opt_to(j, "candidate_time", o.candidate_time);
   opt_to(j, "reference_time", o.reference_time);
+  opt_to(j, "ab", o.ab);
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("correct").get_to(o.correct);
@@ -178,6 +184,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   opt_from(j, "mismatch", o.mismatch);
   opt_from(j, "candidate_time", o.candidate_time);
   opt_from(j, "reference_time", o.reference_time);
+  opt_from(j, "ab", o.ab);
 }
 
 }  // namespace kagent

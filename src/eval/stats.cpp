@@ -102,4 +102,29 @@ bool warmup_done(int runs, double gpu_ms) {
   return runs >= 3 && gpu_ms >= 50.0;
 }
 
+RatioEstimate paired_ratio(const std::vector<double>& num, const std::vector<double>& den, double z) {
+  RatioEstimate r;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < num.size() && i < den.size(); ++i)
+    if (den[i] > 0 && std::isfinite(num[i] / den[i])) ratios.push_back(num[i] / den[i]);
+  r.n = static_cast<int>(ratios.size());
+  if (ratios.empty()) return r;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  r.median = n % 2 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+  const double k = std::floor((static_cast<double>(n) - z * std::sqrt(static_cast<double>(n))) / 2);
+  const size_t lo = k < 0 ? 0 : static_cast<size_t>(k);
+  r.low = ratios[std::min(lo, n - 1)];
+  r.high = ratios[n - 1 - std::min(lo, n - 1)];
+  return r;
+}
+
+StopDecision ab_should_stop(const RatioEstimate& r, double wall_s, const AbRule& rule) {
+  if (r.n >= rule.max_pairs) return {true, "max pairs"};
+  if (wall_s >= rule.max_wall_s) return {true, "max wall time"};
+  if (r.n >= rule.min_pairs && r.median > 0 && (r.high - r.low) / r.median <= rule.target_width)
+    return {true, "converged"};
+  return {};
+}
+
 }  // namespace kagent

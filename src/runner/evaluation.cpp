@@ -82,6 +82,15 @@ class Evaluation {
   std::vector<LaunchTime> time_launches(PlanExecutor& plan, int samples);
   TimingSummary time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
+  // One timed sample: L2 persisting lines reset, inputs restored, outputs and scratch poisoned, L2
+  // flushed; all of it queued before the start event, then the plan, then the stop event.
+  struct Sample {
+    double plan_ms;  // the timed span
+    double busy_ms;  // everything the GPU did for this sample (warm-up counts this)
+  };
+  Sample timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev, const std::string& label);
+  // The candidate against the request's baseline kernel, sample by sample in alternation.
+  AbComparison compare_ab(PlanExecutor& cand_plan);
 
   const Device& dev_;
   Harness& h_;
@@ -224,28 +233,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   const auto wall0 = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
 
-  // One sample: L2 persisting lines reset, inputs restored, outputs and scratch poisoned, L2
-  // flushed; all of it queued before the start event, then the plan, then the stop event.
-  struct Sample {
-    double plan_ms;  // the timed span
-    double busy_ms;  // everything the GPU did for this sample (warm-up counts this)
-  };
-  auto sample = [&]() -> Sample {
-    check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
-    check(cu().cuEventRecord(ev.begin_, dev_.stream()), "cuEventRecord");
-    restore_inputs();
-    poison(outs);
-    plan.poison_scratch();
-    h_.flush(flush_.get(), flush_.bytes());
-    check(cu().cuEventRecord(ev.start_, dev_.stream()), "cuEventRecord");
-    plan.run(false, label);
-    check(cu().cuEventRecord(ev.stop_, dev_.stream()), "cuEventRecord");
-    check(cu().cuEventSynchronize(ev.stop_), label);
-    float plan_ms = 0, busy_ms = 0;
-    check(cu().cuEventElapsedTime(&plan_ms, ev.start_, ev.stop_), "cuEventElapsedTime");
-    check(cu().cuEventElapsedTime(&busy_ms, ev.begin_, ev.stop_), "cuEventElapsedTime");
-    return {plan_ms, busy_ms};
-  };
+  auto sample = [&]() { return timed_sample(plan, outs, ev, label); };
 
   // Warm-up is about clocks ramping up: what counts is how long the GPU has been busy (restores,
   // flushes and the plan), not the plan's share of it.
@@ -278,6 +266,74 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   TimingSummary s = summarize(samples);
   s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
   return s;
+}
+
+Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev,
+                                            const std::string& label) {
+  check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
+  check(cu().cuEventRecord(ev.begin_, dev_.stream()), "cuEventRecord");
+  restore_inputs();
+  poison(outs);
+  plan.poison_scratch();
+  h_.flush(flush_.get(), flush_.bytes());
+  check(cu().cuEventRecord(ev.start_, dev_.stream()), "cuEventRecord");
+  plan.run(false, label);
+  check(cu().cuEventRecord(ev.stop_, dev_.stream()), "cuEventRecord");
+  check(cu().cuEventSynchronize(ev.stop_), label);
+  float plan_ms = 0, busy_ms = 0;
+  check(cu().cuEventElapsedTime(&plan_ms, ev.start_, ev.stop_), "cuEventElapsedTime");
+  check(cu().cuEventElapsedTime(&busy_ms, ev.begin_, ev.stop_), "cuEventElapsedTime");
+  return {plan_ms, busy_ms};
+}
+
+AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
+  const PlanSource& src = *rq_.baseline;
+  phase("A/B: loading the baseline " + src.name);
+  Candidate base = parse_candidate(src.source, src.name);
+  Module base_mod(read_text_file(src.cubin_path));
+  // The baseline writes the candidate's output buffers: the two never run at the same time.
+  PlanExecutor base_plan(dev_, base_mod, base, tensors(cand_out_), rq_.scalars, "baseline " + src.name);
+  AbComparison ab;
+  // A baseline that computes something else would make its time meaningless: say so.
+  restore_inputs();
+  poison(cand_out_);
+  base_plan.poison_scratch();
+  base_plan.run(true, "baseline on the last trial's inputs");
+  EvalOutcome scratch;
+  ab.baseline_correct = outputs_match(rq_.trials - 1, "baseline", scratch);
+  if (!ab.baseline_correct)
+    ab.baseline_message = scratch.mismatch
+                              ? fmt::format("{} differs from the reference ({} of {} elements)",
+                                            scratch.mismatch->tensor, scratch.mismatch->count, scratch.mismatch->numel)
+                              : scratch.message;
+
+  Events ev;
+  const auto wall0 = Clock::now();
+  auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
+  std::vector<double> a, b;  // candidate, baseline
+  phase("A/B: warm-up");
+  for (int i = 0; i < 4; ++i) {
+    timed_sample(cand_plan, cand_out_, ev, "A/B warm-up");
+    timed_sample(base_plan, cand_out_, ev, "A/B warm-up");
+  }
+  phase("A/B: sampling");
+  StopDecision d;
+  for (int pair = 0; !d.stop; ++pair) {
+    // A B, then B A: neither side always runs first (right after the other's L2 flush pattern).
+    if (pair % 2 == 0) {
+      a.push_back(timed_sample(cand_plan, cand_out_, ev, "A/B candidate").plan_ms);
+      b.push_back(timed_sample(base_plan, cand_out_, ev, "A/B baseline").plan_ms);
+    } else {
+      b.push_back(timed_sample(base_plan, cand_out_, ev, "A/B baseline").plan_ms);
+      a.push_back(timed_sample(cand_plan, cand_out_, ev, "A/B candidate").plan_ms);
+    }
+    ab.ratio = paired_ratio(a, b);
+    d = ab_should_stop(ab.ratio, wall_s(), rq_.ab_rule);
+  }
+  ab.stop_reason = d.reason;
+  ab.candidate_ms = summarize(a).median_ms;
+  ab.baseline_ms = summarize(b).median_ms;
+  return ab;
 }
 
 std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
@@ -384,6 +440,7 @@ EvaluationResult Evaluation::run() {
       return res;
     }
     if (rq_.per_launch) o.launch_times = time_launches(cand_plan, 21);
+    if (rq_.baseline) o.ab = compare_ab(cand_plan);
     for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
     for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();
     const double med_s = o.candidate_time->median_ms * 1e-3;

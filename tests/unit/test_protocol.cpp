@@ -39,6 +39,27 @@ TEST(Protocol, EvalRequestRoundTrips) {
   EXPECT_EQ(b.candidate.cubin_path, "/tmp/c.cubin");
 }
 
+TEST(Protocol, BaselineAndAbComparisonRoundTrip) {
+  EvalRequest a = sample_request();
+  EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().baseline.has_value());
+  a.baseline = PlanSource{"old.cu", "/*kagent {} */", "/tmp/old.cubin"};
+  a.ab_rule.max_pairs = 77;
+  EvalRequest b = nlohmann::json(a).get<EvalRequest>();
+  ASSERT_TRUE(b.baseline.has_value());
+  EXPECT_EQ(b.baseline->cubin_path, "/tmp/old.cubin");
+  EXPECT_EQ(b.ab_rule.max_pairs, 77);
+
+  EvalOutcome o;
+  o.ab = AbComparison{{40, 1.1, 1.09, 1.11}, 0.55, 0.5, false, "out differs", "converged"};
+  EvalOutcome back = nlohmann::json(o).get<EvalOutcome>();
+  ASSERT_TRUE(back.ab.has_value());
+  EXPECT_EQ(back.ab->ratio.n, 40);
+  EXPECT_DOUBLE_EQ(back.ab->ratio.low, 1.09);
+  EXPECT_FALSE(back.ab->baseline_correct);
+  EXPECT_EQ(back.ab->baseline_message, "out differs");
+  EXPECT_FALSE(nlohmann::json(EvalOutcome{}).get<EvalOutcome>().ab.has_value());
+}
+
 TEST(Protocol, ScalarsKeepTheirKind) {
   nlohmann::json j = sample_request();
   EXPECT_TRUE(j["scalars"][0]["value"].is_number_float());

@@ -12,7 +12,9 @@
 namespace kagent {
 namespace {
 
-std::vector<double> one_to_ten() { return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; }
+std::vector<double> one_to_ten() {
+  return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+}
 
 // n samples alternating lo, hi, lo, hi, ...
 std::vector<double> alternating(int n, double lo, double hi) {
@@ -217,7 +219,9 @@ TEST(ShouldStop, MaxWallTimeCap) {
   EXPECT_EQ(none.reason, "max wall time");
 }
 
-TEST(ShouldStop, NoSamplesNoStop) { EXPECT_FALSE(should_stop({}, 0.0, StopRule{}).stop); }
+TEST(ShouldStop, NoSamplesNoStop) {
+  EXPECT_FALSE(should_stop({}, 0.0, StopRule{}).stop);
+}
 
 TEST(ShouldStop, ConvergedWinsOverACapReachedTogether) {
   // 20 samples of 100 ms: converged and exactly at the 2 s GPU cap; the number is good.
@@ -255,6 +259,54 @@ TEST(Warmup, NeedsThreeRunsAndFiftyMilliseconds) {
   EXPECT_FALSE(warmup_done(1000, 10.0));  // many short runs
   EXPECT_TRUE(warmup_done(1000, 50.0));
   EXPECT_TRUE(warmup_done(4, 51.0));
+}
+
+TEST(PairedRatio, MedianAndOrderStatisticInterval) {
+  // 100 pairs with ratios 0.951, 0.952, ..., 1.050 in scrambled order.
+  std::vector<double> num, den;
+  for (int i = 0; i < 100; ++i) {
+    const int k = (i * 37) % 100;
+    num.push_back(0.951 + 0.001 * k);
+    den.push_back(1.0);
+  }
+  RatioEstimate r = paired_ratio(num, den);
+  EXPECT_EQ(r.n, 100);
+  EXPECT_NEAR(r.median, 1.0005, 1e-12);  // between the 50th and 51st
+  // k = floor((100 - 1.96 * 10) / 2) = 40: the 41st smallest and the 41st largest.
+  EXPECT_NEAR(r.low, 0.991, 1e-12);
+  EXPECT_NEAR(r.high, 1.010, 1e-12);
+}
+
+TEST(PairedRatio, PairingCancelsDriftThatSeparateMediansWouldNot) {
+  // Both kernels slow down by 20% over the run; the new one is 3% slower in every pair.
+  std::vector<double> a, b;
+  for (int i = 0; i < 60; ++i) {
+    const double drift = 1.0 + 0.2 * i / 59.0;
+    b.push_back(1.0 * drift);
+    a.push_back(1.03 * drift);
+  }
+  RatioEstimate r = paired_ratio(a, b);
+  EXPECT_NEAR(r.median, 1.03, 1e-9);
+  EXPECT_NEAR(r.low, 1.03, 1e-9);
+  EXPECT_NEAR(r.high, 1.03, 1e-9);
+}
+
+TEST(PairedRatio, IgnoresUnusablePairsAndSmallSamples) {
+  EXPECT_EQ(paired_ratio({}, {}).n, 0);
+  RatioEstimate r = paired_ratio({1.0, 2.0, 3.0}, {0.0, 1.0, 1.0});  // a zero denominator is dropped
+  EXPECT_EQ(r.n, 2);
+  EXPECT_DOUBLE_EQ(r.median, 2.5);
+  EXPECT_DOUBLE_EQ(r.low, 2.0);  // too few pairs for a narrower interval: the extremes
+  EXPECT_DOUBLE_EQ(r.high, 3.0);
+}
+
+TEST(AbStop, StopsOnConvergenceOrCaps) {
+  AbRule rule;
+  EXPECT_FALSE(ab_should_stop({10, 1.0, 0.999, 1.001}, 0.1, rule).stop);  // too few pairs
+  EXPECT_EQ(ab_should_stop({30, 1.0, 0.996, 1.004}, 0.1, rule).reason, "converged");
+  EXPECT_FALSE(ab_should_stop({30, 1.0, 0.98, 1.02}, 0.1, rule).stop);  // 4% wide
+  EXPECT_EQ(ab_should_stop({rule.max_pairs, 1.0, 0.9, 1.1}, 0.1, rule).reason, "max pairs");
+  EXPECT_EQ(ab_should_stop({30, 1.0, 0.9, 1.1}, rule.max_wall_s, rule).reason, "max wall time");
 }
 
 }  // namespace

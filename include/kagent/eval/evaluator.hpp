@@ -27,6 +27,7 @@ struct EvalOptions {
   StopRule stop_rule;
   std::string runner_path;         // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
   bool refresh_baselines = false;  // PyTorch references: re-measure eager and compile
+  AbRule ab_rule;                  // A/B comparisons against a baseline kernel (kagent check)
 };
 
 struct EvalReport {
@@ -41,6 +42,7 @@ struct EvalReport {
   std::string sandbox_warning;
   bool reference_time_cached = false;  // the reference was timed by an earlier evaluation
   std::optional<RefBaselines> torch;   // PyTorch references: the server's eager/compile timings
+  std::string baseline_error;          // a baseline kernel was given but does not compile (its log)
 };
 
 class Evaluator {
@@ -52,8 +54,11 @@ class Evaluator {
   // Throws InputError for a bad plan (unknown kernel, wrong argument count or size, unknown
   // tensor) found before the GPU, EnvError for a missing environment. Everything about the
   // candidate itself (compile errors, faults, hangs, wrong results) is in the report.
-  // With per_launch, also each launch of the plan timed on its own (the profile tool).
-  EvalReport evaluate(const Op& op, const Candidate& cand, bool per_launch = false);
+  // With per_launch, also each launch of the plan timed on its own (the profile tool). With a
+  // baseline (the previous version of the kernel), a correct, timed candidate is also compared
+  // with it sample by sample in alternation (outcome.ab).
+  EvalReport evaluate(const Op& op, const Candidate& cand, bool per_launch = false,
+                      const Candidate* baseline = nullptr);
 
   const std::string& arch() const { return arch_; }
   RunnerClient& runner() { return *runner_; }

@@ -49,6 +49,19 @@ struct EvalRequest {
   StopRule stop_rule;
   int check_every = 4;      // re-check outputs after every N-th timed sample (and after the last)
   bool per_launch = false;  // also time each launch of the candidate's plan on its own (profile)
+  // `kagent check --baseline`: the previous version of the kernel, timed against the candidate in
+  // alternation (A B B A ...) after the candidate's own timing.
+  std::optional<PlanSource> baseline;
+  AbRule ab_rule;
+};
+
+// The candidate against a baseline kernel, timed in alternation on the same inputs.
+struct AbComparison {
+  RatioEstimate ratio;                       // candidate / baseline, per adjacent pair
+  double candidate_ms = 0, baseline_ms = 0;  // medians of each side's paired samples
+  bool baseline_correct = false;             // the baseline's outputs matched the reference
+  std::string baseline_message;              // why not, when it did not
+  std::string stop_reason;
 };
 
 struct DeviceSummary {
@@ -86,6 +99,7 @@ struct EvalOutcome {
   int64_t bytes_moved = 0;
   double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;
   std::vector<LaunchTime> launch_times;  // with per_launch
+  std::optional<AbComparison> ab;        // with a baseline
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;
@@ -99,6 +113,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchTime, kernel, median_ms, share)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RatioEstimate, n, median, low, high)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbRule, min_pairs, max_pairs, target_width, max_wall_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbComparison, ratio, candidate_ms, baseline_ms, baseline_correct, baseline_message,
+                                   stop_reason)
 
 // Hand-written where the JSON differs from the fields (enums by name, NaN as null, optionals).
 void to_json(nlohmann::json& j, const TensorSpec& t);

@@ -43,4 +43,26 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
 // Warm-up: at least 3 runs and at least 50 ms of GPU time.
 bool warmup_done(int runs, double gpu_ms);
 
+// A/B comparison of two kernels timed in alternation (`kagent check --baseline`): the median of
+// the paired ratios new/old and a distribution-free confidence interval for it (order
+// statistics: the median lies between the k-th smallest and k-th largest ratio with probability
+// ~95% for k = floor((n - 1.96 sqrt(n)) / 2)). Pairing adjacent samples cancels slow drift
+// (clocks, temperature) that comparing two separate medians would not.
+struct RatioEstimate {
+  int n = 0;
+  double median = 0, low = 0, high = 0;
+};
+RatioEstimate paired_ratio(const std::vector<double>& numerator_ms, const std::vector<double>& denominator_ms,
+                           double z = 1.96);
+
+// When an A/B comparison can stop: at least `min_pairs`, then once the interval is narrower than
+// `target_width` of the median (relative), or at `max_pairs`, or past `max_wall_s`.
+struct AbRule {
+  int min_pairs = 30;
+  int max_pairs = 600;
+  double target_width = 0.01;  // the whole 95% interval within 1 % of the ratio
+  double max_wall_s = 20.0;
+};
+StopDecision ab_should_stop(const RatioEstimate& r, double wall_s, const AbRule& rule);
+
 }  // namespace kagent

@@ -1,0 +1,151 @@
+#include "kagent/check/run.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/process.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent::check {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::optional<std::string> source_at_ref(const fs::path& kernel, const std::string& ref, std::string* note) {
+  const fs::path dir = fs::absolute(kernel).parent_path();
+  const std::string file = kernel.filename().string();
+  ProcessResult known =
+      run_capture({"git", "-C", dir.string(), "rev-parse", "--verify", "--quiet", ref + "^{commit}"}, 60s);
+  if (!known.started) throw InputError("baseline_ref " + ref + ": git is not installed");
+  if (known.exit_code != 0)
+    throw InputError(
+        fmt::format("baseline_ref {}: not a commit in the repository of {} ({})", ref, dir.string(),
+                    known.output.empty() ? "unknown ref" : known.output.substr(0, known.output.find('\n'))));
+  ProcessResult exists = run_capture({"git", "-C", dir.string(), "cat-file", "-e", ref + ":./" + file}, 60s);
+  if (exists.exit_code != 0) {
+    if (note) *note = fmt::format("{} does not exist at {} (a new kernel): no regression check", file, ref);
+    return std::nullopt;
+  }
+  ProcessResult show = run_capture({"git", "-C", dir.string(), "show", ref + ":./" + file}, 60s);
+  if (show.exit_code != 0) throw InputError(fmt::format("git show {}:./{}: {}", ref, file, show.output));
+  if (note) *note = fmt::format("{} at {}", file, ref);
+  return show.output;  // stderr is empty on success (run_capture merges the two)
+}
+
+void resolve_baselines(std::vector<CheckEntry>& entries) {
+  for (auto& e : entries) {
+    if (e.t.baseline) {
+      e.baseline_source = read_text_file(*e.t.baseline);
+      e.baseline_note = e.t.baseline->string();
+    } else if (e.t.baseline_ref) {
+      e.baseline_source = source_at_ref(e.kernel, *e.t.baseline_ref, &e.baseline_note);
+    }
+  }
+}
+
+namespace {
+
+// One entry on one worker. `ev` is null when this worker has no GPU (`no_gpu` says why).
+Verdict check_one(const CheckEntry& e, Evaluator* ev, const std::string& no_gpu, const Compiler& compiler,
+                  const std::string& arch) {
+  Candidate cand;
+  try {
+    cand = load_candidate(e.kernel);
+  } catch (const InputError& err) {
+    return unparsable(e, err.what());
+  }
+  Op op = load_op(e.op);
+  std::optional<Candidate> base;
+  if (e.baseline_source) {
+    const fs::path name = e.t.baseline ? *e.t.baseline : fs::path(e.kernel.string() + "@" + *e.t.baseline_ref);
+    try {
+      base = parse_candidate(*e.baseline_source, name);
+    } catch (const InputError& err) {
+      Verdict v = unparsable(e, err.what());
+      v.reasons = {"the baseline's launch plan is invalid: " + std::string(err.what())};
+      v.diagnostics.clear();  // they point into the old file, not the kernel under review
+      return v;
+    }
+  }
+  if (!ev) {
+    // No GPU: a compile error is still a verdict.
+    CompileResult c = compile_checked(cand, &op, compiler, arch);
+    if (!c.ok) {
+      EvalReport r;
+      r.compile = c;
+      return judge(e, r);
+    }
+    return unchecked(e, no_gpu);
+  }
+  try {
+    CheckEntry judged = e;
+    if (!base) judged.t.baseline.reset(), judged.t.baseline_ref.reset();  // new kernel: the other gates only
+    Verdict v = judge(judged, ev->evaluate(op, cand, false, base ? &*base : nullptr));
+    v.entry = e;
+    v.baseline_note = e.baseline_note;
+    return v;
+  } catch (const EnvError& err) {
+    return unchecked(e, err.what());
+  } catch (const InputError& err) {
+    // The plan does not fit the operator (a tensor it does not have, a wrong argument count).
+    return unparsable(e, err.what());
+  }
+}
+
+}  // namespace
+
+std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const CheckOptions& o,
+                                const std::function<void(const Verdict&)>& done) {
+  std::vector<Verdict> out(entries.size());
+  std::mutex mu;
+  size_t next = 0;
+  const Compiler compiler(find_cuda_paths(), o.cache);
+  auto worker = [&](int gpu) {
+    EvalOptions eo = o.eval;
+    eo.gpu = gpu;
+    std::unique_ptr<Evaluator> ev;
+    std::string no_gpu, arch = eo.arch.empty() ? "sm_90a" : eo.arch;
+    try {
+      ev = std::make_unique<Evaluator>(eo, o.cache);
+      arch = ev->arch();
+    } catch (const EnvError& err) {
+      no_gpu = err.what();
+    }
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= entries.size()) return;
+        i = next++;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      Verdict v;
+      try {
+        v = check_one(entries[i], ev.get(), no_gpu, compiler, arch);
+      } catch (const EnvError& err) {
+        v = unchecked(entries[i], err.what());
+      } catch (const Error& err) {
+        v = unchecked(entries[i], err.what());
+        if (err.code() == ExitCode::bad_input) v = unparsable(entries[i], err.what());
+      }
+      v.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      v.gpu = gpu;
+      std::lock_guard<std::mutex> lock(mu);
+      out[i] = v;
+      if (done) done(out[i]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int g : o.gpus) threads.emplace_back(worker, g);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+}  // namespace kagent::check
