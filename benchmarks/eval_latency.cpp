@@ -5,6 +5,9 @@
 // With --pytorch CAND.cu PROBLEM.py (repeatable) it measures those instead: candidates against
 // PyTorch references, cold = a new runner and a new reference server (python, torch import,
 // problem load; baselines from the disk cache after the first), warm = both running.
+// "warm s, no CUPTI" is the same warm evaluation without the CUPTI cross-check (timed in
+// alternation with the warm one, so the difference is the cross-check's cost); "CUPTI span/kernels"
+// is the events' timed span over the kernels' durations as CUPTI saw them.
 // Usage: eval_latency [--reps N] [--repeat M] [--pytorch CAND.cu PROBLEM.py]...
 #include <algorithm>
 #include <chrono>
@@ -65,12 +68,12 @@ int main(int argc, char** argv) {
   EvalOptions opt;
   opt.runner_path = (fs::path(KAGENT_BINARY_DIR) / "kagent-runner").string();
 
-  TextTable t(
-      {"candidate (op)", "kernel median ms", "reference ms", "samples", "cold s", "warm s", "medians CV %", "tier"});
+  TextTable t({"candidate (op)", "kernel median ms", "reference ms", "samples", "cold s", "warm s", "warm s, no CUPTI",
+               "CUPTI span/kernels", "medians CV %", "tier"});
   for (const auto& [cand_rel, op_rel] : cases) {
     Op op = load_op(src / op_rel);
     Candidate cand = load_candidate(src / cand_rel);
-    std::vector<double> cold, warm, medians;
+    std::vector<double> cold, warm, warm_plain, medians;
     EvalReport last;
     for (int i = 0; i < reps; ++i) {  // cold: a fresh Evaluator, so a fresh runner each time
       auto t0 = Clock::now();
@@ -79,11 +82,18 @@ int main(int argc, char** argv) {
       cold.push_back(seconds_since(t0));
     }
     Evaluator ev(opt, cache);
+    EvalOptions plain_opt = opt;
+    plain_opt.cupti_check = false;
+    Evaluator plain(plain_opt, cache);
     ev.evaluate(op, cand);  // prime: runner up, reference timed
+    plain.evaluate(op, cand);
     for (int i = 0; i < std::max(reps, repeat); ++i) {
       auto t0 = Clock::now();
       EvalReport r = ev.evaluate(op, cand);
       if (i < reps) warm.push_back(seconds_since(t0));
+      t0 = Clock::now();
+      plain.evaluate(op, cand);
+      if (i < reps) warm_plain.push_back(seconds_since(t0));
       if (i < repeat && r.outcome.candidate_time) medians.push_back(r.outcome.candidate_time->median_ms);
       last = r;
     }
@@ -95,8 +105,11 @@ int main(int argc, char** argv) {
     t.add_row({fmt::format("{} ({})", fs::path(cand_rel).filename().string(), op.name),
                ct ? fmt::format("{:.4f}", ct->median_ms) : "-", eager ? fmt::format("{:.4f}", *eager) : "-",
                ct ? std::to_string(ct->n) : "-", fmt::format("{:.3f}", median(cold)),
-               fmt::format("{:.3f}", median(warm)), fmt::format("{:.2f}", 100 * std::sqrt(var) / mean),
-               std::to_string(last.reward.tier)});
+               fmt::format("{:.3f}", median(warm)), fmt::format("{:.3f}", median(warm_plain)),
+               last.outcome.cupti && last.outcome.cupti->ran && last.outcome.cupti->kernel_ms > 0
+                   ? fmt::format("{:.4f}", last.outcome.cupti->event_ms / last.outcome.cupti->kernel_ms)
+                   : "-",
+               fmt::format("{:.2f}", 100 * std::sqrt(var) / mean), std::to_string(last.reward.tier)});
   }
   fmt::print("eval_latency: medians of {} runs (cold = new runner), CV over {} warm evaluations\n{}", reps, repeat,
              t.render());

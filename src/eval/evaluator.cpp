@@ -136,6 +136,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rq.stop_rule = opt_.stop_rule;
   rq.per_launch = per_launch;
   rq.ab_rule = opt_.ab_rule;
+  rq.cupti_check = opt_.cupti_check;
   if (baseline && opt_.timing) {
     CompileResult base_c = compile_checked(*baseline, &op, compiler_, arch_);
     if (base_c.ok)
@@ -256,6 +257,15 @@ std::string render_report(const EvalReport& r) {
         o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
         o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
   }
+  if (o.cupti && o.cupti->ran)
+    out += fmt::format(
+        "cupti: {} of {} launches seen on the plan's stream over {} samples; the plan's kernels take {:.4f} ms "
+        "(median per sample), the event-timed median {:.4f} ms includes the launch gap{}\n",
+        o.cupti->launches_seen - o.cupti->off_stream, o.cupti->launches_expected, o.cupti->samples,
+        o.cupti->kernel_median_ms, o.candidate_time ? o.candidate_time->median_ms : 0.0,
+        o.cupti->problem.empty() ? "" : "; " + o.cupti->problem);
+  else if (o.cupti)
+    out += "cupti: cross-check not run (" + o.cupti->not_run + ")\n";
   if (o.ab)
     out += fmt::format(
         "vs baseline: {:.4f}x its time (95% CI {:.4f} to {:.4f}; {} alternating pairs, {}): candidate {:.4f} ms, "

@@ -92,7 +92,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"stop_rule", r.stop_rule},
        {"check_every", r.check_every},
        {"per_launch", r.per_launch},
-       {"ab_rule", r.ab_rule}};
+       {"ab_rule", r.ab_rule},
+       {"cupti_check", r.cupti_check}};
   if (r.baseline) j["baseline"] = plan(*r.baseline);
 }
 void from_json(const nlohmann::json& j, EvalRequest& r) {
@@ -121,6 +122,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("check_every").get_to(r.check_every);
   r.per_launch = j.value("per_launch", false);
   if (j.contains("ab_rule")) j.at("ab_rule").get_to(r.ab_rule);
+  r.cupti_check = j.value("cupti_check", true);
   r.baseline.reset();
   if (j.contains("baseline")) r.baseline = plan(j.at("baseline"));
 }
@@ -165,6 +167,7 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   opt_to(j, "candidate_time", o.candidate_time);
   opt_to(j, "reference_time", o.reference_time);
   opt_to(j, "ab", o.ab);
+  opt_to(j, "cupti", o.cupti);
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("correct").get_to(o.correct);
@@ -185,6 +188,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   opt_from(j, "candidate_time", o.candidate_time);
   opt_from(j, "reference_time", o.reference_time);
   opt_from(j, "ab", o.ab);
+  opt_from(j, "cupti", o.cupti);
 }
 
 }  // namespace kagent

@@ -71,6 +71,7 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   CUstream stream() const { return stream_; }
+  CUcontext context() const { return ctx_; }
   const DeviceSummary& summary() const { return summary_; }
   int max_smem_optin() const { return max_smem_optin_; }
   void sync() const;

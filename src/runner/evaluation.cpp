@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "cupti_activity.hpp"
 #include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
 #include "plan_executor.hpp"
@@ -91,6 +93,9 @@ class Evaluation {
   Sample timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev, const std::string& label);
   // The candidate against the request's baseline kernel, sample by sample in alternation.
   AbComparison compare_ab(PlanExecutor& cand_plan);
+  // A few more timed samples with CUPTI's kernel records alongside: the plan's launches all seen,
+  // on the plan's stream and context, nothing else launched, and the events' span covering them.
+  CuptiCheck cupti_check(PlanExecutor& plan);
 
   const Device& dev_;
   Harness& h_;
@@ -336,12 +341,86 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   return ab;
 }
 
+CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
+  CuptiCheck c;
+  KernelActivity* act = KernelActivity::get(&c.not_run);
+  if (!act) return c;
+  phase("CUPTI cross-check");
+  std::set<std::string> plan_kernels;
+  for (size_t i = 0; i < plan.launch_count(); ++i) plan_kernels.insert(plan.kernel_of(i));
+  constexpr int kSamples = 5;
+  Events ev;
+  try {
+    act->start();  // refused when another profiler (Nsight Compute, say) holds CUPTI
+  } catch (const std::exception& e) {
+    c.not_run = e.what();
+    return c;
+  }
+  try {
+    for (int k = 0; k < kSamples; ++k) c.event_ms += timed_sample(plan, cand_out_, ev, "CUPTI cross-check").plan_ms;
+  } catch (...) {
+    act->stop();
+    throw;
+  }
+  const std::vector<KernelRecord> recs = act->stop();
+  c.ran = true;
+  c.samples = kSamples;
+  c.launches_expected = kSamples * static_cast<int>(plan.launch_count());
+  const uint32_t ctx_id = act->context_id(dev_.context());
+  const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
+  std::vector<double> per_launch;  // the plan's kernels in start order
+  for (const auto& r : recs) {
+    if (plan_kernels.count(r.name) && !r.device_launched) {
+      ++c.launches_seen;
+      c.kernel_ms += r.ms();
+      per_launch.push_back(r.ms());
+      if (r.stream_id != stream_id || r.context_id != ctx_id) ++c.off_stream;
+    } else if (r.device_launched || !r.name.starts_with("kagent_")) {
+      ++c.other_kernels;
+    }
+  }
+  if (c.launches_seen == c.launches_expected) {
+    // Consecutive launch_count records make one sample (one stream: the samples do not overlap).
+    std::vector<double> per_sample(kSamples, 0.0);
+    for (size_t i = 0; i < per_launch.size(); ++i) per_sample[i / plan.launch_count()] += per_launch[i];
+    c.kernel_median_ms = summarize(per_sample).median_ms;
+  }
+  std::vector<std::string> problems;
+  if (c.launches_seen != c.launches_expected)
+    problems.push_back(fmt::format("CUPTI saw {} launches of the plan's kernels in {} samples, expected {}",
+                                   c.launches_seen, kSamples, c.launches_expected));
+  if (c.other_kernels > 0)
+    problems.push_back(
+        fmt::format("{} kernel(s) ran that the plan does not launch (device-launched?)", c.other_kernels));
+  if (c.off_stream > 0)
+    problems.push_back(fmt::format("{} launch(es) ran outside the plan's stream and context", c.off_stream));
+  // Kernels on one stream run one after another inside the timed span: it cannot be shorter than
+  // their sum (2% and 2 us per launch of slack for the two clocks' granularity).
+  const double slack = 0.02 * c.kernel_ms + 0.002 * c.launches_seen;
+  if (c.event_ms + slack < c.kernel_ms)
+    problems.push_back(
+        fmt::format("the timed span ({:.4f} ms over {} samples) is shorter than the kernels CUPTI saw "
+                    "({:.4f} ms): the timing does not cover the work",
+                    c.event_ms, kSamples, c.kernel_ms));
+  for (const auto& p : problems) c.problem += (c.problem.empty() ? "" : "; ") + p;
+  return c;
+}
+
 std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
   phase("timing each launch");
   const size_t n = plan.launch_count();
   std::vector<CUevent> ev(n + 1);
   for (auto& e : ev) check(cu().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
   std::vector<std::vector<double>> times(n);
+  std::string no_cupti;
+  KernelActivity* act = rq_.cupti_check ? KernelActivity::get(&no_cupti) : nullptr;
+  if (act) {
+    try {
+      act->start();
+    } catch (const std::exception&) {
+      act = nullptr;  // the breakdown then has the events' times only
+    }
+  }
   try {
     for (int s = 0; s < samples; ++s) {
       restore_inputs();
@@ -361,14 +440,27 @@ std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int sample
       }
     }
   } catch (...) {
+    if (act) act->stop();
     for (auto& e : ev) cu().cuEventDestroy(e);
     throw;
   }
   for (auto& e : ev) cu().cuEventDestroy(e);
+  // CUPTI's durations of the same launches: the plan's kernels in launch order, sample by sample.
+  std::vector<std::vector<double>> kernel_ms(n);
+  if (act) {
+    std::set<std::string> names;
+    for (size_t i = 0; i < n; ++i) names.insert(plan.kernel_of(i));
+    std::vector<double> seen;
+    for (const auto& r : act->stop())
+      if (names.count(r.name) && !r.device_launched) seen.push_back(r.ms());
+    if (seen.size() == n * static_cast<size_t>(samples))
+      for (size_t k = 0; k < seen.size(); ++k) kernel_ms[k % n].push_back(seen[k]);
+  }
   std::vector<LaunchTime> out;
   double total = 0;
   for (size_t i = 0; i < n; ++i) {
-    out.push_back({plan.kernel_of(i), summarize(times[i]).median_ms, 0});
+    out.push_back({plan.kernel_of(i), summarize(times[i]).median_ms, 0,
+                   kernel_ms[i].empty() ? -1.0 : summarize(kernel_ms[i]).median_ms});
     total += out.back().median_ms;
   }
   for (auto& l : out) l.share = total > 0 ? l.median_ms / total : 0;
@@ -440,6 +532,10 @@ EvaluationResult Evaluation::run() {
       return res;
     }
     if (rq_.per_launch) o.launch_times = time_launches(cand_plan, 21);
+    if (rq_.cupti_check) {
+      o.cupti = cupti_check(cand_plan);
+      if (!o.cupti->problem.empty()) o.flags.push_back("cupti: " + o.cupti->problem);
+    }
     if (rq_.baseline) o.ab = compare_ab(cand_plan);
     for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
     for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();

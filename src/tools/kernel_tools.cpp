@@ -177,7 +177,7 @@ class ProfileTool : public Tool {
     const std::vector<LaunchTime> none;
     const auto& times = rep ? rep->outcome.launch_times : none;
     TextTable t({"launch", "kernel", "grid", "block", "regs", "smem B", "blocks/SM", "occupancy", "limited by",
-                 "median ms", "share"});
+                 "median ms", "CUPTI ms", "share"});
     nlohmann::json launches = nlohmann::json::array();
     for (size_t i = 0; i < c.plan.launches.size(); ++i) {
       const Launch& l = c.plan.launches[i];
@@ -214,6 +214,7 @@ class ProfileTool : public Tool {
       t.add_row({std::to_string(i), l.kernel, show(grid), show(block), std::to_string(regs), std::to_string(smem),
                  std::to_string(o.blocks_per_sm), fmt::format("{:.0f}%", 100 * o.fraction), o.limiter,
                  timed ? fmt::format("{:.4f}", times[i].median_ms) : "-",
+                 timed && times[i].cupti_ms >= 0 ? fmt::format("{:.4f}", times[i].cupti_ms) : "-",
                  timed ? fmt::format("{:.0f}%", 100 * times[i].share) : "-"});
       launches.push_back({{"kernel", l.kernel},
                           {"grid", grid},
@@ -224,10 +225,11 @@ class ProfileTool : public Tool {
                           {"occupancy", o.fraction},
                           {"limited_by", o.limiter}});
       if (timed) launches.back()["median_ms"] = times[i].median_ms;
+      if (timed && times[i].cupti_ms >= 0) launches.back()["cupti_ms"] = times[i].cupti_ms;
     }
     std::string text =
         "launches (theoretical occupancy on a 2048-thread, 64K-register, 228 KiB SM; each launch timed "
-        "on its own after an L2 flush):\n" +
+        "on its own after an L2 flush: median ms by events around it, CUPTI ms the kernel's own duration):\n" +
         t.render();
     nlohmann::json record = {{"launches", launches}};
     if (rep && rep->outcome.candidate_time) {

@@ -60,6 +60,26 @@ TEST(Protocol, BaselineAndAbComparisonRoundTrip) {
   EXPECT_FALSE(nlohmann::json(EvalOutcome{}).get<EvalOutcome>().ab.has_value());
 }
 
+TEST(Protocol, CuptiCrossCheckRoundTrips) {
+  EvalRequest a = sample_request();
+  EXPECT_TRUE(nlohmann::json(a).get<EvalRequest>().cupti_check);  // on unless asked otherwise
+  a.cupti_check = false;
+  EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().cupti_check);
+  EvalOutcome o;
+  o.cupti = CuptiCheck{true, "", 5, 250, 249, 1, 0, 1.25, 0.74, 0.148, "one missing"};
+  o.launch_times = {{"add_range", 0.006, 0.02, 0.003}, {"add_range", 0.006, 0.02, -1}};
+  EvalOutcome back = nlohmann::json(o).get<EvalOutcome>();
+  ASSERT_TRUE(back.cupti.has_value());
+  EXPECT_EQ(back.cupti->launches_seen, 249);
+  EXPECT_DOUBLE_EQ(back.cupti->kernel_median_ms, 0.148);
+  EXPECT_EQ(back.cupti->problem, "one missing");
+  EXPECT_DOUBLE_EQ(back.launch_times[0].cupti_ms, 0.003);
+  EXPECT_DOUBLE_EQ(back.launch_times[1].cupti_ms, -1);
+  // A launch time written before CUPTI existed reads back as "no CUPTI time".
+  nlohmann::json old = {{"kernel", "k"}, {"median_ms", 1.0}, {"share", 1.0}};
+  EXPECT_DOUBLE_EQ(old.get<LaunchTime>().cupti_ms, -1);
+}
+
 TEST(Protocol, ScalarsKeepTheirKind) {
   nlohmann::json j = sample_request();
   EXPECT_TRUE(j["scalars"][0]["value"].is_number_float());

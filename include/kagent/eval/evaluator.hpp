@@ -28,6 +28,7 @@ struct EvalOptions {
   std::string runner_path;         // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
   bool refresh_baselines = false;  // PyTorch references: re-measure eager and compile
   AbRule ab_rule;                  // A/B comparisons against a baseline kernel (kagent check)
+  bool cupti_check = true;         // after timing, check it against CUPTI's kernel records
 };
 
 struct EvalReport {

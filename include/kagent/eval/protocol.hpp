@@ -53,6 +53,7 @@ struct EvalRequest {
   // alternation (A B B A ...) after the candidate's own timing.
   std::optional<PlanSource> baseline;
   AbRule ab_rule;
+  bool cupti_check = true;  // after timing, check the event timing against CUPTI's kernel records
 };
 
 // The candidate against a baseline kernel, timed in alternation on the same inputs.
@@ -85,7 +86,24 @@ struct MismatchReport {
 struct LaunchTime {
   std::string kernel;
   double median_ms = 0;
-  double share = 0;  // of the sum of the launches' medians
+  double share = 0;      // of the sum of the launches' medians
+  double cupti_ms = -1;  // the kernel's own duration as CUPTI saw it (median); -1 without CUPTI
+};
+
+// CUPTI's view of a few extra timed samples of the candidate, after its timing: which kernels ran,
+// where, and for how long, against the events' span. Flags come from it when it disagrees.
+struct CuptiCheck {
+  bool ran = false;
+  std::string not_run;  // why not (no libcupti, CUPTI refused)
+  int samples = 0;
+  int launches_expected = 0;    // samples x the plan's launches
+  int launches_seen = 0;        // the plan's kernels in CUPTI's records
+  int other_kernels = 0;        // kernels neither in the plan nor kagent's (device-launched ones, ...)
+  int off_stream = 0;           // plan kernels on another stream or context
+  double event_ms = 0;          // the samples' timed spans, summed
+  double kernel_ms = 0;         // the plan kernels' durations, summed
+  double kernel_median_ms = 0;  // per sample, the plan kernels' durations summed; the median over samples
+  std::string problem;          // empty when CUPTI agrees with the timing
 };
 
 struct EvalOutcome {
@@ -100,6 +118,7 @@ struct EvalOutcome {
   double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;
   std::vector<LaunchTime> launch_times;  // with per_launch
   std::optional<AbComparison> ab;        // with a baseline
+  std::optional<CuptiCheck> cupti;       // with cupti_check
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;
@@ -112,7 +131,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms,
                                    gpu_time_s, stop_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LaunchTime, kernel, median_ms, share)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen, other_kernels,
+                                   off_stream, event_ms, kernel_ms, kernel_median_ms, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RatioEstimate, n, median, low, high)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbRule, min_pairs, max_pairs, target_width, max_wall_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbComparison, ratio, candidate_ms, baseline_ms, baseline_correct, baseline_message,
