@@ -26,6 +26,7 @@ Command add_optimize_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
 
 // Shared output helpers.
 void print_json(const nlohmann::json& j);

@@ -300,3 +300,23 @@ TEST_F(Cli, ReportMergesShardsIntoTheSummary) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "bad.jsonl:1")) << r.output;
 }
+
+TEST_F(Cli, ProfilePrintsThePerLaunchTable) {
+  const bool gpu = !query_gpus().gpus.empty();
+  auto r = kagent({"profile", (test::source_dir() / "tests/gpu/kernels/fifty_launches.cu").string(), "--op",
+                   example("vector_add/op.json")});
+  EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
+  EXPECT_TRUE(has(r.output, "CUPTI ms")) << r.output;
+  EXPECT_TRUE(has(r.output, "49      add_range  1312    256")) << r.output;  // 50 launches, grids evaluated
+  if (!gpu) {
+    EXPECT_TRUE(has(r.output, "no timing:")) << r.output;
+  }
+  auto j = kagent({"profile", example("softmax/cand_online.cu"), "--op", example("softmax/op.json"), "--json"});
+  auto parsed = nlohmann::json::parse(j.output.substr(0, j.output.rfind('}') + 1), nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.output;
+  EXPECT_EQ(parsed["launches"][0]["kernel"], "softmax_online");
+  EXPECT_EQ(parsed["launches"][0]["grid"][0], 4096);
+  EXPECT_EQ(
+      kagent({"profile", example("vector_add/cand_compile_error.cu"), "--op", example("vector_add/op.json")}).exit_code,
+      1);
+}

@@ -1,0 +1,36 @@
+#pragma once
+// The profile of a candidate as the agent's profile tool and `kagent profile` print it: per launch
+// of its plan the grid, block, registers, shared memory, theoretical occupancy and what limits it,
+// the launch's own time (events around it, and CUPTI's kernel duration); for the whole plan the
+// median, the achieved DRAM bandwidth against the peak, and the memory floor.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/compile/compiler.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent::profile {
+
+// Theoretical occupancy on Hopper-class SMs from a launch's block, registers and shared memory.
+struct Occupancy {
+  int blocks_per_sm = 0;
+  double fraction = 0;
+  std::string limiter;
+};
+Occupancy occupancy(int64_t threads, int regs, int64_t smem);
+
+struct ProfileOutput {
+  std::string text;
+  nlohmann::json record;
+};
+
+// `op` with its signature known (for a PyTorch reference, as the reference server reports it);
+// `r` the candidate compiled; `rep` its evaluation with per-launch times, or null when it could not
+// be timed (`no_timing_reason` says why).
+ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResult& r, const EvalReport* rep,
+                             const std::string& no_timing_reason);
+
+}  // namespace kagent::profile

@@ -1,0 +1,80 @@
+// kagent profile CAND.cu --op OP: the table the agent's profile tool shows, for people: per launch
+// the grid, block, registers, shared memory, theoretical occupancy and its limiter, the launch's
+// time by events and by CUPTI; for the whole plan the median, bandwidth and memory floor.
+// Exit 0 profiled (correct), 1 does not compile or not correct, 2 bad input, 3 no GPU (the
+// static part is still printed).
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "compile_report.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/profile/profile_table.hpp"
+#include "kagent/spec/op.hpp"
+
+namespace kagent::cli {
+
+Command add_profile_command(CLI::App& app) {
+  struct Args {
+    std::string candidate, op, arch;
+    int gpu = 0;
+    double timeout_s = 60;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand("profile", "Per-launch profile of a candidate: occupancy, times (events, CUPTI)");
+  sub->add_option("candidate", a->candidate, "Candidate .cu file")->required()->check(CLI::ExistingFile);
+  sub->add_option("--op", a->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
+  sub->add_option("--gpu", a->gpu, "GPU index")->check(CLI::NonNegativeNumber);
+  sub->add_option("--arch", a->arch, "Compile target (default: the GPU's)");
+  sub->add_option("--timeout", a->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")
+      ->check(CLI::Range(1.0, 3600.0));
+  sub->add_flag("--json", a->json, "Print JSON");
+  return {sub, [a]() {
+            Op op = load_op(a->op);
+            Candidate cand = load_candidate(a->candidate);
+            auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+            EvalOptions opt;
+            opt.gpu = a->gpu;
+            opt.arch = a->arch;
+            opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(a->timeout_s * 1000));
+            auto print = [&](const profile::ProfileOutput& out) {
+              if (a->json)
+                print_json(out.record);
+              else
+                fmt::print("{}: {}\n{}", a->candidate, op.name, out.text);
+            };
+            std::unique_ptr<Evaluator> ev;
+            std::string no_gpu;
+            try {
+              ev = std::make_unique<Evaluator>(opt, cache);
+            } catch (const EnvError& e) {
+              no_gpu = e.what();
+            }
+            if (!ev) {
+              // Without a GPU: the static part (registers, shared memory, occupancy) still helps.
+              std::string source;
+              std::string arch = a->arch.empty() ? default_arch(a->gpu, &source) : a->arch;
+              Compiler compiler(find_cuda_paths(), cache);
+              CompileResult r = compile_checked(cand, &op, compiler, arch);
+              if (!r.ok) {
+                fmt::print("{}: compile failed ({})\n{}", a->candidate, arch, r.log);
+                return static_cast<int>(ExitCode::failed);
+              }
+              print(profile::render_profile(op, cand, r, nullptr, no_gpu));
+              return static_cast<int>(ExitCode::environment);
+            }
+            const Op& shapes = op.ref_kind == RefKind::python ? ev->pytorch_reference(op).op : op;
+            EvalReport rep = ev->evaluate(op, cand, /*per_launch=*/true);
+            if (!rep.compile.ok) {
+              fmt::print("{}: compile failed ({})\n{}", a->candidate, rep.arch, rep.compile.log);
+              return static_cast<int>(ExitCode::failed);
+            }
+            print(profile::render_profile(shapes, cand, rep.compile, &rep, ""));
+            return static_cast<int>(rep.outcome.correct ? ExitCode::ok : ExitCode::failed);
+          }};
+}
+
+}  // namespace kagent::cli
