@@ -93,7 +93,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"check_every", r.check_every},
        {"per_launch", r.per_launch},
        {"ab_rule", r.ab_rule},
-       {"cupti_check", r.cupti_check}};
+       {"cupti_check", r.cupti_check},
+       {"metrics", r.metrics}};
   if (r.baseline) j["baseline"] = plan(*r.baseline);
 }
 void from_json(const nlohmann::json& j, EvalRequest& r) {
@@ -123,6 +124,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   r.per_launch = j.value("per_launch", false);
   if (j.contains("ab_rule")) j.at("ab_rule").get_to(r.ab_rule);
   r.cupti_check = j.value("cupti_check", true);
+  r.metrics = j.value("metrics", false);
   r.baseline.reset();
   if (j.contains("baseline")) r.baseline = plan(j.at("baseline"));
 }
@@ -168,6 +170,8 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   opt_to(j, "reference_time", o.reference_time);
   opt_to(j, "ab", o.ab);
   opt_to(j, "cupti", o.cupti);
+  if (!o.metrics.empty()) j["metrics"] = o.metrics;
+  if (!o.metrics_note.empty()) j["metrics_note"] = o.metrics_note;
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("correct").get_to(o.correct);
@@ -189,6 +193,8 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   opt_from(j, "reference_time", o.reference_time);
   opt_from(j, "ab", o.ab);
   opt_from(j, "cupti", o.cupti);
+  o.metrics = j.value("metrics", std::vector<KernelMetrics>{});
+  o.metrics_note = j.value("metrics_note", "");
 }
 
 }  // namespace kagent

@@ -34,6 +34,25 @@ Occupancy occupancy(int64_t threads, int regs, int64_t smem) {
   return o;
 }
 
+Limiter classify(const KernelMetrics& m) {
+  constexpr double kBusy = 60.0;
+  if (m.dram_pct >= kBusy && m.dram_pct >= m.sm_pct)
+    return {"memory-bound", fmt::format("DRAM at {:.0f}% of its peak (SM {:.0f}%): move fewer bytes (fuse, reuse "
+                                        "through shared memory or L2, narrower types)",
+                                        m.dram_pct, m.sm_pct)};
+  if (m.sm_pct >= kBusy)
+    return {"compute-bound", fmt::format("SM at {:.0f}% of its peak (DRAM {:.0f}%): fewer or cheaper instructions "
+                                         "(tensor cores, vector loads, less index math)",
+                                         m.sm_pct, m.dram_pct)};
+  return {"latency-bound",
+          fmt::format("neither DRAM ({:.0f}%) nor SM ({:.0f}%) reaches {:.0f}% of peak; achieved occupancy {:.0f}%: {}",
+                      m.dram_pct, m.sm_pct, kBusy, m.occupancy_pct,
+                      m.occupancy_pct < 50 ? "more warps in flight (or more independent work per thread) would hide "
+                                             "latency"
+                                           : "warps wait on dependencies or memory; more independent work per thread, "
+                                             "or less synchronization")};
+}
+
 ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResult& r, const EvalReport* rep,
                              const std::string& no_timing_reason) {
   ShapeLookup shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
@@ -122,6 +141,30 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     text += fmt::format("\nno timing: {}\n", no_timing_reason);
   } else {
     text += fmt::format("\nno timing: the candidate is not correct ({})\n", rep->outcome.message);
+  }
+  if (rep && !rep->outcome.metrics.empty()) {
+    TextTable h(
+        {"launch", "kernel", "duration ms", "DRAM %", "SM %", "occupancy %", "L2 hit %", "L1 hit %", "limiter"});
+    nlohmann::json counters = nlohmann::json::array();
+    std::string reasons;
+    for (size_t i = 0; i < rep->outcome.metrics.size(); ++i) {
+      const KernelMetrics& m = rep->outcome.metrics[i];
+      const Limiter lim = classify(m);
+      h.add_row({std::to_string(i), m.kernel, fmt::format("{:.4f}", m.duration_ms), fmt::format("{:.1f}", m.dram_pct),
+                 fmt::format("{:.1f}", m.sm_pct), fmt::format("{:.1f}", m.occupancy_pct),
+                 fmt::format("{:.1f}", m.l2_hit_pct), fmt::format("{:.1f}", m.l1_hit_pct), lim.kind});
+      reasons += fmt::format("launch {} ({}): {}: {}\n", i, m.kernel, lim.kind, lim.reason);
+      nlohmann::json mj = m;
+      mj["limiter"] = lim.kind;
+      mj["reason"] = lim.reason;
+      counters.push_back(mj);
+    }
+    text += "\nhardware counters (CUPTI range profiler; each kernel replayed once per pass, after an L2 flush):\n" +
+            h.render() + reasons;
+    record["counters"] = counters;
+  } else if (rep && !rep->outcome.metrics_note.empty()) {
+    text += "\nhardware counters: not available (" + rep->outcome.metrics_note + "); the timing above stands\n";
+    record["counters_note"] = rep->outcome.metrics_note;
   }
   return {text, record};
 }

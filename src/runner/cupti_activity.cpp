@@ -16,11 +16,12 @@ namespace {
 
 // The CUPTI functions the runner uses, resolved from libcupti with dlopen (the X-macro keeps the
 // table and the loader in step, as for the driver).
-#define KAGENT_CUPTI_FUNCTIONS(X)                                                                                  \
-  X(cuptiActivityEnable)                                                                                           \
-  X(cuptiActivityDisable)                                                                                          \
-  X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiGetResultString) \
-      X(cuptiGetContextId) X(cuptiGetStreamIdEx)
+#define KAGENT_CUPTI_FUNCTIONS(X)                                                                     \
+  X(cuptiActivityEnable)                                                                              \
+  X(cuptiActivityDisable)                                                                             \
+  X(cuptiActivityRegisterCallbacks)                                                                   \
+  X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiGetResultString) X(cuptiGetContextId) \
+      X(cuptiGetStreamIdEx)
 
 struct CuptiApi {
 #define KAGENT_CUPTI_SLOT(name) decltype(&::name) name = nullptr;
@@ -59,27 +60,30 @@ std::string result_text(CUptiResult rc) {
   return fmt::format("CUPTI error {}", static_cast<int>(rc));
 }
 
-// libcupti: beside the toolkit the runner was built with, else wherever the loader finds it.
-void* open_cupti(std::string* why) {
-  std::vector<std::string> tries;
-  const char* home = std::getenv("CUDA_HOME");
-  for (std::string base : {std::string(home ? home : ""), std::string("/usr/local/cuda")}) {
-    if (base.empty()) continue;
-    for (const char* sub :
-         {"/lib64/libcupti.so", "/extras/CUPTI/lib64/libcupti.so", "/targets/x86_64-linux/lib/libcupti.so"})
-      tries.push_back(base + sub);
-  }
-  tries.push_back("libcupti.so");
-  std::string errors;
-  for (const auto& t : tries) {
-    if (void* lib = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-    errors = dlerror();
-  }
-  *why = "libcupti.so could not be loaded (" + errors + ")";
-  return nullptr;
-}
-
 }  // namespace
+
+void* open_cupti(std::string* why) {
+  static std::string failure;
+  static void* lib = []() -> void* {
+    std::vector<std::string> tries;
+    const char* home = std::getenv("CUDA_HOME");
+    for (std::string base : {std::string(home ? home : ""), std::string("/usr/local/cuda")}) {
+      if (base.empty()) continue;
+      for (const char* sub :
+           {"/lib64/libcupti.so", "/extras/CUPTI/lib64/libcupti.so", "/targets/x86_64-linux/lib/libcupti.so"})
+        tries.push_back(base + sub);
+    }
+    tries.push_back("libcupti.so");
+    for (const auto& t : tries) {
+      if (void* l = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL)) return l;
+      failure = dlerror();
+    }
+    failure = "libcupti.so could not be loaded (" + failure + ")";
+    return nullptr;
+  }();
+  if (!lib && why) *why = failure;
+  return lib;
+}
 
 KernelActivity* KernelActivity::get(std::string* why) {
   static std::string failure;

@@ -12,6 +12,7 @@
 #include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
 #include "plan_executor.hpp"
+#include "range_profiler.hpp"
 
 namespace kagent::runner {
 
@@ -96,6 +97,8 @@ class Evaluation {
   // A few more timed samples with CUPTI's kernel records alongside: the plan's launches all seen,
   // on the plan's stream and context, nothing else launched, and the events' span covering them.
   CuptiCheck cupti_check(PlanExecutor& plan);
+  // Hardware counters for each launch of one execution of the plan (CUPTI range profiler).
+  void collect_metrics(PlanExecutor& plan, EvalOutcome& o);
 
   const Device& dev_;
   Harness& h_;
@@ -406,6 +409,46 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   return c;
 }
 
+void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
+  static const std::vector<std::string> kMetrics = {"gpu__time_duration.sum",
+                                                    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                                                    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                                    "sm__warps_active.avg.pct_of_peak_sustained_active",
+                                                    "lts__t_sector_hit_rate.pct",
+                                                    "l1tex__t_sector_hit_rate.pct"};
+  phase("hardware counters");
+  try {
+    auto ranges = profile_ranges(
+        dev_.context(), rq_.gpu, kMetrics,
+        [&] {  // as before every timed sample; the flush finishes before profiling starts
+          restore_inputs();
+          poison(cand_out_);
+          plan.poison_scratch();
+          h_.flush(flush_.get(), flush_.bytes());
+          check(cu().cuCtxSynchronize(), "hardware counters: set-up");
+        },
+        [&] {
+          plan.run(false, "hardware counters");
+          check(cu().cuCtxSynchronize(), "hardware counters");
+        });
+    if (ranges.size() != plan.launch_count()) {
+      o.metrics_note = fmt::format("the range profiler reported {} kernels for a plan of {} launches", ranges.size(),
+                                   plan.launch_count());
+      return;
+    }
+    // Auto ranges are numbered in launch order: range i is launch i.
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const auto& v = ranges[i].values;
+      o.metrics.push_back({plan.kernel_of(i), v[0] * 1e-6, v[1], v[2], v[3], v[4], v[5]});
+    }
+  } catch (const CudaError&) {
+    throw;  // the candidate faulted during the replay: the usual path for CUDA errors
+  } catch (const std::exception& e) {
+    o.metrics.clear();
+    o.metrics_note = e.what();
+  }
+}
+
 std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
   phase("timing each launch");
   const size_t n = plan.launch_count();
@@ -532,6 +575,7 @@ EvaluationResult Evaluation::run() {
       return res;
     }
     if (rq_.per_launch) o.launch_times = time_launches(cand_plan, 21);
+    if (rq_.metrics) collect_metrics(cand_plan, o);
     if (rq_.cupti_check) {
       o.cupti = cupti_check(cand_plan);
       if (!o.cupti->problem.empty()) o.flags.push_back("cupti: " + o.cupti->problem);

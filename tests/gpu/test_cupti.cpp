@@ -8,6 +8,7 @@
 
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/profile/profile_table.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -104,4 +105,38 @@ TEST_F(CuptiGpu, ProfileBreakdownCarriesCuptiDurations) {
     event_sum += l.median_ms;
   }
   std::printf("per launch: CUPTI sum %.4f ms, events sum %.4f ms\n", cupti_sum, event_sum);
+}
+
+// Hardware counters (CUPTI range profiler) for a bandwidth-bound and a compute-bound kernel: the
+// numbers are plausible and the limiter names the right resource. (Their agreement with Nsight
+// Compute is measured by benchmarks/metrics_agreement.py.)
+TEST_F(CuptiGpu, CountersNameTheLimiter) {
+  struct Case {
+    const char* kernel;
+    const char* op;
+    const char* limiter;
+  };
+  for (const Case& k : {Case{"examples/vector_add/cand_naive.cu", "benchmarks/ops/big_add/op.json", "memory-bound"},
+                        Case{"tests/gpu/kernels/fma_chain.cu", "examples/vector_add/op.json", "compute-bound"}}) {
+    SCOPED_TRACE(k.kernel);
+    Op op = load_op(test::source_dir() / k.op);
+    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), /*per_launch=*/true);
+    ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+    const std::string& note = r.outcome.metrics_note;
+    if (note.find("INSUFFICIENT_PRIVILEGES") != std::string::npos || note.find("administrators") != std::string::npos)
+      GTEST_SKIP() << "performance counters are not readable here: " << note;
+    ASSERT_EQ(note, "");
+    ASSERT_EQ(r.outcome.metrics.size(), 1u);
+    const KernelMetrics& m = r.outcome.metrics[0];
+    std::printf("%s: %.4f ms, DRAM %.1f%%, SM %.1f%%, occupancy %.1f%%, L2 hit %.1f%%, L1 hit %.1f%% -> %s\n", k.kernel,
+                m.duration_ms, m.dram_pct, m.sm_pct, m.occupancy_pct, m.l2_hit_pct, m.l1_hit_pct,
+                profile::classify(m).kind.c_str());
+    EXPECT_GT(m.duration_ms, 0);
+    EXPECT_NEAR(m.duration_ms, r.outcome.candidate_time->median_ms, 0.1 * r.outcome.candidate_time->median_ms);
+    for (double pct : {m.dram_pct, m.sm_pct, m.occupancy_pct, m.l2_hit_pct, m.l1_hit_pct}) {
+      EXPECT_GE(pct, 0);
+      EXPECT_LE(pct, 100.5);
+    }
+    EXPECT_EQ(profile::classify(m).kind, k.limiter);
+  }
 }

@@ -80,6 +80,23 @@ TEST(Protocol, CuptiCrossCheckRoundTrips) {
   EXPECT_DOUBLE_EQ(old.get<LaunchTime>().cupti_ms, -1);
 }
 
+TEST(Protocol, KernelMetricsRoundTrip) {
+  EvalRequest a = sample_request();
+  EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().metrics);
+  a.metrics = true;
+  EXPECT_TRUE(nlohmann::json(a).get<EvalRequest>().metrics);
+  EvalOutcome o;
+  o.metrics = {{"k", 0.5, 91.5, 12.0, 80.0, 40.0, 0.0}};
+  EvalOutcome back = nlohmann::json(o).get<EvalOutcome>();
+  ASSERT_EQ(back.metrics.size(), 1u);
+  EXPECT_DOUBLE_EQ(back.metrics[0].dram_pct, 91.5);
+  o.metrics.clear();
+  o.metrics_note = "cuptiProfilerInitialize: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+  back = nlohmann::json(o).get<EvalOutcome>();
+  EXPECT_TRUE(back.metrics.empty());
+  EXPECT_EQ(back.metrics_note, o.metrics_note);
+}
+
 TEST(Protocol, ScalarsKeepTheirKind) {
   nlohmann::json j = sample_request();
   EXPECT_TRUE(j["scalars"][0]["value"].is_number_float());

@@ -54,6 +54,7 @@ struct EvalRequest {
   std::optional<PlanSource> baseline;
   AbRule ab_rule;
   bool cupti_check = true;  // after timing, check the event timing against CUPTI's kernel records
+  bool metrics = false;     // hardware counters per kernel (the profile)
 };
 
 // The candidate against a baseline kernel, timed in alternation on the same inputs.
@@ -90,6 +91,18 @@ struct LaunchTime {
   double cupti_ms = -1;  // the kernel's own duration as CUPTI saw it (median); -1 without CUPTI
 };
 
+// Hardware counters for one kernel of the plan (CUPTI range profiler, the kernel replayed as
+// needed): the figures Nsight Compute's speed-of-light section shows.
+struct KernelMetrics {
+  std::string kernel;
+  double duration_ms = 0;    // gpu__time_duration.sum
+  double dram_pct = 0;       // dram__throughput.avg.pct_of_peak_sustained_elapsed
+  double sm_pct = 0;         // sm__throughput.avg.pct_of_peak_sustained_elapsed
+  double occupancy_pct = 0;  // sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)
+  double l2_hit_pct = 0;     // lts__t_sector_hit_rate.pct
+  double l1_hit_pct = 0;     // l1tex__t_sector_hit_rate.pct
+};
+
 // CUPTI's view of a few extra timed samples of the candidate, after its timing: which kernels ran,
 // where, and for how long, against the events' span. Flags come from it when it disagrees.
 struct CuptiCheck {
@@ -119,6 +132,8 @@ struct EvalOutcome {
   std::vector<LaunchTime> launch_times;  // with per_launch
   std::optional<AbComparison> ab;        // with a baseline
   std::optional<CuptiCheck> cupti;       // with cupti_check
+  std::vector<KernelMetrics> metrics;    // with metrics, one per launch of the plan
+  std::string metrics_note;              // with metrics: why there are none (permissions, another profiler)
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;
@@ -132,6 +147,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelMetrics, kernel, duration_ms, dram_pct, sm_pct, occupancy_pct, l2_hit_pct,
+                                   l1_hit_pct)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen, other_kernels,
                                    off_stream, event_ms, kernel_ms, kernel_median_ms, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RatioEstimate, n, median, low, high)

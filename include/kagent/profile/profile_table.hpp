@@ -22,6 +22,15 @@ struct Occupancy {
 };
 Occupancy occupancy(int64_t threads, int regs, int64_t smem);
 
+// What bounds a kernel, from its counters: "memory-bound" (DRAM at 60% or more of its peak and
+// above the SM's share), "compute-bound" (the SM at 60% or more), else "latency-bound"; the
+// reason is one line with the numbers.
+struct Limiter {
+  std::string kind;
+  std::string reason;
+};
+Limiter classify(const KernelMetrics& m);
+
 struct ProfileOutput {
   std::string text;
   nlohmann::json record;
