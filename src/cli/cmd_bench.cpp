@@ -142,7 +142,7 @@ int run_bench(BenchArgs a) {
     gpu_names += fmt::format(
         "{}{}", gpu_names.empty() ? "" : ", ",
         g < static_cast<int>(inv.gpus.size()) ? fmt::format("{} ({})", g, inv.gpus[g].name) : std::to_string(g));
-  if (inv.gpus.empty()) gpu_names += " (no GPU found: nothing here needs one)";
+  if (inv.gpus.empty()) gpu_names += a.agent ? " (no GPU found)" : " (no GPU found: no solution here needs one)";
   fmt::print(info, "  GPUs {} x {} job(s) each{}\n", gpu_names, a.jobs,
              a.jobs > 1 ? " (workers share a GPU: their timings can disturb each other)" : "");
 

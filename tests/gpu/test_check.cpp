@@ -4,25 +4,21 @@
 
 #include <algorithm>
 
+#include "gpu/gpu_test.hpp"
 #include "kagent/check/verdict.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
-#include "test_util.hpp"
 
 using namespace kagent;
 using namespace std::chrono_literals;
 
 namespace {
 
-class CheckGpu : public ::testing::Test {
+class CheckGpu : public test::GpuTest {
  protected:
   void SetUp() override {
-    GpuInventory inv = query_gpus();
-    if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
-    opts.runner_path = (test::binary_dir() / "kagent-runner").string();
-    opts.timeout = 120s;
-    cache = std::make_shared<CompileCache>(cache_dir.path());
-    ev = std::make_unique<Evaluator>(opts, cache);
+    test::GpuTest::SetUp();
+    if (IsSkipped()) return;
     op = load_op(test::examples_dir() / "vector_add/op.json");
   }
   check::Verdict check(const std::string& kernel, const std::string& baseline, double margin_pct) {
@@ -40,10 +36,6 @@ class CheckGpu : public ::testing::Test {
     return (test::source_dir() / "tests/gpu/kernels" / name).string();
   }
 
-  test::TempDir cache_dir;
-  std::shared_ptr<CompileCache> cache;
-  EvalOptions opts;
-  std::unique_ptr<Evaluator> ev;
   Op op;
 };
 

@@ -6,26 +6,18 @@
 
 #include <cmath>
 
+#include "gpu/gpu_test.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/profile_table.hpp"
-#include "test_util.hpp"
 
 using namespace kagent;
 using namespace std::chrono_literals;
 
 namespace {
 
-class CuptiGpu : public ::testing::Test {
+class CuptiGpu : public test::GpuTest {
  protected:
-  void SetUp() override {
-    GpuInventory inv = query_gpus();
-    if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
-    opts.runner_path = (test::binary_dir() / "kagent-runner").string();
-    opts.timeout = 120s;
-    cache = std::make_shared<CompileCache>(cache_dir.path());
-    ev = std::make_unique<Evaluator>(opts, cache);
-  }
   EvalReport eval(const std::string& kernel, bool per_launch = false) {
     Op op = load_op(test::examples_dir() / "vector_add/op.json");
     return ev->evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels" / kernel), per_launch);
@@ -36,11 +28,6 @@ class CuptiGpu : public ::testing::Test {
     if (!r.outcome.cupti) throw std::runtime_error("no cupti result in the outcome");
     return *r.outcome.cupti;
   }
-
-  test::TempDir cache_dir;
-  std::shared_ptr<CompileCache> cache;
-  EvalOptions opts;
-  std::unique_ptr<Evaluator> ev;
 };
 
 }  // namespace

@@ -39,9 +39,7 @@ class RefServerTest : public ::testing::Test {
     auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
     if (!r.started || r.exit_code != 0) GTEST_SKIP() << "python3 with torch and a GPU is needed: " << r.output;
   }
-  Op op_for(const std::string& source) {
-    return load_op(dir.write("problem_" + std::to_string(n_++) + ".py", source));
-  }
+  Op op_for(const std::string& source) { return load_op(dir.write("problem_" + std::to_string(n_++) + ".py", source)); }
   static bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
   test::TempDir dir;
@@ -89,9 +87,10 @@ TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
     EXPECT_TRUE(has(e.what(), "SyntaxError")) << e.what();
   }
   try {
-    server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
-                       "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n"),
-                Precision::fp32, 1);
+    server.load(
+        op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+               "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n"),
+        Precision::fp32, 1);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.what(), "broken inputs")) << e.what();
