@@ -16,7 +16,6 @@
 #include "kagent/check/run.hpp"
 #include "kagent/check/verdict.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/common/files.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::cli {
@@ -95,13 +94,7 @@ int run_check(const CheckArgs& a) {
   } else {
     fmt::print("{}", check::render_table(verdicts));
   }
-  if (!a.junit.empty()) {
-    fs::path p(a.junit);
-    std::error_code ec;
-    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-    write_file_atomic(p, check::render_junit(verdicts));
-    fmt::print(stderr, "kagent: wrote JUnit XML to {}\n", p.string());
-  }
+  if (!a.junit.empty()) write_output_file(a.junit, check::render_junit(verdicts), "JUnit XML");
   if (a.github) {
     fmt::print("{}", check::render_github(verdicts, manifest, fs::current_path()));
     if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "kagent/common/files.hpp"
 #include "kagent/report/html.hpp"
 #include "kagent/report/junit.hpp"
 #include "kagent/report/results.hpp"
@@ -42,17 +41,11 @@ Command add_report_command(CLI::App& app) {
             // The page title and suite name say which results they show.
             std::string names;
             for (const auto& f : files) names += (names.empty() ? "" : ", ") + f.filename().string();
-            // Where a file went goes to stderr: stdout stays the summary (or JSON) alone.
-            auto write = [](const std::filesystem::path& path, const std::string& contents, const char* what) {
-              // A missing folder (--html out/report.html) is made; write_file_atomic names the path if that fails.
-              std::error_code ec;
-              if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-              write_file_atomic(path, contents);
-              fmt::print(stderr, "kagent: wrote {} to {}\n", what, path.string());
-            };
             if (!a->html.empty())
-              write(a->html, report::render_html(records, summary, "kagent report: " + names), "the HTML report");
-            if (!a->junit.empty()) write(a->junit, report::render_junit(records, "kagent " + names), "JUnit XML");
+              write_output_file(a->html, report::render_html(records, summary, "kagent report: " + names),
+                                "the HTML report");
+            if (!a->junit.empty())
+              write_output_file(a->junit, report::render_junit(records, "kagent " + names), "JUnit XML");
             return 0;
           }};
 }

@@ -33,6 +33,9 @@ void print_json(const nlohmann::json& j);
 // The architecture to compile for: --arch if given, else GPU `gpu`'s when there is one, else
 // sm_90a. `source` says where it came from, for the output.
 std::string default_arch(int gpu, std::string* source);
+// Writes an output file a flag asked for (--html, --junit): its folder is made if missing, the file
+// replaced atomically, and where it went is said on stderr (stdout stays the command's own output).
+void write_output_file(const std::string& path, const std::string& contents, const char* what);
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 

@@ -1,10 +1,12 @@
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
 
@@ -26,6 +28,14 @@ std::string default_arch(int gpu, std::string* source) {
   const GpuInfo& g = inv.gpus[static_cast<size_t>(gpu)];
   if (source) *source = fmt::format("GPU {}: {}", g.index, g.name);
   return arch_for_capability(g.cc_major, g.cc_minor);
+}
+
+void write_output_file(const std::string& path, const std::string& contents, const char* what) {
+  const std::filesystem::path p(path);
+  std::error_code ec;  // a folder that cannot be made shows up as write_file_atomic's error, naming the path
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  write_file_atomic(p, contents);
+  fmt::print(stderr, "kagent: wrote {} to {}\n", what, p.string());
 }
 
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
