@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|level1|check|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|all]   (default all)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -73,6 +73,10 @@ fi
 if [ "$what" = all ] || [ "$what" = ncu ]; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
+if [ "$what" = all ] || [ "$what" = ncu ] || [ "$what" = roofline ]; then
+  step roofline 200 python3 benchmarks/device_peaks.py --kagent $B/kagent
+  step roofline 400 python3 benchmarks/metrics_agreement.py --kagent $B/kagent
+fi
 
 echo "== env"; cat "$OUT/env.log" | tail -n 25
 [ -f "$OUT/tests.log" ] && { echo "== tests"; grep -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Timeout" "$OUT/tests.log" | head -30; }
@@ -82,4 +86,5 @@ echo "== env"; cat "$OUT/env.log" | tail -n 25
 for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $run"; grep -E "recorded in|resume:|overall|level1 " "$OUT/level1-$run.log" | tail -n 8; }; done
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
+[ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }
 echo "== steps"; printf '%s\n' "${summary[@]}"

@@ -1,6 +1,8 @@
-// kagent profile CAND.cu --op OP: the table the agent's profile tool shows, for people: per launch
+// kagent profile CAND.cu --op OP: the profile the agent's profile tool shows, for people: per launch
 // the grid, block, registers, shared memory, theoretical occupancy and its limiter, the launch's
-// time by events and by CUPTI; for the whole plan the median, bandwidth and memory floor.
+// time by events and by CUPTI, hardware counters and the roofline against this GPU's measured
+// peaks; for the whole plan the median, bandwidth, ideal time and a verdict. --compact prints the
+// agent's form.
 // Exit 0 profiled (correct), 1 does not compile or not correct, 2 bad input, 3 no GPU (the
 // static part is still printed).
 #include <memory>
@@ -21,10 +23,11 @@ Command add_profile_command(CLI::App& app) {
     std::string candidate, op, arch;
     int gpu = 0;
     double timeout_s = 60;
-    bool json = false;
+    bool json = false, compact = false, refresh_peaks = false;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand("profile", "Per-launch profile of a candidate: occupancy, times (events, CUPTI)");
+  CLI::App* sub = app.add_subcommand(
+      "profile", "Profile a candidate: occupancy, times (events, CUPTI), counters, roofline, verdict");
   sub->add_option("candidate", a->candidate, "Candidate .cu file")->required()->check(CLI::ExistingFile);
   sub->add_option("--op", a->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
   sub->add_option("--gpu", a->gpu, "GPU index")->check(CLI::NonNegativeNumber);
@@ -32,6 +35,9 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--timeout", a->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")
       ->check(CLI::Range(1.0, 3600.0));
   sub->add_flag("--json", a->json, "Print JSON");
+  sub->add_flag("--compact", a->compact, "Print the agent's form: one line per launch and the verdict");
+  sub->add_flag("--refresh-peaks", a->refresh_peaks,
+                "Measure the GPU's copy bandwidth and FP32 peak again instead of reading the cache");
   return {sub, [a]() {
             Op op = load_op(a->op);
             Candidate cand = load_candidate(a->candidate);
@@ -40,9 +46,12 @@ Command add_profile_command(CLI::App& app) {
             opt.gpu = a->gpu;
             opt.arch = a->arch;
             opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(a->timeout_s * 1000));
+            opt.refresh_peaks = a->refresh_peaks;
             auto print = [&](const profile::ProfileOutput& out) {
               if (a->json)
                 print_json(out.record);
+              else if (a->compact)
+                fmt::print("{}", out.compact);
               else
                 fmt::print("{}: {}\n{}", a->candidate, op.name, out.text);
             };

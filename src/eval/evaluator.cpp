@@ -17,6 +17,7 @@
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/profile/peaks.hpp"
 
 namespace kagent {
 
@@ -43,12 +44,15 @@ uint64_t fresh_seed() {
 }  // namespace
 
 Evaluator::Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache)
-    : opt_(std::move(options)), compiler_(find_cuda_paths(), std::move(cache)) {
+    : opt_(std::move(options)), compiler_(find_cuda_paths(), cache) {
+  cache_dir_ = cache ? cache->dir() : CompileCache::default_dir();
   GpuInventory inv = query_gpus();
   if (inv.gpus.empty()) throw EnvError(fmt::format("no GPU to evaluate on: {}", inv.problem));
   if (opt_.gpu < 0 || opt_.gpu >= static_cast<int>(inv.gpus.size()))
     throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s)", opt_.gpu, inv.gpus.size()));
   const GpuInfo& g = inv.gpus[static_cast<size_t>(opt_.gpu)];
+  gpu_uuid_ = g.uuid;
+  driver_version_ = inv.driver_version;
   arch_ = opt_.arch.empty() ? arch_for_capability(g.cc_major, g.cc_minor) : opt_.arch;
   check_arch(arch_);
   RunnerOptions ro;
@@ -69,6 +73,41 @@ std::string Evaluator::write_cubin(const CompileResult& r) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) write_file_atomic(path, r.cubin);
   return path.string();
+}
+
+std::string Evaluator::harness_cubin() {
+  CompileResult harness_c = compiler_.compile(harness_kernels(), arch_);
+  if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);
+  return write_cubin(harness_c);
+}
+
+std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
+  if (peaks_) return peaks_;
+  if (!peaks_error_.empty()) {
+    if (why) *why = peaks_error_;
+    return std::nullopt;
+  }
+  const auto file = profile::peaks_file(cache_dir_, gpu_uuid_, driver_version_);
+  if (!opt_.refresh_peaks)
+    if (auto cached = profile::read_peaks(file)) return peaks_ = cached;
+  nlohmann::json rq = {{"cmd", "peaks"}, {"gpu", opt_.gpu}, {"harness_cubin_path", harness_cubin()}};
+  RunnerReply reply = runner_->request(rq, std::chrono::seconds(120));
+  if (!reply.ok())
+    peaks_error_ = "measuring the GPU's peaks: " + reply.message;
+  else if (!reply.body.value("ok", false))
+    peaks_error_ = reply.body.value("error", "measuring the GPU's peaks failed");
+  if (!peaks_error_.empty()) {
+    if (why) *why = peaks_error_;
+    return std::nullopt;
+  }
+  DevicePeaks p = reply.body.at("peaks").get<DevicePeaks>();
+  p.uuid = gpu_uuid_;
+  try {
+    profile::write_peaks(file, p);
+  } catch (const std::exception& e) {
+    spdlog::warn("the GPU's peaks are measured but cannot be cached: {}", e.what());
+  }
+  return peaks_ = p;
 }
 
 const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
@@ -119,8 +158,6 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
     rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
     return rep;
   }
-  CompileResult harness_c = compiler_.compile(harness_kernels(), arch_);
-  if (!harness_c.ok) throw Error(ExitCode::environment, "kagent's harness kernels do not compile:\n" + harness_c.log);
 
   EvalRequest rq;
   rq.gpu = opt_.gpu;
@@ -131,7 +168,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rq.outputs = op.outputs;
   rq.scalars = op.scalars;
   rq.candidate = {cand.path.string(), cand.source, write_cubin(rep.compile)};
-  rq.harness_cubin_path = write_cubin(harness_c);
+  rq.harness_cubin_path = harness_cubin();
   rq.timing = opt_.timing;
   rq.stop_rule = opt_.stop_rule;
   rq.per_launch = per_launch;
@@ -206,6 +243,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
     if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
     rep.baselines.compile_ms = op.compile_baseline_ms;
   }
+  if (per_launch && rep.outcome.correct) rep.peaks = device_peaks(&rep.peaks_note);
   std::optional<double> cand_ms;
   if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
   rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines);

@@ -34,6 +34,8 @@ GpuInventory query_gpus() {
     char name[256] = {};
     api->cuDeviceGetName(name, sizeof name, dev);
     g.name = name;
+    CUuuid id{};
+    if (api->cuDeviceGetUuid(&id, dev) == CUDA_SUCCESS) g.uuid = format_uuid(id);
     api->cuDeviceGetAttribute(&g.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     api->cuDeviceGetAttribute(&g.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     api->cuDeviceGetAttribute(&g.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);

@@ -28,13 +28,13 @@ Loaded load() {
     return l;
   }
   l.ok = true;
-#define KAGENT_DRIVER_BIND(name)                                                      \
-  if (l.ok) {                                                                         \
-    l.api.name = reinterpret_cast<decltype(l.api.name)>(dlsym(lib, KAGENT_STR(name))); \
-    if (l.api.name == nullptr) {                                                      \
-      l.ok = false;                                                                   \
+#define KAGENT_DRIVER_BIND(name)                                                                \
+  if (l.ok) {                                                                                   \
+    l.api.name = reinterpret_cast<decltype(l.api.name)>(dlsym(lib, KAGENT_STR(name)));          \
+    if (l.api.name == nullptr) {                                                                \
+      l.ok = false;                                                                             \
       l.why = fmt::format("libcuda.so.1 has no symbol {} (driver too old?)", KAGENT_STR(name)); \
-    }                                                                                 \
+    }                                                                                           \
   }
   KAGENT_DRIVER_FUNCTIONS(KAGENT_DRIVER_BIND)
 #undef KAGENT_DRIVER_BIND
@@ -58,6 +58,15 @@ std::string driver_error_text(const DriverApi& api, CUresult rc) {
   api.cuGetErrorName(rc, &name);
   api.cuGetErrorString(rc, &text);
   return fmt::format("{}: {}", name ? name : fmt::format("CUDA error {}", int(rc)), text ? text : "unknown error");
+}
+
+std::string format_uuid(const CUuuid& id) {
+  std::string hex;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    hex += fmt::format("{:02x}", static_cast<unsigned char>(id.bytes[i]));
+  }
+  return "GPU-" + hex;
 }
 
 }  // namespace kagent

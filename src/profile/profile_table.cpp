@@ -1,6 +1,7 @@
 #include "kagent/profile/profile_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/spec/expr.hpp"
+#include "launch_rows.hpp"
 
 namespace kagent::profile {
 
@@ -55,69 +57,28 @@ Limiter classify(const KernelMetrics& m) {
 
 ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResult& r, const EvalReport* rep,
                              const std::string& no_timing_reason) {
-  ShapeLookup shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
-    for (const auto* list : {&op.inputs, &op.outputs})
-      for (const auto& t : *list)
-        if (t.name == name) return &t.shape;
-    return nullptr;
-  };
-  ScalarLookup scalars = [&](std::string_view name) -> std::optional<ExprValue> {
-    for (const auto& s : op.scalars)
-      if (s.name == name) return s.value;
-    return std::nullopt;
-  };
-  const std::vector<LaunchTime> none;
-  const auto& times = rep ? rep->outcome.launch_times : none;
+  const std::vector<LaunchRow> rows = launch_rows(op, c, r, rep);
   TextTable t({"launch", "kernel", "grid", "block", "regs", "smem B", "blocks/SM", "occupancy", "limited by",
                "median ms", "CUPTI ms", "share"});
   nlohmann::json launches = nlohmann::json::array();
-  for (size_t i = 0; i < c.plan.launches.size(); ++i) {
-    const Launch& l = c.plan.launches[i];
-    auto dims = [&](const std::vector<Expr>& es) {
-      std::vector<int64_t> v;
-      for (const auto& e : es) {
-        try {
-          v.push_back(e.eval_int(shapes, scalars));
-        } catch (const ExprError&) {
-          v.push_back(-1);  // depends on a scratch buffer's shape or is not known here
-        }
-      }
-      return v;
-    };
-    auto grid = dims(l.grid), block = dims(l.block);
-    int64_t threads = 1;
-    for (int64_t b : block) threads *= std::max<int64_t>(b, 1);
-    int64_t dyn = 0;
-    try {
-      dyn = l.smem.eval_int(shapes, scalars);
-    } catch (const ExprError&) {
-    }
-    auto k =
-        std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == l.kernel; });
-    const int regs = k != r.kernels.end() ? k->registers : 0;
-    const int64_t smem = (k != r.kernels.end() ? k->static_smem : 0) + dyn;
-    Occupancy o = occupancy(threads, regs, smem);
-    auto show = [](const std::vector<int64_t>& v) {
-      std::string s;
-      for (int64_t x : v) s += (s.empty() ? "" : "x") + (x < 0 ? std::string("?") : std::to_string(x));
-      return s;
-    };
-    const bool timed = i < times.size();
-    t.add_row({std::to_string(i), l.kernel, show(grid), show(block), std::to_string(regs), std::to_string(smem),
-               std::to_string(o.blocks_per_sm), fmt::format("{:.0f}%", 100 * o.fraction), o.limiter,
-               timed ? fmt::format("{:.4f}", times[i].median_ms) : "-",
-               timed && times[i].cupti_ms >= 0 ? fmt::format("{:.4f}", times[i].cupti_ms) : "-",
-               timed ? fmt::format("{:.0f}%", 100 * times[i].share) : "-"});
-    launches.push_back({{"kernel", l.kernel},
-                        {"grid", grid},
-                        {"block", block},
-                        {"registers", regs},
-                        {"smem", smem},
-                        {"blocks_per_sm", o.blocks_per_sm},
-                        {"occupancy", o.fraction},
-                        {"limited_by", o.limiter}});
-    if (timed) launches.back()["median_ms"] = times[i].median_ms;
-    if (timed && times[i].cupti_ms >= 0) launches.back()["cupti_ms"] = times[i].cupti_ms;
+  for (const LaunchRow& row : rows) {
+    const LaunchTime* time = row.time;
+    t.add_row({std::to_string(row.index), row.kernel, dims_text(row.grid), dims_text(row.block),
+               std::to_string(row.regs), std::to_string(row.smem), std::to_string(row.occupancy.blocks_per_sm),
+               fmt::format("{:.0f}%", 100 * row.occupancy.fraction), row.occupancy.limiter,
+               time ? fmt::format("{:.4f}", time->median_ms) : "-",
+               time && time->cupti_ms >= 0 ? fmt::format("{:.4f}", time->cupti_ms) : "-",
+               time ? fmt::format("{:.0f}%", 100 * time->share) : "-"});
+    launches.push_back({{"kernel", row.kernel},
+                        {"grid", row.grid},
+                        {"block", row.block},
+                        {"registers", row.regs},
+                        {"smem", row.smem},
+                        {"blocks_per_sm", row.occupancy.blocks_per_sm},
+                        {"occupancy", row.occupancy.fraction},
+                        {"limited_by", row.occupancy.limiter}});
+    if (time) launches.back()["median_ms"] = time->median_ms;
+    if (time && time->cupti_ms >= 0) launches.back()["cupti_ms"] = time->cupti_ms;
   }
   std::string text =
       "launches (theoretical occupancy on a 2048-thread, 64K-register, 228 KiB SM; each launch timed "
@@ -128,7 +89,7 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     const auto& o = rep->outcome;
     text += fmt::format(
         "\nwhole plan: median {:.4f} ms over {} samples; {} bytes of tensors moved: {:.0f} GB/s achieved, "
-        "{:.1f}% of the {:.0f} GB/s peak; memory floor {:.4f} ms ({:.0f}% of the median). tier {}\n",
+        "{:.1f}% of the {:.0f} GB/s theoretical peak; memory floor {:.4f} ms ({:.0f}% of the median). tier {}\n",
         o.candidate_time->median_ms, o.candidate_time->n, o.bytes_moved, o.achieved_gbs, 100 * o.bandwidth_share,
         o.device.peak_gbs, o.memory_floor_ms,
         o.candidate_time->median_ms > 0 ? 100 * o.memory_floor_ms / o.candidate_time->median_ms : 0.0,
@@ -137,26 +98,46 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     record["achieved_gbs"] = o.achieved_gbs;
     record["bandwidth_share"] = o.bandwidth_share;
     record["tier"] = rep->reward.tier;
+    if (rep->peaks && o.bytes_moved > 0) {
+      const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
+      text += fmt::format(
+          "ideal time: {:.4f} ms (the operator's {} bytes of inputs and outputs at the measured {:.0f} GB/s copy "
+          "bandwidth); the plan takes {:.2f}x that\n",
+          ideal, o.bytes_moved, rep->peaks->copy_gbs, o.candidate_time->median_ms / ideal);
+      record["ideal_ms"] = ideal;
+    }
   } else if (!rep) {
     text += fmt::format("\nno timing: {}\n", no_timing_reason);
   } else {
     text += fmt::format("\nno timing: the candidate is not correct ({})\n", rep->outcome.message);
   }
   if (rep && !rep->outcome.metrics.empty()) {
-    TextTable h(
-        {"launch", "kernel", "duration ms", "DRAM %", "SM %", "occupancy %", "L2 hit %", "L1 hit %", "limiter"});
+    TextTable h({"launch", "kernel", "duration ms", "DRAM %", "SM %", "occupancy %", "L2 hit %", "L1 hit %", "tensor %",
+                 "limiter"});
     nlohmann::json counters = nlohmann::json::array();
     std::string reasons;
-    for (size_t i = 0; i < rep->outcome.metrics.size(); ++i) {
-      const KernelMetrics& m = rep->outcome.metrics[i];
+    for (const LaunchRow& row : rows) {
+      if (!row.metrics) continue;
+      const KernelMetrics& m = *row.metrics;
       const Limiter lim = classify(m);
-      h.add_row({std::to_string(i), m.kernel, fmt::format("{:.4f}", m.duration_ms), fmt::format("{:.1f}", m.dram_pct),
-                 fmt::format("{:.1f}", m.sm_pct), fmt::format("{:.1f}", m.occupancy_pct),
-                 fmt::format("{:.1f}", m.l2_hit_pct), fmt::format("{:.1f}", m.l1_hit_pct), lim.kind});
-      reasons += fmt::format("launch {} ({}): {}: {}\n", i, m.kernel, lim.kind, lim.reason);
+      h.add_row({std::to_string(row.index), m.kernel, fmt::format("{:.4f}", m.duration_ms),
+                 fmt::format("{:.1f}", m.dram_pct), fmt::format("{:.1f}", m.sm_pct),
+                 fmt::format("{:.1f}", m.occupancy_pct), fmt::format("{:.1f}", m.l2_hit_pct),
+                 fmt::format("{:.1f}", m.l1_hit_pct), fmt::format("{:.1f}", m.tensor_pct), lim.kind});
+      reasons += fmt::format("launch {} ({}): {}: {}\n", row.index, m.kernel, lim.kind, lim.reason);
       nlohmann::json mj = m;
       mj["limiter"] = lim.kind;
       mj["reason"] = lim.reason;
+      if (row.roof)
+        mj["roofline"] = {{"achieved_gbs", row.roof->achieved_gbs},
+                          {"achieved_gflops", row.roof->achieved_gflops},
+                          {"bandwidth_share", row.roof->bandwidth_share},
+                          {"compute_share", row.roof->compute_share},
+                          {"intensity", std::isfinite(row.roof->intensity) ? nlohmann::json(row.roof->intensity)
+                                                                           : nlohmann::json(nullptr)},
+                          {"ridge", row.roof->ridge},
+                          {"roof", row.roof->roof},
+                          {"roof_share", row.roof->roof_share}};
       counters.push_back(mj);
     }
     text += "\nhardware counters (CUPTI range profiler; each kernel replayed once per pass, after an L2 flush):\n" +
@@ -166,7 +147,38 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     text += "\nhardware counters: not available (" + rep->outcome.metrics_note + "); the timing above stands\n";
     record["counters_note"] = rep->outcome.metrics_note;
   }
-  return {text, record};
+  if (rep && rep->peaks) {
+    const DevicePeaks& p = *rep->peaks;
+    if (std::any_of(rows.begin(), rows.end(), [](const LaunchRow& row) { return row.roof.has_value(); })) {
+      TextTable f(
+          {"launch", "kernel", "DRAM GB/s", "of copy", "FP32 GFLOP/s", "of FP32", "FLOP/byte", "roof", "of roof"});
+      for (const LaunchRow& row : rows) {
+        if (!row.roof) continue;
+        const RooflinePoint& q = *row.roof;
+        f.add_row({std::to_string(row.index), row.kernel, fmt::format("{:.0f}", q.achieved_gbs),
+                   fmt::format("{:.0f}%", 100 * q.bandwidth_share), fmt::format("{:.0f}", q.achieved_gflops),
+                   fmt::format("{:.0f}%", 100 * q.compute_share),
+                   std::isfinite(q.intensity) ? fmt::format("{:.2f}", q.intensity) : "inf", q.roof,
+                   fmt::format("{:.0f}%", 100 * q.roof_share)});
+      }
+      text += fmt::format(
+          "\nroofline (roofs measured on this GPU{}: {:.0f} GB/s device-to-device copy of {} MiB, {:.0f} GFLOP/s FP32 "
+          "matrix product {}^3 by {} (theoretical {:.0f} GB/s, {:.0f} GFLOP/s); ridge {:.1f} FLOP/byte; FP32 FLOPs "
+          "count the CUDA cores' FFMA x2, FADD, FMUL, not tensor-core work):\n",
+          p.cached ? fmt::format(", {}, cached", p.measured_at) : std::string(), p.copy_gbs, p.copy_bytes >> 20,
+          p.fp32_gflops, p.gemm_n, p.gemm_by.empty() ? "?" : p.gemm_by, p.theoretical_gbs, p.theoretical_gflops,
+          p.copy_gbs > 0 ? p.fp32_gflops / p.copy_gbs : 0.0);
+      text += f.render();
+    }
+    record["peaks"] = p;
+  } else if (rep && !rep->peaks_note.empty()) {
+    text += "\nroofline: not available (" + rep->peaks_note + ")\n";
+    record["peaks_note"] = rep->peaks_note;
+  }
+  const std::string v = verdict(rows, rep, no_timing_reason);
+  text += "\nverdict: " + v + "\n";
+  record["verdict"] = v;
+  return {text, render_compact(op, rows, rep, no_timing_reason), record};
 }
 
 }  // namespace kagent::profile

@@ -10,18 +10,20 @@
 
 #include <fmt/format.h>
 
+#include "kagent/profile/cupti_library.hpp"
+
 namespace kagent::runner {
 
 namespace {
 
 // The CUPTI functions the runner uses, resolved from libcupti with dlopen (the X-macro keeps the
 // table and the loader in step, as for the driver).
-#define KAGENT_CUPTI_FUNCTIONS(X)                                                                     \
-  X(cuptiActivityEnable)                                                                              \
-  X(cuptiActivityDisable)                                                                             \
-  X(cuptiActivityRegisterCallbacks)                                                                   \
-  X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) X(cuptiGetResultString) X(cuptiGetContextId) \
-      X(cuptiGetStreamIdEx)
+#define KAGENT_CUPTI_FUNCTIONS(X)   \
+  X(cuptiActivityEnable)            \
+  X(cuptiActivityDisable)           \
+  X(cuptiActivityRegisterCallbacks) \
+  X(cuptiActivityFlushAll)          \
+  X(cuptiActivityGetNextRecord) X(cuptiGetResultString) X(cuptiGetContextId) X(cuptiGetStreamIdEx)
 
 struct CuptiApi {
 #define KAGENT_CUPTI_SLOT(name) decltype(&::name) name = nullptr;
@@ -62,33 +64,10 @@ std::string result_text(CUptiResult rc) {
 
 }  // namespace
 
-void* open_cupti(std::string* why) {
-  static std::string failure;
-  static void* lib = []() -> void* {
-    std::vector<std::string> tries;
-    const char* home = std::getenv("CUDA_HOME");
-    for (std::string base : {std::string(home ? home : ""), std::string("/usr/local/cuda")}) {
-      if (base.empty()) continue;
-      for (const char* sub :
-           {"/lib64/libcupti.so", "/extras/CUPTI/lib64/libcupti.so", "/targets/x86_64-linux/lib/libcupti.so"})
-        tries.push_back(base + sub);
-    }
-    tries.push_back("libcupti.so");
-    for (const auto& t : tries) {
-      if (void* l = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL)) return l;
-      failure = dlerror();
-    }
-    failure = "libcupti.so could not be loaded (" + failure + ")";
-    return nullptr;
-  }();
-  if (!lib && why) *why = failure;
-  return lib;
-}
-
 KernelActivity* KernelActivity::get(std::string* why) {
   static std::string failure;
   static KernelActivity* instance = []() -> KernelActivity* {
-    void* lib = open_cupti(&failure);
+    void* lib = profile::open_cupti(&failure);
     if (!lib) return nullptr;
 #define KAGENT_CUPTI_LOAD(name)                                           \
   g_api.name = reinterpret_cast<decltype(g_api.name)>(dlsym(lib, #name)); \

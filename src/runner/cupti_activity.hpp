@@ -12,9 +12,6 @@
 
 namespace kagent::runner {
 
-// libcupti, opened once (beside the toolkit, else wherever the loader finds it); nullptr with *why.
-void* open_cupti(std::string* why);
-
 struct KernelRecord {
   std::string name;
   uint64_t start_ns = 0, end_ns = 0;  // GPU timestamps

@@ -105,6 +105,12 @@ Device::~Device() {
   if (ctx_) api.cuDevicePrimaryCtxRelease(dev_);
 }
 
+int Device::attribute(CUdevice_attribute a) const {
+  int v = 0;
+  check(cu().cuDeviceGetAttribute(&v, a, dev_), "cuDeviceGetAttribute");
+  return v;
+}
+
 void Device::sync() const {
   check(cu().cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }

@@ -74,6 +74,7 @@ class Device {
   CUcontext context() const { return ctx_; }
   const DeviceSummary& summary() const { return summary_; }
   int max_smem_optin() const { return max_smem_optin_; }
+  int attribute(CUdevice_attribute a) const;
   void sync() const;
 
  private:

@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "cupti_activity.hpp"
 #include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/profile/counters.hpp"
 #include "plan_executor.hpp"
 #include "range_profiler.hpp"
 
@@ -344,13 +345,26 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   return ab;
 }
 
+namespace {
+
+// Whether a CUPTI kernel record is one of the plan's launches: launched from the host on the
+// runner's stream and context, and not one of kagent's own harness kernels (restore, poison, L2
+// flush run on that stream too). Not by the plan's kernel names: CUPTI remembers a name per
+// function handle, and a candidate's module unloaded while recording was off (between
+// evaluations) can leave its name on the handle of the next module loaded at the same address;
+// seen on the H100, where a vector add was reported under the name of the FMA chain evaluated two
+// candidates before it. The harness module stays loaded, so its names are right.
+bool plan_launch(const KernelRecord& r, uint32_t ctx_id, uint32_t stream_id) {
+  return !r.device_launched && r.context_id == ctx_id && r.stream_id == stream_id && !r.name.starts_with("kagent_");
+}
+
+}  // namespace
+
 CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   CuptiCheck c;
   KernelActivity* act = KernelActivity::get(&c.not_run);
   if (!act) return c;
   phase("CUPTI cross-check");
-  std::set<std::string> plan_kernels;
-  for (size_t i = 0; i < plan.launch_count(); ++i) plan_kernels.insert(plan.kernel_of(i));
   constexpr int kSamples = 5;
   Events ev;
   try {
@@ -371,15 +385,18 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   c.launches_expected = kSamples * static_cast<int>(plan.launch_count());
   const uint32_t ctx_id = act->context_id(dev_.context());
   const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
-  std::vector<double> per_launch;  // the plan's kernels in start order
+  std::vector<double> per_launch;     // the plan's kernels in start order
+  std::map<std::string, int> others;  // kernels outside the plan, by name, for the message
   for (const auto& r : recs) {
-    if (plan_kernels.count(r.name) && !r.device_launched) {
+    if (plan_launch(r, ctx_id, stream_id)) {
       ++c.launches_seen;
       c.kernel_ms += r.ms();
       per_launch.push_back(r.ms());
-      if (r.stream_id != stream_id || r.context_id != ctx_id) ++c.off_stream;
-    } else if (r.device_launched || !r.name.starts_with("kagent_")) {
+    } else if (r.device_launched) {
       ++c.other_kernels;
+      ++others[r.name.empty() ? std::string("(no name)") : r.name];
+    } else if (r.context_id != ctx_id || r.stream_id != stream_id) {
+      ++c.off_stream;
     }
   }
   if (c.launches_seen == c.launches_expected) {
@@ -392,11 +409,14 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   if (c.launches_seen != c.launches_expected)
     problems.push_back(fmt::format("CUPTI saw {} launches of the plan's kernels in {} samples, expected {}",
                                    c.launches_seen, kSamples, c.launches_expected));
-  if (c.other_kernels > 0)
+  if (c.other_kernels > 0) {
+    std::string names;
+    for (const auto& [name, n] : others) names += fmt::format("{}{} x{}", names.empty() ? "" : ", ", name, n);
     problems.push_back(
-        fmt::format("{} kernel(s) ran that the plan does not launch (device-launched?)", c.other_kernels));
+        fmt::format("{} kernel(s) ran that the plan does not launch (device-launched: {})", c.other_kernels, names));
+  }
   if (c.off_stream > 0)
-    problems.push_back(fmt::format("{} launch(es) ran outside the plan's stream and context", c.off_stream));
+    problems.push_back(fmt::format("{} kernel(s) ran outside the runner's stream and context", c.off_stream));
   // Kernels on one stream run one after another inside the timed span: it cannot be shorter than
   // their sum (2% and 2 us per launch of slack for the two clocks' granularity).
   const double slack = 0.02 * c.kernel_ms + 0.002 * c.launches_seen;
@@ -410,16 +430,10 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
 }
 
 void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
-  static const std::vector<std::string> kMetrics = {"gpu__time_duration.sum",
-                                                    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                                                    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                                                    "sm__warps_active.avg.pct_of_peak_sustained_active",
-                                                    "lts__t_sector_hit_rate.pct",
-                                                    "l1tex__t_sector_hit_rate.pct"};
   phase("hardware counters");
   try {
     auto ranges = profile_ranges(
-        dev_.context(), rq_.gpu, kMetrics,
+        dev_.context(), rq_.gpu, profile::counter_metrics(),
         [&] {  // as before every timed sample; the flush finishes before profiling starts
           restore_inputs();
           poison(cand_out_);
@@ -438,8 +452,7 @@ void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
     }
     // Auto ranges are numbered in launch order: range i is launch i.
     for (size_t i = 0; i < ranges.size(); ++i) {
-      const auto& v = ranges[i].values;
-      o.metrics.push_back({plan.kernel_of(i), v[0] * 1e-6, v[1], v[2], v[3], v[4], v[5]});
+      o.metrics.push_back(profile::kernel_metrics(plan.kernel_of(i), ranges[i].values));
     }
   } catch (const CudaError&) {
     throw;  // the candidate faulted during the replay: the usual path for CUDA errors
@@ -491,11 +504,11 @@ std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int sample
   // CUPTI's durations of the same launches: the plan's kernels in launch order, sample by sample.
   std::vector<std::vector<double>> kernel_ms(n);
   if (act) {
-    std::set<std::string> names;
-    for (size_t i = 0; i < n; ++i) names.insert(plan.kernel_of(i));
+    const uint32_t ctx_id = act->context_id(dev_.context());
+    const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
     std::vector<double> seen;
     for (const auto& r : act->stop())
-      if (names.count(r.name) && !r.device_launched) seen.push_back(r.ms());
+      if (plan_launch(r, ctx_id, stream_id)) seen.push_back(r.ms());
     if (seen.size() == n * static_cast<size_t>(samples))
       for (size_t k = 0; k < seen.size(); ++k) kernel_ms[k % n].push_back(seen[k]);
   }

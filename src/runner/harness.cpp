@@ -89,4 +89,12 @@ void Harness::flush(CUdeviceptr p, size_t bytes) {
   launch(kernel("kagent_flush"), n16, args);
 }
 
+void Harness::sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n) {
+  if (n <= 0 || n % 128 != 0) throw PlanError(fmt::format("kagent_peak_sgemm needs n a multiple of 128, not {}", n));
+  void* args[] = {&a, &b, &c, &n};
+  const auto tiles = static_cast<unsigned>(n / 128);
+  check(cu().cuLaunchKernel(kernel("kagent_peak_sgemm"), tiles, tiles, 1, 256, 1, 1, 0, dev_.stream(), args, nullptr),
+        "kagent_peak_sgemm launch");
+}
+
 }  // namespace kagent::runner

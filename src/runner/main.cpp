@@ -17,6 +17,7 @@
 #include "kagent/common/files.hpp"
 #include "kagent/eval/sandbox.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "peaks.hpp"
 
 using namespace kagent;
 using namespace kagent::runner;
@@ -62,6 +63,35 @@ nlohmann::json ask_kagent(const nlohmann::json& id, const nlohmann::json& need) 
   return answer;
 }
 
+// The GPU and kagent's harness kernels, set up on first use. False (with the error in `out`) when
+// they cannot be; `keep_going` false when the runner must exit after replying (a sticky error).
+bool prepare(State& s, int gpu, const std::string& harness_cubin_path, nlohmann::json& out, bool& keep_going) {
+  keep_going = true;
+  if (gpu != gpu_ordinal()) {
+    out["ok"] = false;
+    out["error"] = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), gpu);
+    return false;
+  }
+  try {
+    if (!s.device) s.device = std::make_unique<Device>(gpu_ordinal());
+    if (!s.harness || s.harness_path != harness_cubin_path) {
+      s.harness.reset();
+      s.harness = std::make_unique<Harness>(*s.device, read_text_file(harness_cubin_path));
+      s.harness_path = harness_cubin_path;
+    }
+    return true;
+  } catch (const CudaError& e) {
+    out["ok"] = false;
+    out["environment"] = true;  // no GPU or no driver: kagent exits 3
+    out["error"] = e.what();
+    keep_going = !e.sticky();
+  } catch (const std::exception& e) {
+    out["ok"] = false;
+    out["error"] = e.what();
+  }
+  return false;
+}
+
 // Returns false when the runner must exit after replying (a sticky CUDA error).
 bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
   EvalRequest rq;
@@ -72,28 +102,8 @@ bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
     out["error"] = fmt::format("bad evaluate request: {}", e.what());
     return true;
   }
-  if (rq.gpu != gpu_ordinal()) {
-    out["ok"] = false;
-    out["error"] = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), rq.gpu);
-    return true;
-  }
-  try {
-    if (!s.device) s.device = std::make_unique<Device>(gpu_ordinal());
-    if (!s.harness || s.harness_path != rq.harness_cubin_path) {
-      s.harness.reset();
-      s.harness = std::make_unique<Harness>(*s.device, read_text_file(rq.harness_cubin_path));
-      s.harness_path = rq.harness_cubin_path;
-    }
-  } catch (const CudaError& e) {
-    out["ok"] = false;
-    out["environment"] = true;  // no GPU or no driver: kagent exits 3
-    out["error"] = e.what();
-    return !e.sticky();
-  } catch (const std::exception& e) {
-    out["ok"] = false;
-    out["error"] = e.what();
-    return true;
-  }
+  bool keep_going = true;
+  if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
   const nlohmann::json id = req.value("id", nlohmann::json());
   EvaluationResult r =
       evaluate(*s.device, *s.harness, rq, [&](const nlohmann::json& need) { return ask_kagent(id, need); });
@@ -101,6 +111,27 @@ bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
   out["outcome"] = r.outcome;
   out["restart"] = r.restart;
   return !r.restart;
+}
+
+// {"cmd": "peaks", "gpu": N, "harness_cubin_path": "..."}: this GPU's copy bandwidth and FP32
+// matrix-product throughput (peaks.hpp). Only kagent's own kernels run, so a CUDA error here is
+// the environment's.
+bool handle_peaks(State& s, const nlohmann::json& req, nlohmann::json& out) {
+  bool keep_going = true;
+  if (!prepare(s, req.value("gpu", -1), req.value("harness_cubin_path", ""), out, keep_going)) return keep_going;
+  try {
+    out["peaks"] = measure_peaks(*s.device, *s.harness);
+    out["ok"] = true;
+  } catch (const CudaError& e) {
+    out["ok"] = false;
+    out["error"] = fmt::format("measuring the GPU's peaks: {}", e.what());
+    out["restart"] = e.sticky();
+    return !e.sticky();
+  } catch (const std::exception& e) {
+    out["ok"] = false;
+    out["error"] = fmt::format("measuring the GPU's peaks: {}", e.what());
+  }
+  return true;
 }
 
 }  // namespace
@@ -155,6 +186,8 @@ int main(int argc, char** argv) {
       break;
     } else if (cmd == "evaluate") {
       keep_going = handle_evaluate(state, req, out);
+    } else if (cmd == "peaks") {
+      keep_going = handle_peaks(state, req, out);
     } else {
       out["ok"] = false;
       out["error"] = fmt::format("unknown cmd '{}'", cmd);

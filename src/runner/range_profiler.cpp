@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "cupti_activity.hpp"
+#include "kagent/profile/cupti_library.hpp"
 
 namespace kagent::runner {
 
@@ -38,7 +38,7 @@ const RangeApi& api() {
   static std::string failure;
   static RangeApi a;
   static bool ok = [] {
-    void* lib = open_cupti(&failure);
+    void* lib = profile::open_cupti(&failure);
     if (!lib) return false;
 #define KAGENT_RANGE_LOAD(name)                                              \
   a.name = reinterpret_cast<decltype(a.name)>(dlsym(lib, #name));            \

@@ -108,9 +108,10 @@ class ProfileTool : public Tool {
   ProfileTool(const Workspace& ws, KernelToolContext& ctx) : ws_(ws), ctx_(ctx) {}
   llm::ToolSpec spec() const override {
     return {"profile",
-            "Profile a candidate (one evaluation): per launch of its plan the grid, block, registers, shared memory, "
-            "theoretical occupancy (and what limits it) and its own time; for the whole plan the median time, "
-            "achieved DRAM bandwidth against the GPU's peak and the memory floor.",
+            "Profile a candidate (one evaluation): one line per launch of its plan with grid, block, registers, "
+            "shared memory, occupancy (theoretical and achieved), its own time, hardware counters (DRAM and SM "
+            "throughput, L2/L1 hit rates, tensor pipe) and its place on this GPU's measured roofline; a header "
+            "with the median and the ideal time of the operator's bytes; a verdict naming what bounds it.",
             path_schema("the candidate file, relative to the workspace")};
   }
   ToolResult run(const nlohmann::json& args) override {
@@ -135,7 +136,7 @@ class ProfileTool : public Tool {
       }
     }
     auto out = profile::render_profile(ctx_.op, c, r, rep ? &*rep : nullptr, ctx_.no_gpu_reason);
-    return {out.text, false, out.record};
+    return {out.compact, false, out.record};
   }
 
  private:

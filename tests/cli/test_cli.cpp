@@ -311,6 +311,18 @@ TEST_F(Cli, ProfilePrintsThePerLaunchTable) {
   if (!gpu) {
     EXPECT_TRUE(has(r.output, "no timing:")) << r.output;
   }
+  // The agent's form: a header, one line per launch (50), the verdict.
+  auto c = kagent({"profile", (test::source_dir() / "tests/gpu/kernels/fifty_launches.cu").string(), "--op",
+                   example("vector_add/op.json"), "--compact"});
+  EXPECT_EQ(c.exit_code, gpu ? 0 : 3) << c.output;
+  size_t n = 0;
+  for (char ch : c.output) n += ch == '\n';
+  EXPECT_EQ(n, 52u) << c.output;
+  EXPECT_TRUE(has(c.output, "#49 add_range grid 1312 block 256")) << c.output;
+  EXPECT_TRUE(has(c.output, "\nverdict: ")) << c.output;
+  if (!gpu) {
+    EXPECT_TRUE(has(c.output, "vector_add: not timed\n")) << c.output;
+  }
   auto j = kagent({"profile", example("softmax/cand_online.cu"), "--op", example("softmax/op.json"), "--json"});
   auto parsed = nlohmann::json::parse(j.output.substr(0, j.output.rfind('}') + 1), nullptr, false);
   ASSERT_FALSE(parsed.is_discarded()) << j.output;

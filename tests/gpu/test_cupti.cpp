@@ -9,7 +9,9 @@
 #include "gpu/gpu_test.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/profile/peaks.hpp"
 #include "kagent/profile/profile_table.hpp"
+#include "kagent/profile/roofline.hpp"
 
 using namespace kagent;
 using namespace std::chrono_literals;
@@ -125,5 +127,79 @@ TEST_F(CuptiGpu, CountersNameTheLimiter) {
       EXPECT_LE(pct, 100.5);
     }
     EXPECT_EQ(profile::classify(m).kind, k.limiter);
+  }
+}
+
+// The roofs: a device-to-device copy and kagent's FP32 matrix product, measured once per GPU and
+// cached; a second evaluator on the same cache reads the file instead of measuring again.
+TEST_F(CuptiGpu, PeaksAreMeasuredOnceAndCachedPerGpu) {
+  std::string why;
+  auto p = ev->device_peaks(&why);
+  ASSERT_TRUE(p.has_value()) << why;
+  std::printf(
+      "%s: copy %.0f GB/s of %.0f theoretical (%.1f%%), FP32 matrix product %d^3 by %s %.0f GFLOP/s of %.0f "
+      "theoretical (%.1f%%); cuBLAS %.0f, kagent_peak_sgemm %.0f GFLOP/s %s\n",
+      p->gpu.c_str(), p->copy_gbs, p->theoretical_gbs, 100 * p->copy_gbs / p->theoretical_gbs, p->gemm_n,
+      p->gemm_by.c_str(), p->fp32_gflops, p->theoretical_gflops, 100 * p->fp32_gflops / p->theoretical_gflops,
+      p->cublas_gflops, p->kagent_sgemm_gflops, p->gemm_note.c_str());
+  EXPECT_FALSE(p->cached);
+  EXPECT_EQ(p->method, profile::kPeaksMethod);
+  EXPECT_EQ(p->uuid.rfind("GPU-", 0), 0u) << p->uuid;
+  // A copy reaches most of the data sheet's bandwidth and never more.
+  EXPECT_GT(p->copy_gbs, 0.5 * p->theoretical_gbs);
+  EXPECT_LT(p->copy_gbs, 1.02 * p->theoretical_gbs);
+  // The product: a real share of the FP32 pipes' peak at the maximum clock, never more than it.
+  EXPECT_GT(p->fp32_gflops, 0.4 * p->theoretical_gflops);
+  EXPECT_LT(p->fp32_gflops, 1.02 * p->theoretical_gflops);
+  EXPECT_EQ(p->fp32_gflops, std::max(p->cublas_gflops, p->kagent_sgemm_gflops));
+  EXPECT_GT(p->kagent_sgemm_gflops, 0.3 * p->theoretical_gflops);  // kagent's own product is always measured
+
+  test::GpuTest::SetUp();  // a fresh evaluator (and runner) on the same cache folder
+  auto again = ev->device_peaks(&why);
+  ASSERT_TRUE(again.has_value()) << why;
+  EXPECT_TRUE(again->cached);
+  EXPECT_EQ(again->copy_gbs, p->copy_gbs);
+  EXPECT_EQ(again->fp32_gflops, p->fp32_gflops);
+  EXPECT_FALSE(again->measured_at.empty());
+}
+
+// The counters behind the roofline: the FMA chain's FP32 work is known exactly (per element one
+// FADD and 1000 FFMAs), a vector add moves 3 x 4 bytes per element through DRAM; each kernel lands
+// on the side of the ridge it belongs to.
+TEST_F(CuptiGpu, RooflineCountsFlopsAndBytes) {
+  struct Case {
+    const char* kernel;
+    const char* op;
+    double flops_per_element, bytes_per_element;
+    const char* roof;
+  };
+  for (const Case& k : {Case{"examples/vector_add/cand_naive.cu", "benchmarks/ops/big_add/op.json", 1, 12, "memory"},
+                        Case{"tests/gpu/kernels/fma_chain.cu", "examples/vector_add/op.json", 2001, 12, "compute"}}) {
+    SCOPED_TRACE(k.kernel);
+    Op op = load_op(test::source_dir() / k.op);
+    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), /*per_launch=*/true);
+    ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+    if (!r.outcome.metrics_note.empty()) GTEST_SKIP() << "no counters here: " << r.outcome.metrics_note;
+    ASSERT_TRUE(r.peaks.has_value()) << r.peaks_note;
+    ASSERT_EQ(r.outcome.metrics.size(), 1u);
+    const KernelMetrics& m = r.outcome.metrics[0];
+    const double n = static_cast<double>(op.outputs[0].numel());
+    profile::RooflinePoint q = profile::roofline(m, *r.peaks);
+    std::printf(
+        "%s: %.4f ms, %.4g FP32 FLOPs (%.2f per element), %.4g DRAM bytes (%.2f per element): %.0f GB/s "
+        "(%.0f%% of copy), %.0f GFLOP/s (%.0f%% of FP32), %s roof at %.0f%%\n",
+        k.kernel, m.duration_ms, m.fp32_flops, m.fp32_flops / n, m.dram_bytes, m.dram_bytes / n, q.achieved_gbs,
+        100 * q.bandwidth_share, q.achieved_gflops, 100 * q.compute_share, q.roof.c_str(), 100 * q.roof_share);
+    EXPECT_NEAR(m.fp32_flops / n, k.flops_per_element, 0.001 * k.flops_per_element);
+    EXPECT_NEAR(m.dram_bytes / n, k.bytes_per_element, 0.1 * k.bytes_per_element);
+    EXPECT_EQ(q.roof, k.roof);
+    EXPECT_GT(q.roof_share, 0.5) << "both kernels run close to their roof";
+    EXPECT_LT(q.roof_share, 1.3);
+    // The agent's form of the same profile: header, one line, verdict.
+    profile::ProfileOutput out =
+        profile::render_profile(op, load_candidate(test::source_dir() / k.kernel), r.compile, &r, "");
+    std::printf("%s", out.compact.c_str());
+    EXPECT_EQ(std::count(out.compact.begin(), out.compact.end(), '\n'), 3);
+    EXPECT_NE(out.compact.find(std::string("% of the ") + k.roof + " roof"), std::string::npos) << out.compact;
   }
 }

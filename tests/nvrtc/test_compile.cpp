@@ -5,6 +5,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/harness_source.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "test_util.hpp"
 
@@ -17,7 +18,9 @@ constexpr const char* kPlan = R"~(/*kagent
 */
 )~";
 
-std::string with_plan(const std::string& body) { return std::string(kPlan) + body; }
+std::string with_plan(const std::string& body) {
+  return std::string(kPlan) + body;
+}
 
 const std::string kSharedKernel = with_plan(R"~(
 extern "C" __global__ void __launch_bounds__(256) k_shared(const float* x, float* y, int n) {
@@ -42,6 +45,25 @@ class CompileTest : public ::testing::Test {
 };
 
 }  // namespace
+
+// kagent's own kernels (fill, compare, flush, the FP32-peak matrix product) compile for every
+// architecture kagent targets, and the matrix product keeps its 8x8 tile in registers: a spill
+// would make the measured FP32 roof a memory benchmark.
+TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
+    SCOPED_TRACE(arch);
+    auto r = compiler.compile(harness_kernels(), arch);
+    ASSERT_TRUE(r.ok) << r.log;
+    auto k = std::find_if(r.kernels.begin(), r.kernels.end(),
+                          [](const KernelInfo& ki) { return ki.name == "kagent_peak_sgemm"; });
+    ASSERT_NE(k, r.kernels.end());
+    EXPECT_EQ(k->spill_stores, 0);
+    EXPECT_EQ(k->spill_loads, 0);
+    EXPECT_EQ(k->stack_frame, 0);
+    EXPECT_LE(k->registers, 255);
+    EXPECT_EQ(k->static_smem, 2 * 2 * 8 * 128 * 4);  // A and B tiles, double-buffered
+  }
+}
 
 TEST_F(CompileTest, ResourceTable) {
   auto r = compiler.compile(make(kSharedKernel), "sm_90a");
@@ -130,8 +152,9 @@ extern "C" __global__ void k(const __nv_bfloat16* x, float* y) {
 
 TEST_F(CompileTest, CompileErrorUsesTheCandidatesLineNumbers) {
   // The plan block takes lines 1-3, a blank line 4, the signature line 5: the error is on line 6.
-  std::string src = with_plan("\nextern \"C\" __global__ void k_shared(const float* x, float* y, int n) {\n"
-                              "  y[0] = undeclared_thing;\n}\n");
+  std::string src = with_plan(
+      "\nextern \"C\" __global__ void k_shared(const float* x, float* y, int n) {\n"
+      "  y[0] = undeclared_thing;\n}\n");
   auto r = compiler.compile(make(src, "dir/my_cand.cu"), "sm_90a");
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("dir/my_cand.cu(6): error"), std::string::npos) << r.log;

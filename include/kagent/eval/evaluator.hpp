@@ -29,6 +29,7 @@ struct EvalOptions {
   bool refresh_baselines = false;  // PyTorch references: re-measure eager and compile
   AbRule ab_rule;                  // A/B comparisons against a baseline kernel (kagent check)
   bool cupti_check = true;         // after timing, check it against CUPTI's kernel records
+  bool refresh_peaks = false;      // re-measure the GPU's peaks instead of reading the cache
 };
 
 struct EvalReport {
@@ -44,6 +45,9 @@ struct EvalReport {
   bool reference_time_cached = false;  // the reference was timed by an earlier evaluation
   std::optional<RefBaselines> torch;   // PyTorch references: the server's eager/compile timings
   std::string baseline_error;          // a baseline kernel was given but does not compile (its log)
+  // With per_launch (the profile), for a correct candidate: this GPU's measured roofs, or why not.
+  std::optional<DevicePeaks> peaks;
+  std::string peaks_note;
 };
 
 class Evaluator {
@@ -62,6 +66,11 @@ class Evaluator {
                       const Candidate* baseline = nullptr);
 
   const std::string& arch() const { return arch_; }
+
+  // This GPU's copy bandwidth and FP32 matrix-product throughput: from the cache (one file per GPU
+  // and driver under the compile cache's folder), else measured by the runner (about a second) and
+  // cached. nullopt with *why when they cannot be measured; a failure is not retried.
+  std::optional<DevicePeaks> device_peaks(std::string* why);
   RunnerClient& runner() { return *runner_; }
   RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
 
@@ -80,12 +89,18 @@ class Evaluator {
 
  private:
   std::string write_cubin(const CompileResult& r);
+  std::string harness_cubin();
 
   EvalOptions opt_;
   std::string arch_;
   Compiler compiler_;
   std::unique_ptr<RunnerClient> runner_;
-  std::filesystem::path work_dir_;  // cubins handed to the runner; removed at destruction
+  std::filesystem::path work_dir_;   // cubins handed to the runner; removed at destruction
+  std::filesystem::path cache_dir_;  // the compile cache's folder: the peaks are cached beside it
+  std::string gpu_uuid_;
+  int driver_version_ = 0;
+  std::optional<DevicePeaks> peaks_;
+  std::string peaks_error_;
   // A native reference's timing is a baseline: measured once per (reference, shapes, arch) in
   // this process, not again for every candidate.
   std::map<std::string, TimingSummary> reference_times_;

@@ -101,6 +101,30 @@ struct KernelMetrics {
   double occupancy_pct = 0;  // sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)
   double l2_hit_pct = 0;     // lts__t_sector_hit_rate.pct
   double l1_hit_pct = 0;     // l1tex__t_sector_hit_rate.pct
+  double dram_bytes = 0;     // dram__bytes.sum: bytes the kernel moved to and from DRAM
+  double fp32_flops = 0;     // 2 x FFMA + FADD + FMUL thread instructions (the CUDA cores' FP32 work)
+  double tensor_pct = 0;     // sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+};
+
+// What this GPU reaches, measured by the runner once and cached per GPU (src/profile/peaks.hpp):
+// the roofline's two roofs.
+struct DevicePeaks {
+  std::string gpu;                 // name
+  std::string uuid;                // the GPU it was measured on
+  std::string method;              // the measurement's version: a new method re-measures
+  int64_t copy_bytes = 0;          // the device-to-device copy's size
+  double copy_gbs = 0;             // (read + written bytes) / time, median of the samples
+  int gemm_n = 0;                  // the FP32 matrix product: n x n times n x n
+  double fp32_gflops = 0;          // 2 n^3 / time, median of the samples: the faster of the two below
+  std::string gemm_by;             // which product that is: "cuBLAS" or "kagent_peak_sgemm"
+  double cublas_gflops = 0;        // cuBLAS's SGEMM (0: not here, or its product was not FP32)
+  double kagent_sgemm_gflops = 0;  // kagent's own register-tiled product
+  std::string gemm_note;           // why cuBLAS was not used
+  double theoretical_gbs = 0;      // from memory clock and bus width
+  double theoretical_gflops = 0;   // SMs x FP32 lanes x 2 x the maximum clock
+  int samples = 0;
+  std::string measured_at;  // UTC, ISO 8601 (filled by kagent when it caches the figures)
+  bool cached = false;      // read from the cache rather than measured by this process
 };
 
 // CUPTI's view of a few extra timed samples of the candidate, after its timing: which kernels ran,
@@ -110,9 +134,9 @@ struct CuptiCheck {
   std::string not_run;  // why not (no libcupti, CUPTI refused)
   int samples = 0;
   int launches_expected = 0;    // samples x the plan's launches
-  int launches_seen = 0;        // the plan's kernels in CUPTI's records
-  int other_kernels = 0;        // kernels neither in the plan nor kagent's (device-launched ones, ...)
-  int off_stream = 0;           // plan kernels on another stream or context
+  int launches_seen = 0;        // host-launched kernels on the runner's stream and context, harness aside
+  int other_kernels = 0;        // device-launched kernels (the plan launches from the host only)
+  int off_stream = 0;           // kernels on another stream or context during the samples
   double event_ms = 0;          // the samples' timed spans, summed
   double kernel_ms = 0;         // the plan kernels' durations, summed
   double kernel_median_ms = 0;  // per sample, the plan kernels' durations summed; the median over samples
@@ -147,8 +171,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelMetrics, kernel, duration_ms, dram_pct, sm_pct, occupancy_pct, l2_hit_pct,
-                                   l1_hit_pct)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelMetrics, kernel, duration_ms, dram_pct, sm_pct, occupancy_pct,
+                                                l2_hit_pct, l1_hit_pct, dram_bytes, fp32_flops, tensor_pct)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, gemm_n,
+                                                fp32_gflops, gemm_by, cublas_gflops, kagent_sgemm_gflops, gemm_note,
+                                                theoretical_gbs, theoretical_gflops, samples, measured_at, cached)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen, other_kernels,
                                    off_stream, event_ms, kernel_ms, kernel_median_ms, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RatioEstimate, n, median, low, high)

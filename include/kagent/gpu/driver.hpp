@@ -11,18 +11,18 @@ namespace kagent {
 // X(name) for every driver function kagent uses. cuda.h maps many names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2); the loader resolves the symbol that the header maps to, so the
 // table always matches the toolkit's declarations.
-#define KAGENT_DRIVER_FUNCTIONS(X)                                                                                  \
-  X(cuInit)                                                                                                         \
-  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)               \
-      X(cuDeviceTotalMem) X(cuGetErrorString) X(cuGetErrorName) X(cuDevicePrimaryCtxRetain)                         \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxResetPersistingL2Cache)        \
-              X(cuCtxGetLimit) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
-                  X(cuFuncGetParamInfo) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) \
-                      X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)          \
-                          X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)           \
-                              X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)             \
-                                  X(cuEventElapsedTime) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)                \
-                                      X(cuMemGetAddressRange)
+#define KAGENT_DRIVER_FUNCTIONS(X)                                                                                     \
+  X(cuInit)                                                                                                            \
+  X(cuDriverGetVersion)                                                                                                \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                    \
+      X(cuGetErrorString) X(cuGetErrorName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                   \
+          X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxResetPersistingL2Cache) X(cuCtxGetLimit) X(cuMemGetInfo)       \
+              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetParamInfo) X(cuFuncSetAttribute) \
+                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD)   \
+                      X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) \
+                          X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                   \
+                              X(cuEventSynchronize) X(cuEventElapsedTime) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) \
+                                  X(cuMemGetAddressRange) X(cuDeviceGetUuid)
 
 struct DriverApi {
 #define KAGENT_DRIVER_SLOT(name) decltype(&::name) name = nullptr;
@@ -35,5 +35,8 @@ const DriverApi* load_driver(std::string* why);
 
 // "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered" style text.
 std::string driver_error_text(const DriverApi& api, CUresult rc);
+
+// A GPU's UUID as nvidia-smi prints it: "GPU-" and 32 hex digits in 8-4-4-4-12 groups.
+std::string format_uuid(const CUuuid& id);
 
 }  // namespace kagent

@@ -1,8 +1,10 @@
 #pragma once
-// The profile of a candidate as the agent's profile tool and `kagent profile` print it: per launch
+// The profile of a candidate as `kagent profile` and the agent's profile tool print it: per launch
 // of its plan the grid, block, registers, shared memory, theoretical occupancy and what limits it,
-// the launch's own time (events around it, and CUPTI's kernel duration); for the whole plan the
-// median, the achieved DRAM bandwidth against the peak, and the memory floor.
+// the launch's own time (events around it, and CUPTI's kernel duration), its hardware counters
+// with the limiter, and its place on the roofline of this GPU's measured peaks; for the whole plan
+// the median, the achieved bandwidth, the ideal time of its bytes, and a verdict. The agent gets the
+// compact form of the same figures.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +34,8 @@ struct Limiter {
 Limiter classify(const KernelMetrics& m);
 
 struct ProfileOutput {
-  std::string text;
+  std::string text;     // the full tables (kagent profile)
+  std::string compact;  // a header line, one line per launch, the verdict (the agent's profile tool)
   nlohmann::json record;
 };
 

@@ -1,0 +1,25 @@
+#pragma once
+// The cache of measured device peaks (DevicePeaks, measured by kagent-runner's "peaks" request):
+// one small JSON file per GPU under the cache folder, named by the GPU's UUID and the driver
+// version, so that a new driver or another GPU of the same model is measured afresh. Files of
+// an older measurement method are ignored.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "kagent/eval/protocol.hpp"
+
+namespace kagent::profile {
+
+// The measurement's version: change it when peaks.cpp (runner) measures differently.
+inline constexpr const char* kPeaksMethod = "d2d-copy-1GiB+fp32-gemm-8192-cublas-or-kagent-v1";
+
+std::filesystem::path peaks_file(const std::filesystem::path& cache_dir, const std::string& uuid, int driver_version);
+
+// The cached peaks, or nullopt when the file is missing, unreadable or from another method.
+std::optional<DevicePeaks> read_peaks(const std::filesystem::path& file);
+
+// Writes atomically (a reader never sees half a file); stamps `peaks.measured_at` (UTC) when empty.
+void write_peaks(const std::filesystem::path& file, DevicePeaks& peaks);
+
+}  // namespace kagent::profile

@@ -1,0 +1,137 @@
+#include "launch_rows.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kagent/compile/kernel_info.hpp"
+#include "kagent/spec/expr.hpp"
+
+namespace kagent::profile {
+
+std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const CompileResult& r, const EvalReport* rep) {
+  ShapeLookup shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
+    for (const auto* list : {&op.inputs, &op.outputs})
+      for (const auto& t : *list)
+        if (t.name == name) return &t.shape;
+    return nullptr;
+  };
+  ScalarLookup scalars = [&](std::string_view name) -> std::optional<ExprValue> {
+    for (const auto& s : op.scalars)
+      if (s.name == name) return s.value;
+    return std::nullopt;
+  };
+  auto dims = [&](const std::vector<Expr>& es) {
+    std::vector<int64_t> v;
+    for (const auto& e : es) {
+      try {
+        v.push_back(e.eval_int(shapes, scalars));
+      } catch (const ExprError&) {
+        v.push_back(-1);  // depends on a scratch buffer's shape or is not known here
+      }
+    }
+    return v;
+  };
+  std::vector<LaunchRow> rows;
+  for (size_t i = 0; i < c.plan.launches.size(); ++i) {
+    const Launch& l = c.plan.launches[i];
+    LaunchRow row;
+    row.index = i;
+    row.kernel = l.kernel;
+    row.grid = dims(l.grid);
+    row.block = dims(l.block);
+    int64_t threads = 1;
+    for (int64_t b : row.block) threads *= std::max<int64_t>(b, 1);
+    int64_t dyn = 0;
+    try {
+      dyn = l.smem.eval_int(shapes, scalars);
+    } catch (const ExprError&) {
+    }
+    auto k =
+        std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == l.kernel; });
+    row.regs = k != r.kernels.end() ? k->registers : 0;
+    row.smem = (k != r.kernels.end() ? k->static_smem : 0) + dyn;
+    row.occupancy = occupancy(threads, row.regs, row.smem);
+    if (rep && i < rep->outcome.launch_times.size()) row.time = &rep->outcome.launch_times[i];
+    if (rep && i < rep->outcome.metrics.size()) {
+      row.metrics = &rep->outcome.metrics[i];
+      if (rep->peaks) row.roof = roofline(*row.metrics, *rep->peaks);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string dims_text(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : "x") + (x < 0 ? std::string("?") : std::to_string(x));
+  return s;
+}
+
+std::optional<size_t> dominant_launch(const std::vector<LaunchRow>& rows) {
+  std::optional<size_t> best;
+  double best_ms = -1;
+  const bool by_counters = std::all_of(rows.begin(), rows.end(), [](const LaunchRow& r) { return r.metrics; });
+  for (const auto& r : rows) {
+    double ms = by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : -1;
+    if (ms > best_ms) best_ms = ms, best = r.index;
+  }
+  return best_ms >= 0 ? best : std::nullopt;
+}
+
+namespace {
+
+// The share of the plan's time a launch takes, by the same measure dominant_launch uses.
+double time_share(const std::vector<LaunchRow>& rows, size_t i) {
+  double total = 0;
+  const bool by_counters = std::all_of(rows.begin(), rows.end(), [](const LaunchRow& r) { return r.metrics; });
+  for (const auto& r : rows) total += by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : 0;
+  const LaunchRow& r = rows[i];
+  const double ms = by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : 0;
+  return total > 0 ? ms / total : 0;
+}
+
+}  // namespace
+
+std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, const std::string& no_timing_reason) {
+  if (!rep) return fmt::format("no timing ({}): only the static figures above", no_timing_reason);
+  if (!rep->outcome.correct) return fmt::format("not correct ({}): fix that before speed", rep->outcome.message);
+  std::string v;
+  if (auto d = dominant_launch(rows)) {
+    const LaunchRow& r = rows[*d];
+    const std::string where = rows.size() > 1 ? fmt::format("launch {} ({}, {:.0f}% of the time)", r.index, r.kernel,
+                                                            100 * time_share(rows, *d))
+                                              : fmt::format("{}", r.kernel);
+    if (r.metrics) {
+      const Limiter lim = classify(*r.metrics);
+      v = fmt::format("{} is {}: {}", where, lim.kind, lim.reason);
+      if (r.metrics->tensor_pct >= 5)
+        v += fmt::format(" (tensor cores busy {:.0f}% of the time; their work is not in the FP32 FLOP/s)",
+                         r.metrics->tensor_pct);
+      if (r.roof) v += fmt::format("; at {:.0f}% of the {} roof", 100 * r.roof->roof_share, r.roof->roof);
+    } else {
+      v = fmt::format("{} takes most of the time; no counters ({})", where,
+                      rep->outcome.metrics_note.empty() ? "not collected" : rep->outcome.metrics_note);
+    }
+  }
+  const auto& o = rep->outcome;
+  if (rep->peaks && o.candidate_time && o.bytes_moved > 0) {
+    const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
+    const double ratio = ideal > 0 ? o.candidate_time->median_ms / ideal : 0;
+    double flops = 0;  // the plan's FP32 work: its time at the FP32 peak is a floor of its own
+    for (const auto& r : rows) flops += r.metrics ? r.metrics->fp32_flops : 0;
+    const double compute_floor = rep->peaks->fp32_gflops > 0 ? flops / (rep->peaks->fp32_gflops * 1e9) * 1e3 : 0;
+    if (ratio > 0 && ratio < 1.15)
+      v += fmt::format(
+          ". The plan runs at {:.2f}x the ideal time of its bytes: only moving fewer bytes makes it faster", ratio);
+    else if (ratio > 0)
+      v +=
+          fmt::format(". The plan takes {:.2f}x the ideal time of its bytes ({:.4f} ms at the measured copy bandwidth)",
+                      ratio, ideal);
+    if (compute_floor > ideal)
+      v += fmt::format("; its FP32 work alone takes {:.4f} ms at the measured FP32 peak", compute_floor);
+  }
+  return v.empty() ? "no launches" : v;
+}
+
+}  // namespace kagent::profile

@@ -1,0 +1,46 @@
+#include "kagent/profile/peaks.hpp"
+
+#include <cctype>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "kagent/common/files.hpp"
+
+namespace kagent::profile {
+
+std::filesystem::path peaks_file(const std::filesystem::path& cache_dir, const std::string& uuid, int driver_version) {
+  std::string name = uuid.empty() ? std::string("unknown-gpu") : uuid;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
+  return cache_dir / "peaks" / fmt::format("{}-driver{}.json", name, driver_version);
+}
+
+std::optional<DevicePeaks> read_peaks(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return std::nullopt;
+  try {
+    DevicePeaks p = nlohmann::json::parse(read_text_file(file)).get<DevicePeaks>();
+    if (p.method != kPeaksMethod || p.copy_gbs <= 0 || p.fp32_gflops <= 0) return std::nullopt;
+    p.cached = true;
+    return p;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a damaged file is measured again and overwritten
+  }
+}
+
+void write_peaks(const std::filesystem::path& file, DevicePeaks& peaks) {
+  if (peaks.measured_at.empty()) {
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    peaks.measured_at = buf;
+  }
+  peaks.cached = false;
+  std::filesystem::create_directories(file.parent_path());
+  write_file_atomic(file, nlohmann::json(peaks).dump(2) + "\n");
+}
+
+}  // namespace kagent::profile

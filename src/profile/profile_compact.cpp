@@ -1,0 +1,48 @@
+// The agent's profile: a header line, one line per launch, the verdict. The agent reads it after
+// every profile call, so it says in a few hundred characters what the full table says in a page.
+#include <fmt/format.h>
+
+#include "launch_rows.hpp"
+
+namespace kagent::profile {
+
+std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, const EvalReport* rep,
+                           const std::string& no_timing_reason) {
+  std::string out;
+  if (rep && rep->outcome.candidate_time) {
+    const auto& o = rep->outcome;
+    out += fmt::format("{}: median {:.4f} ms over {} samples, tier {}", op.name, o.candidate_time->median_ms,
+                       o.candidate_time->n, rep->reward.tier);
+    if (rep->peaks && o.bytes_moved > 0) {
+      const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
+      out += fmt::format("; ideal {:.4f} ms ({:.1f} MB at the measured {:.0f} GB/s), {:.2f}x", ideal,
+                         o.bytes_moved / 1e6, rep->peaks->copy_gbs, o.candidate_time->median_ms / ideal);
+    } else if (!rep->peaks_note.empty()) {
+      out += fmt::format("; no roofline ({})", rep->peaks_note);
+    }
+    out += "\n";
+  } else {
+    out += fmt::format("{}: not timed\n", op.name);
+  }
+  for (const auto& r : rows) {
+    out += fmt::format("#{} {} grid {} block {}, {} regs, {} B smem, occupancy {:.0f}%", r.index, r.kernel,
+                       dims_text(r.grid), dims_text(r.block), r.regs, r.smem, 100 * r.occupancy.fraction);
+    if (r.occupancy.fraction < 1) out += fmt::format(" (by {})", r.occupancy.limiter);
+    if (r.metrics) out += fmt::format(", achieved {:.0f}%", r.metrics->occupancy_pct);
+    if (r.time) out += fmt::format(" | {:.4f} ms, {:.0f}%", r.time->median_ms, 100 * r.time->share);
+    if (r.metrics) {
+      const KernelMetrics& m = *r.metrics;
+      out += fmt::format(" | DRAM {:.0f}% SM {:.0f}% L2 hit {:.0f}% L1 hit {:.0f}%", m.dram_pct, m.sm_pct, m.l2_hit_pct,
+                         m.l1_hit_pct);
+      if (m.tensor_pct >= 1) out += fmt::format(" tensor {:.0f}%", m.tensor_pct);
+      if (r.roof)
+        out += fmt::format(" | {:.0f} GB/s, {:.0f} GFLOP/s FP32, {:.0f}% of the {} roof", r.roof->achieved_gbs,
+                           r.roof->achieved_gflops, 100 * r.roof->roof_share, r.roof->roof);
+      out += " | " + classify(m).kind;
+    }
+    out += "\n";
+  }
+  return out + "verdict: " + verdict(rows, rep, no_timing_reason) + "\n";
+}
+
+}  // namespace kagent::profile

@@ -1,0 +1,71 @@
+// The per-GPU cache of measured peaks: one file per GPU and driver, written atomically, read back
+// as cached; a file from another measurement method or a damaged one is measured again.
+#include <gtest/gtest.h>
+
+#include "kagent/common/files.hpp"
+#include "kagent/profile/peaks.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace kagent::profile;
+
+namespace {
+DevicePeaks measured() {
+  DevicePeaks p;
+  p.gpu = "NVIDIA H100 80GB HBM3";
+  p.uuid = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
+  p.method = kPeaksMethod;
+  p.copy_bytes = int64_t(1) << 30;
+  p.copy_gbs = 2900;
+  p.gemm_n = 8192;
+  p.fp32_gflops = 50000;
+  p.theoretical_gbs = 3352;
+  p.theoretical_gflops = 66900;
+  p.samples = 9;
+  return p;
+}
+}  // namespace
+
+TEST(PeaksCache, OneFilePerGpuAndDriver) {
+  test::TempDir dir;
+  auto a = peaks_file(dir.path(), "GPU-0a1b", 13000);
+  EXPECT_EQ(a, dir.path() / "peaks" / "GPU-0a1b-driver13000.json");
+  EXPECT_NE(a, peaks_file(dir.path(), "GPU-0a1c", 13000));  // another GPU of the same model
+  EXPECT_NE(a, peaks_file(dir.path(), "GPU-0a1b", 13010));  // a new driver
+  // Whatever the driver reports, the name stays one plain file name.
+  EXPECT_EQ(peaks_file(dir.path(), "../x/y", 1).parent_path(), dir.path() / "peaks");
+  EXPECT_EQ(peaks_file(dir.path(), "", 1).filename(), "unknown-gpu-driver1.json");
+}
+
+TEST(PeaksCache, WrittenThenReadBackAsCached) {
+  test::TempDir dir;
+  auto file = peaks_file(dir.path(), measured().uuid, 13000);
+  EXPECT_FALSE(read_peaks(file).has_value());  // nothing cached yet
+  DevicePeaks p = measured();
+  write_peaks(file, p);
+  EXPECT_EQ(p.measured_at.size(), 20u) << p.measured_at;  // 2026-11-22T10:00:00Z
+  EXPECT_EQ(p.measured_at.back(), 'Z');
+  auto back = read_peaks(file);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->cached);
+  EXPECT_EQ(back->measured_at, p.measured_at);
+  EXPECT_EQ(back->gpu, p.gpu);
+  EXPECT_EQ(back->copy_gbs, 2900);
+  EXPECT_EQ(back->fp32_gflops, 50000);
+  EXPECT_EQ(back->gemm_n, 8192);
+}
+
+TEST(PeaksCache, OtherMethodsAndDamagedFilesAreMeasuredAgain) {
+  test::TempDir dir;
+  auto file = peaks_file(dir.path(), "GPU-1", 13000);
+  DevicePeaks old = measured();
+  old.method = "an earlier method";
+  write_peaks(file, old);
+  EXPECT_FALSE(read_peaks(file).has_value());
+  write_file_atomic(file, "{\"gpu\": \"half a fi");
+  EXPECT_FALSE(read_peaks(file).has_value());
+  DevicePeaks zero = measured();
+  zero.copy_gbs = 0;
+  write_peaks(file, zero);
+  EXPECT_FALSE(read_peaks(file).has_value());
+}

@@ -1,0 +1,143 @@
+// The profile as people and the agent read it, from a made-up evaluation: the full form carries
+// the counters, the roofline against the measured peaks, the ideal time and the verdict; the
+// agent's compact form is a header, one line per launch and the verdict.
+#include <gtest/gtest.h>
+
+#include "kagent/profile/profile_table.hpp"
+#include "kagent/spec/candidate.hpp"
+
+using namespace kagent;
+using namespace kagent::profile;
+
+namespace {
+
+constexpr const char* kSource = R"~(/*kagent
+{"launch": [
+  {"kernel": "scale", "grid": ["cdiv(numel(x), 256)"], "block": [256], "args": ["x", "y", "i64:numel(x)"]},
+  {"kernel": "reduce_rows", "grid": [1024], "block": [512], "smem": 4096, "args": ["y", "out"]}
+]}
+*/
+extern "C" __global__ void scale(const float* x, float* y, long long n) {}
+extern "C" __global__ void reduce_rows(const float* y, float* out) {}
+)~";
+
+struct Fixture {
+  Op op;
+  Candidate cand;
+  CompileResult compiled;
+  EvalReport rep;
+
+  Fixture() : cand(parse_candidate(kSource, "cand.cu")) {
+    op.name = "ScaleThenReduce";
+    op.ref_kind = RefKind::cuda;
+    op.inputs = {TensorSpec{"x", {4096, 4096}, DType::f32, {}}};
+    op.outputs = {TensorSpec{"out", {4096}, DType::f32, {}}, TensorSpec{"y", {4096, 4096}, DType::f32, {}}};
+    KernelInfo a, b;
+    a.name = "scale";
+    a.registers = 16;
+    b.name = "reduce_rows";
+    b.registers = 40;
+    b.static_smem = 0;
+    compiled.ok = true;
+    compiled.kernels = {a, b};
+
+    rep.ran = true;
+    rep.outcome.correct = true;
+    TimingSummary t;
+    t.n = 40;
+    t.median_ms = 0.200;
+    rep.outcome.candidate_time = t;
+    rep.outcome.bytes_moved = 3 * 4096 * 4096 * 4 + 4096 * 4;  // x read, y written, out written
+    rep.outcome.launch_times = {{"scale", 0.150, 0.75, 0.148}, {"reduce_rows", 0.050, 0.25, 0.049}};
+    KernelMetrics m0{"scale", 0.148, 88, 20, 85, 2, 0, 1.34e8, 1.68e7, 0};
+    KernelMetrics m1{"reduce_rows", 0.049, 40, 35, 45, 10, 5, 6.7e7, 1.68e7, 0};
+    rep.outcome.metrics = {m0, m1};
+    DevicePeaks p;
+    p.gpu = "GPU";
+    p.copy_bytes = int64_t(1) << 30;
+    p.copy_gbs = 3000;
+    p.gemm_n = 8192;
+    p.fp32_gflops = 48000;
+    p.gemm_by = "cuBLAS";
+    p.theoretical_gbs = 3350;
+    p.theoretical_gflops = 67000;
+    rep.peaks = p;
+    rep.reward.tier = 2;
+  }
+};
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1)
+    out.push_back(s.substr(start, nl - start));
+  if (start < s.size()) out.push_back(s.substr(start));
+  return out;
+}
+
+}  // namespace
+
+TEST(ProfileRender, CompactIsAHeaderALinePerLaunchAndTheVerdict) {
+  Fixture f;
+  ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  auto l = lines(out.compact);
+  ASSERT_EQ(l.size(), 4u) << out.compact;
+  // 201 MB at 3000 GB/s: 0.0671 ms ideal, the plan at 2.98x.
+  EXPECT_NE(l[0].find("ScaleThenReduce: median 0.2000 ms over 40 samples, tier 2; ideal 0.0671 ms (201.3 MB at "
+                      "the measured 3000 GB/s), 2.98x"),
+            std::string::npos)
+      << l[0];
+  EXPECT_EQ(l[1].rfind("#0 scale grid 65536 block 256, 16 regs, 0 B smem, occupancy 100%, achieved 85% | 0.1500 ms, "
+                       "75% | DRAM 88% SM 20% L2 hit 2% L1 hit 0% | 905 GB/s, 114 GFLOP/s FP32, 30% of the memory "
+                       "roof | memory-bound",
+                       0),
+            0u)
+      << l[1];
+  EXPECT_NE(l[2].find("#1 reduce_rows grid 1024 block 512, 40 regs, 4096 B smem"), std::string::npos) << l[2];
+  EXPECT_NE(l[2].find("latency-bound"), std::string::npos) << l[2];
+  EXPECT_EQ(l[3].rfind("verdict: launch 0 (scale, 75% of the time) is memory-bound: DRAM at 88%", 0), 0u) << l[3];
+  EXPECT_NE(l[3].find("The plan takes 2.98x the ideal time of its bytes"), std::string::npos) << l[3];
+}
+
+TEST(ProfileRender, FullFormCarriesTheRooflineAndTheIdealTime) {
+  Fixture f;
+  ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  EXPECT_NE(out.text.find("ideal time: 0.0671 ms"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("roofline (roofs measured on this GPU: 3000 GB/s device-to-device copy of 1024 MiB, 48000 "
+                          "GFLOP/s FP32 matrix product 8192^3 by cuBLAS"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(out.text.find("\nverdict: launch 0 (scale"), std::string::npos);
+  const auto& j = out.record;
+  EXPECT_NEAR(j.at("ideal_ms").get<double>(), 0.0671, 1e-4);
+  EXPECT_EQ(j.at("peaks").at("copy_gbs"), 3000);
+  ASSERT_EQ(j.at("counters").size(), 2u);
+  EXPECT_EQ(j.at("counters")[0].at("roofline").at("roof"), "memory");
+  EXPECT_NEAR(j.at("counters")[0].at("roofline").at("achieved_gbs").get<double>(), 905.4, 0.1);
+  EXPECT_EQ(j.at("verdict").get<std::string>().rfind("launch 0 (scale", 0), 0u);
+}
+
+TEST(ProfileRender, SaysWhatIsMissing) {
+  Fixture f;
+  f.rep.outcome.metrics.clear();
+  f.rep.outcome.metrics_note = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+  f.rep.peaks.reset();
+  f.rep.peaks_note = "measuring the GPU's peaks: timed out";
+  ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  auto l = lines(out.compact);
+  ASSERT_EQ(l.size(), 4u) << out.compact;
+  EXPECT_NE(l[0].find("no roofline (measuring the GPU's peaks: timed out)"), std::string::npos) << l[0];
+  EXPECT_EQ(l[1].find("DRAM"), std::string::npos);
+  EXPECT_NE(l[3].find("launch 0 (scale, 75% of the time) takes most of the time; no counters "
+                      "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)"),
+            std::string::npos)
+      << l[3];
+  EXPECT_NE(out.text.find("roofline: not available (measuring the GPU's peaks: timed out)"), std::string::npos);
+
+  // Without a GPU: the static figures and why there is nothing else.
+  ProfileOutput none = render_profile(f.op, f.cand, f.compiled, nullptr, "no GPU: cuInit failed");
+  auto n = lines(none.compact);
+  ASSERT_EQ(n.size(), 4u) << none.compact;
+  EXPECT_EQ(n[0], "ScaleThenReduce: not timed");
+  EXPECT_EQ(n[3], "verdict: no timing (no GPU: cuInit failed): only the static figures above");
+}
