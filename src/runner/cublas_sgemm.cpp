@@ -3,11 +3,11 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <stdexcept>
-#include <vector>
 
 #include <fmt/format.h>
+
+#include "kagent/common/toolkit_library.hpp"
 
 namespace kagent::runner {
 
@@ -24,30 +24,12 @@ struct CublasApi {
 
 CublasApi g_api;
 
-void* open_cublas(std::string& failure) {
-  std::vector<std::string> tries;
-  const char* home = std::getenv("CUDA_HOME");
-  for (std::string base : {std::string(home ? home : ""), std::string("/usr/local/cuda")}) {
-    if (base.empty()) continue;
-    for (const char* sub :
-         {"/lib64/libcublas.so", "/targets/x86_64-linux/lib/libcublas.so", "/targets/sbsa-linux/lib/libcublas.so"})
-      tries.push_back(base + sub);
-  }
-  tries.push_back("libcublas.so");
-  for (const auto& t : tries) {
-    if (void* l = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL)) return l;
-    failure = dlerror();
-  }
-  failure = "libcublas.so could not be loaded (" + failure + ")";
-  return nullptr;
-}
-
 }  // namespace
 
 CublasSgemm* CublasSgemm::get(std::string* why) {
   static std::string failure;
   static CublasSgemm* instance = []() -> CublasSgemm* {
-    void* lib = open_cublas(failure);
+    void* lib = open_toolkit_library("libcublas.so", {}, &failure);
     if (!lib) return nullptr;
 #define KAGENT_CUBLAS_LOAD(name)                                          \
   g_api.name = reinterpret_cast<decltype(g_api.name)>(dlsym(lib, #name)); \

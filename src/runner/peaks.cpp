@@ -55,18 +55,23 @@ size_t free_bytes() {
   return free;
 }
 
+// n x n FP32 values, uniform in (-1, 1), from a fixed seed.
+void fill_matrix(Harness& h, const DeviceBuffer& m, int n, uint64_t seed) {
+  InitSpec init;
+  init.kind = InitSpec::Kind::uniform;
+  init.a = -1;
+  init.b = 1;
+  h.fill(m.get(), int64_t(n) * n, DType::f32, init, seed);
+}
+
 // kagent_peak_sgemm on a size small enough to check every element on the host: a wrong product
 // must never become the roof.
 void check_sgemm(const Device& dev, Harness& h) {
   constexpr int n = 256;
   const size_t bytes = size_t(n) * n * sizeof(float);
   DeviceBuffer a(bytes), b(bytes), c(bytes);
-  InitSpec init;
-  init.kind = InitSpec::Kind::uniform;
-  init.a = -1;
-  init.b = 1;
-  h.fill(a.get(), int64_t(n) * n, DType::f32, init, 1);
-  h.fill(b.get(), int64_t(n) * n, DType::f32, init, 2);
+  fill_matrix(h, a, n, 1);
+  fill_matrix(h, b, n, 2);
   h.sgemm(a.get(), b.get(), c.get(), n);
   dev.sync();
   std::vector<float> ha(size_t(n) * n), hb(ha.size()), hc(ha.size());
@@ -129,12 +134,8 @@ DevicePeaks measure_peaks(const Device& dev, Harness& h) {
   {
     const size_t bytes = size_t(n) * n * sizeof(float);
     DeviceBuffer a(bytes), b(bytes), c(bytes), c2(bytes);
-    InitSpec init;
-    init.kind = InitSpec::Kind::uniform;
-    init.a = -1;
-    init.b = 1;
-    h.fill(a.get(), int64_t(n) * n, DType::f32, init, 3);
-    h.fill(b.get(), int64_t(n) * n, DType::f32, init, 4);
+    fill_matrix(h, a, n, 3);
+    fill_matrix(h, b, n, 4);
     const double flop = 2.0 * double(n) * n * n;
     p.gemm_n = n;
     p.kagent_sgemm_gflops = flop / (time_ms(dev, [&] { h.sgemm(a.get(), b.get(), c.get(), n); }) * 1e-3) / 1e9;
