@@ -68,30 +68,35 @@ std::string dims_text(const std::vector<int64_t>& v) {
   return s;
 }
 
-std::optional<size_t> dominant_launch(const std::vector<LaunchRow>& rows) {
-  std::optional<size_t> best;
-  double best_ms = -1;
-  const bool by_counters = std::all_of(rows.begin(), rows.end(), [](const LaunchRow& r) { return r.metrics; });
-  for (const auto& r : rows) {
-    double ms = by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : -1;
-    if (ms > best_ms) best_ms = ms, best = r.index;
-  }
-  return best_ms >= 0 ? best : std::nullopt;
-}
-
 namespace {
 
-// The share of the plan's time a launch takes, by the same measure dominant_launch uses.
+// A launch's time as the dominant launch and the shares are judged: the counters' duration when
+// every launch has counters, else the events' median; -1 when neither is known.
+bool all_counted(const std::vector<LaunchRow>& rows) {
+  return std::all_of(rows.begin(), rows.end(), [](const LaunchRow& r) { return r.metrics; });
+}
+double launch_ms(const LaunchRow& r, bool by_counters) {
+  return by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : -1;
+}
+
+// The share of the plan's time a launch takes, by the same measure.
 double time_share(const std::vector<LaunchRow>& rows, size_t i) {
+  const bool counted = all_counted(rows);
   double total = 0;
-  const bool by_counters = std::all_of(rows.begin(), rows.end(), [](const LaunchRow& r) { return r.metrics; });
-  for (const auto& r : rows) total += by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : 0;
-  const LaunchRow& r = rows[i];
-  const double ms = by_counters ? r.metrics->duration_ms : r.time ? r.time->median_ms : 0;
-  return total > 0 ? ms / total : 0;
+  for (const auto& r : rows) total += std::max(0.0, launch_ms(r, counted));
+  return total > 0 ? std::max(0.0, launch_ms(rows[i], counted)) / total : 0;
 }
 
 }  // namespace
+
+std::optional<size_t> dominant_launch(const std::vector<LaunchRow>& rows) {
+  const bool counted = all_counted(rows);
+  std::optional<size_t> best;
+  double best_ms = -1;
+  for (const auto& r : rows)
+    if (double ms = launch_ms(r, counted); ms > best_ms) best_ms = ms, best = r.index;
+  return best_ms >= 0 ? best : std::nullopt;
+}
 
 std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, const std::string& no_timing_reason) {
   if (!rep) return fmt::format("no timing ({}): only the static figures above", no_timing_reason);
