@@ -69,6 +69,7 @@ KernelMetrics kernel_metrics(const std::string& kernel, const std::vector<double
 }
 
 std::string check_counters_on_chip(const std::string& chip, const std::vector<std::string>& metrics) {
+  if (const char* no = counters_unavailable_in_this_build()) throw std::runtime_error(no);
   std::string why;
   void* lib = open_cupti(&why);
   if (!lib) throw std::runtime_error(why);

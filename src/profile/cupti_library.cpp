@@ -11,4 +11,13 @@ void* open_cupti(std::string* why) {
   return lib;
 }
 
+const char* counters_unavailable_in_this_build() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "this kagent is built with AddressSanitizer, which cannot load CUPTI's libnvperf_host.so "
+         "(RTLD_DEEPBIND)";
+#else
+  return nullptr;
+#endif
+}
+
 }  // namespace kagent::profile

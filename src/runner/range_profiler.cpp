@@ -16,15 +16,16 @@ namespace kagent::runner {
 
 namespace {
 
-#define KAGENT_RANGE_FUNCTIONS(X)                                                                                    \
-  X(cuptiProfilerInitialize)                                                                                         \
-  X(cuptiDeviceGetChipName)                                                                                          \
-  X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize) X(cuptiProfilerHostDeinitialize)             \
-      X(cuptiProfilerHostConfigAddMetrics) X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage) \
-          X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable)           \
-              X(cuptiRangeProfilerGetCounterDataSize) X(cuptiRangeProfilerCounterDataImageInitialize)                \
-                  X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                \
-                      X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataInfo)                        \
+#define KAGENT_RANGE_FUNCTIONS(X)                                                                          \
+  X(cuptiProfilerInitialize)                                                                               \
+  X(cuptiDeviceGetChipName)                                                                                \
+  X(cuptiProfilerGetCounterAvailability)                                                                   \
+  X(cuptiProfilerHostInitialize) X(cuptiProfilerHostDeinitialize) X(cuptiProfilerHostConfigAddMetrics)     \
+      X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)                            \
+          X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable) \
+              X(cuptiRangeProfilerGetCounterDataSize) X(cuptiRangeProfilerCounterDataImageInitialize)      \
+                  X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)      \
+                      X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataInfo)              \
                           X(cuptiRangeProfilerCounterDataGetRangeInfo) X(cuptiGetResultString)
 
 struct RangeApi {
@@ -38,6 +39,10 @@ const RangeApi& api() {
   static std::string failure;
   static RangeApi a;
   static bool ok = [] {
+    if (const char* no = profile::counters_unavailable_in_this_build()) {
+      failure = no;
+      return false;
+    }
     void* lib = profile::open_cupti(&failure);
     if (!lib) return false;
 #define KAGENT_RANGE_LOAD(name)                                              \

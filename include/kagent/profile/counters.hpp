@@ -17,7 +17,8 @@ KernelMetrics kernel_metrics(const std::string& kernel, const std::vector<double
 
 // "" when CUPTI's profiler host API accepts every metric for `chip` ("GH100", "GA100", ...),
 // else the first refusal ("GH100: dram__bytes.sum: CUPTI_ERROR_INVALID_METRIC_NAME"). Needs
-// libcupti, not a GPU. Throws std::runtime_error when libcupti cannot be loaded.
+// libcupti, not a GPU. Throws std::runtime_error when libcupti cannot be loaded or the profiler
+// cannot run in this build (counters_unavailable_in_this_build).
 std::string check_counters_on_chip(const std::string& chip, const std::vector<std::string>& metrics);
 
 }  // namespace kagent::profile

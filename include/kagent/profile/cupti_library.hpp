@@ -9,4 +9,9 @@ namespace kagent::profile {
 // loader finds it); nullptr with *why when it cannot be.
 void* open_cupti(std::string* why);
 
+// Why CUPTI's profiler (the counters) cannot run in this build, or nullptr: libcupti loads
+// libnvperf_host.so with RTLD_DEEPBIND, which AddressSanitizer's runtime refuses by aborting the
+// process (google/sanitizers#611). The Activity API is not affected.
+const char* counters_unavailable_in_this_build();
+
 }  // namespace kagent::profile
