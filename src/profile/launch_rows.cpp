@@ -110,7 +110,7 @@ std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, c
     if (r.metrics) {
       const Limiter lim = classify(*r.metrics);
       v = fmt::format("{} is {}: {}", where, lim.kind, lim.reason);
-      if (r.metrics->tensor_pct >= 5)
+      if (r.metrics->tensor_pct >= kTensorPctShown)
         v += fmt::format(" (tensor cores busy {:.0f}% of the time; their work is not in the FP32 FLOP/s)",
                          r.metrics->tensor_pct);
       if (r.roof) v += fmt::format("; at {:.0f}% of the {} roof", 100 * r.roof->roof_share, r.roof->roof);

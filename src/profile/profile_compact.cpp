@@ -34,7 +34,7 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
       const KernelMetrics& m = *r.metrics;
       out += fmt::format(" | DRAM {:.0f}% SM {:.0f}% L2 hit {:.0f}% L1 hit {:.0f}%", m.dram_pct, m.sm_pct, m.l2_hit_pct,
                          m.l1_hit_pct);
-      if (m.tensor_pct >= 1) out += fmt::format(" tensor {:.0f}%", m.tensor_pct);
+      if (m.tensor_pct >= kTensorPctShown) out += fmt::format(" tensor {:.0f}%", m.tensor_pct);
       if (r.roof)
         out += fmt::format(" | {:.0f} GB/s, {:.0f} GFLOP/s FP32, {:.0f}% of the {} roof", r.roof->achieved_gbs,
                            r.roof->achieved_gflops, 100 * r.roof->roof_share, r.roof->roof);

@@ -99,6 +99,18 @@ TEST(ProfileRender, CompactIsAHeaderALinePerLaunchAndTheVerdict) {
   EXPECT_NE(l[3].find("The plan takes 2.98x the ideal time of its bytes"), std::string::npos) << l[3];
 }
 
+TEST(ProfileRender, TensorPipeActivityIsMentionedOnlyWhenItIsReal) {
+  Fixture f;
+  f.rep.outcome.metrics[0].tensor_pct = 6;  // what a softmax without tensor-core code reads on the H100
+  auto quiet = render_profile(f.op, f.cand, f.compiled, &f.rep, "").compact;
+  EXPECT_EQ(quiet.find("tensor"), std::string::npos) << quiet;
+  f.rep.outcome.metrics[0].tensor_pct = 40;
+  auto busy = render_profile(f.op, f.cand, f.compiled, &f.rep, "").compact;
+  EXPECT_NE(busy.find("L1 hit 0% tensor 40% |"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("(tensor cores busy 40% of the time; their work is not in the FP32 FLOP/s)"), std::string::npos)
+      << busy;
+}
+
 TEST(ProfileRender, FullFormCarriesTheRooflineAndTheIdealTime) {
   Fixture f;
   ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
