@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "kagent/common/text_table.hpp"
-#include "kagent/compile/kernel_info.hpp"
-#include "kagent/spec/expr.hpp"
 #include "launch_rows.hpp"
 
 namespace kagent::profile {

@@ -58,6 +58,14 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+Event::Event() {
+  check(cu().cuEventCreate(&e_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+Event::~Event() {
+  if (e_) cu().cuEventDestroy(e_);
+}
+
 Module::Module(const std::string& image) {
   check(cu().cuModuleLoadData(&mod_, image.data()), "cuModuleLoadData");
 }

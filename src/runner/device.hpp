@@ -50,6 +50,21 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// A CUDA event (timing enabled), destroyed with its owner.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event& operator=(Event&&) = delete;
+  CUevent get() const { return e_; }
+
+ private:
+  CUevent e_ = nullptr;
+};
+
 class Module {
  public:
   explicit Module(const std::string& image);

@@ -28,20 +28,9 @@ uint64_t splitmix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-class Events {
- public:
-  Events() {
-    check(cu().cuEventCreate(&begin_, CU_EVENT_DEFAULT), "cuEventCreate");
-    check(cu().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    check(cu().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
-  }
-  ~Events() {
-    cu().cuEventDestroy(begin_);
-    cu().cuEventDestroy(start_);
-    cu().cuEventDestroy(stop_);
-  }
-  CUevent begin_ = nullptr;                   // before restore/poison/flush: the sample's whole GPU busy time
-  CUevent start_ = nullptr, stop_ = nullptr;  // around the plan: the timed span
+struct Events {
+  Event begin_;         // before restore/poison/flush: the sample's whole GPU busy time
+  Event start_, stop_;  // around the plan: the timed span
 };
 
 // The reference server could not produce a trial (its message says why).
@@ -280,18 +269,18 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
 Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev,
                                             const std::string& label) {
   check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
-  check(cu().cuEventRecord(ev.begin_, dev_.stream()), "cuEventRecord");
+  check(cu().cuEventRecord(ev.begin_.get(), dev_.stream()), "cuEventRecord");
   restore_inputs();
   poison(outs);
   plan.poison_scratch();
   h_.flush(flush_.get(), flush_.bytes());
-  check(cu().cuEventRecord(ev.start_, dev_.stream()), "cuEventRecord");
+  check(cu().cuEventRecord(ev.start_.get(), dev_.stream()), "cuEventRecord");
   plan.run(false, label);
-  check(cu().cuEventRecord(ev.stop_, dev_.stream()), "cuEventRecord");
-  check(cu().cuEventSynchronize(ev.stop_), label);
+  check(cu().cuEventRecord(ev.stop_.get(), dev_.stream()), "cuEventRecord");
+  check(cu().cuEventSynchronize(ev.stop_.get()), label);
   float plan_ms = 0, busy_ms = 0;
-  check(cu().cuEventElapsedTime(&plan_ms, ev.start_, ev.stop_), "cuEventElapsedTime");
-  check(cu().cuEventElapsedTime(&busy_ms, ev.begin_, ev.stop_), "cuEventElapsedTime");
+  check(cu().cuEventElapsedTime(&plan_ms, ev.start_.get(), ev.stop_.get()), "cuEventElapsedTime");
+  check(cu().cuEventElapsedTime(&busy_ms, ev.begin_.get(), ev.stop_.get()), "cuEventElapsedTime");
   return {plan_ms, busy_ms};
 }
 
@@ -465,8 +454,7 @@ void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
 std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
   phase("timing each launch");
   const size_t n = plan.launch_count();
-  std::vector<CUevent> ev(n + 1);
-  for (auto& e : ev) check(cu().cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<Event> ev(n + 1);
   std::vector<std::vector<double>> times(n);
   std::string no_cupti;
   KernelActivity* act = rq_.cupti_check ? KernelActivity::get(&no_cupti) : nullptr;
@@ -484,23 +472,21 @@ std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int sample
       plan.poison_scratch();
       h_.flush(flush_.get(), flush_.bytes());
       for (size_t i = 0; i < n; ++i) {
-        check(cu().cuEventRecord(ev[i], dev_.stream()), "cuEventRecord");
+        check(cu().cuEventRecord(ev[i].get(), dev_.stream()), "cuEventRecord");
         plan.launch(i, "per-launch timing");
       }
-      check(cu().cuEventRecord(ev[n], dev_.stream()), "cuEventRecord");
-      check(cu().cuEventSynchronize(ev[n]), "per-launch timing");
+      check(cu().cuEventRecord(ev[n].get(), dev_.stream()), "cuEventRecord");
+      check(cu().cuEventSynchronize(ev[n].get()), "per-launch timing");
       for (size_t i = 0; i < n; ++i) {
         float ms = 0;
-        check(cu().cuEventElapsedTime(&ms, ev[i], ev[i + 1]), "cuEventElapsedTime");
+        check(cu().cuEventElapsedTime(&ms, ev[i].get(), ev[i + 1].get()), "cuEventElapsedTime");
         times[i].push_back(ms);
       }
     }
   } catch (...) {
     if (act) act->stop();
-    for (auto& e : ev) cu().cuEventDestroy(e);
     throw;
   }
-  for (auto& e : ev) cu().cuEventDestroy(e);
   // CUPTI's durations of the same launches: the plan's kernels in launch order, sample by sample.
   std::vector<std::vector<double>> kernel_ms(n);
   if (act) {

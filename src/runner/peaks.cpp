@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cublas_sgemm.hpp"
+#include "kagent/eval/stats.hpp"
 #include "kagent/profile/peaks.hpp"
 
 namespace kagent::runner {
@@ -15,38 +16,22 @@ namespace {
 
 constexpr int kWarmup = 2, kSamples = 9;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Median milliseconds of `work` over kSamples event-timed runs after kWarmup untimed ones.
 template <typename Work>
 double time_ms(const Device& dev, Work&& work) {
-  CUevent start = nullptr, stop = nullptr;
-  check(cu().cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cu().cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  Event start, stop;
   std::vector<double> ms;
-  try {
-    for (int i = 0; i < kWarmup; ++i) work();
-    for (int i = 0; i < kSamples; ++i) {
-      check(cu().cuEventRecord(start, dev.stream()), "cuEventRecord");
-      work();
-      check(cu().cuEventRecord(stop, dev.stream()), "cuEventRecord");
-      check(cu().cuEventSynchronize(stop), "cuEventSynchronize");
-      float t = 0;
-      check(cu().cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
-      ms.push_back(t);
-    }
-  } catch (...) {
-    cu().cuEventDestroy(start);
-    cu().cuEventDestroy(stop);
-    throw;
+  for (int i = 0; i < kWarmup; ++i) work();
+  for (int i = 0; i < kSamples; ++i) {
+    check(cu().cuEventRecord(start.get(), dev.stream()), "cuEventRecord");
+    work();
+    check(cu().cuEventRecord(stop.get(), dev.stream()), "cuEventRecord");
+    check(cu().cuEventSynchronize(stop.get()), "cuEventSynchronize");
+    float t = 0;
+    check(cu().cuEventElapsedTime(&t, start.get(), stop.get()), "cuEventElapsedTime");
+    ms.push_back(t);
   }
-  cu().cuEventDestroy(start);
-  cu().cuEventDestroy(stop);
-  return median(ms);
+  return summarize(ms).median_ms;
 }
 
 size_t free_bytes() {
