@@ -1,24 +1,35 @@
-# The README's two commands: `make demo` (install what is missing, build, run kagent on the bundled
-# examples) and `make test` (build and run the test suite). Everything else is CMake.
+# The README's two commands: `make demo` (install what the main job needs, build, run kagent on the
+# bundled examples) and `make test` (install the test tools, build with warnings as errors, run the
+# test suite). Everything else is CMake.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CUDA_BIN := $(or $(CUDA_HOME),/usr/local/cuda)/bin
+CONFIGURE = PATH="$(CUDA_BIN):$$PATH" cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
-.PHONY: all deps build demo test test-asan bench format clean
+.PHONY: all deps test-deps build test-build demo test test-asan bench format clean
 
 all: build
 
 deps:
 	@tools/install-deps.sh
 
-$(BUILD)/CMakeCache.txt:
-	PATH="$(CUDA_BIN):$$PATH" cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+test-deps:
+	@tools/install-deps.sh --test
 
-build: $(BUILD)/CMakeCache.txt
+# A user's build: kagent, kagent-runner and the benchmarks; warnings are shown, not fatal. A build
+# folder that `make test` configured keeps its settings (no second full build for the demo).
+build: deps
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then $(CONFIGURE); \
+	 else $(CONFIGURE) -DKAGENT_WERROR=OFF -DKAGENT_BUILD_TESTS=OFF; fi
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: deps build
+# The development build CI checks: the tests too, and warnings are errors.
+test-build: test-deps
+	$(CONFIGURE) -DKAGENT_WERROR=ON -DKAGENT_BUILD_TESTS=ON
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
 	@echo "== kagent doctor"
 	-$(BUILD)/kagent doctor
 	@echo
@@ -41,12 +52,12 @@ demo: deps build
 	-$(BUILD)/kagent optimize examples/optimize_demo/op.json --provider script \
 	  --script examples/optimize_demo/session.jsonl
 
-test: deps build
+test: test-build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too).
-test-asan: deps
-	$(MAKE) BUILD=$(BUILD)-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DKAGENT_SANITIZE=ON" build
+test-asan:
+	$(MAKE) BUILD=$(BUILD)-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DKAGENT_SANITIZE=ON" test-build
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests|kagent_llm_tests|kagent_tools_tests|kagent_agent_tests'
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|all]   (default all)
+# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|problems|multigpu|all]
+#   (default all; multigpu needs two GPUs: the nvidia-h200-x2 kind)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -23,7 +24,7 @@ step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
 if [ "$what" = all ] || [ "$what" = tests ]; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
-  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu)'
+  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu)'
   step tests 500 bash -c "cd $B && ctest --output-on-failure -j 4 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi
@@ -70,6 +71,15 @@ fi
 if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = tests ]; then
   step check 400 python3 benchmarks/check_gate.py --kagent $B/kagent --runs 10
 fi
+if [ "$what" = all ] || [ "$what" = problems ]; then
+  # Every KernelBench problem of levels 1-3: signature and one reference run (no baselines).
+  step problems 580 python3 benchmarks/load_all_problems.py --kernelbench "$KB"
+fi
+if [ "$what" = multigpu ]; then
+  # The level-1 fixture bench on GPU 0 alone, then on GPUs 0,1: same tiers, wall times, speedup.
+  step multigpu 580 python3 benchmarks/multi_gpu_bench.py --kagent $B/kagent --kernelbench "$KB" --gpus 0,1
+  step multigpu 300 $B/tests/kagent_gpu_tests --gtest_filter='EveryGpu.*'
+fi
 if [ "$what" = all ] || [ "$what" = ncu ]; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -84,6 +94,8 @@ echo "== env"; cat "$OUT/env.log" | tail -n 25
 [ -f "$OUT/kernelbench.log" ] && { echo "== kernelbench"; grep -v "^warning\|^\[\|^Running\|^Note:" "$OUT/kernelbench.log" | tail -n 34; }
 [ -f "$OUT/fixtures.log" ] && { echo "== fixtures"; tail -n 22 "$OUT/fixtures.log"; }
 for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $run"; grep -E "recorded in|resume:|overall|level1 " "$OUT/level1-$run.log" | tail -n 8; }; done
+[ -f "$OUT/problems.log" ] && { echo "== problems"; tail -n 12 "$OUT/problems.log"; }
+[ -f "$OUT/multigpu.log" ] && { echo "== multigpu"; grep -E "evaluated problems|wall --gpus|PASSED|FAILED|SKIPPED" "$OUT/multigpu.log" | tail -n 12; }
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }

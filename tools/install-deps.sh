@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kagent builds against, only those whose files are missing (a
-# machine may have cmake or gtest from elsewhere). The CUDA toolkit (NVRTC, headers) is expected in
-# /usr/local/cuda or $CUDA_HOME.
+# Installs the Debian packages kagent needs, only those whose files are missing (a machine may have
+# cmake or gtest from elsewhere). Plain: what building and running kagent needs (`make demo`).
+# --test: also what the test suite needs (`make test`): GoogleTest, cpp-httplib for the mock LLM
+# servers, xmllint for the JUnit files, headless Chromium for the HTML report, readelf.
+# The CUDA toolkit (NVRTC, headers) is expected in /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 
 # package : a file or command that shows it is present
@@ -9,19 +11,28 @@ checks=(
   "cmake:cmd:cmake"
   "make:cmd:make"
   "g++:cmd:g++"
-  "binutils:cmd:readelf"
   "nlohmann-json3-dev:file:/usr/include/nlohmann/json.hpp"
   "libcli11-dev:file:/usr/include/CLI/CLI.hpp"
   "libspdlog-dev:file:/usr/include/spdlog/spdlog.h"
   "libfmt-dev:file:/usr/include/fmt/core.h"
-  "libgtest-dev:file:/usr/include/gtest/gtest.h"
   "libcurl4-openssl-dev:cmd:curl-config"
-  "libcpp-httplib-dev:file:/usr/include/httplib.h"
   "pkg-config:cmd:pkg-config"
+)
+test_checks=(
+  "libgtest-dev:file:/usr/include/gtest/gtest.h"
+  "libcpp-httplib-dev:file:/usr/include/httplib.h"
+  "binutils:cmd:readelf"
+  "python3:cmd:python3"
   # The report tests: xmllint checks the JUnit XML, headless chromium renders the HTML report.
   "libxml2-utils:cmd:xmllint"
   "chromium:cmd:chromium"
 )
+case "${1:-}" in
+  "") ;;
+  --test) checks+=("${test_checks[@]}") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
+
 missing=()
 for c in "${checks[@]}"; do
   IFS=: read -r pkg kind what <<<"$c"

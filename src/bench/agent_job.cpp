@@ -177,6 +177,11 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   const std::string stopped = result.value("stop_reason", "");
   const int evaluations = result.value("evaluations", 0);
   if (result.contains("wall_s") && result["wall_s"].is_number()) r.wall_s = result["wall_s"].get<double>();
+  if (result.contains("precision") && result["precision"].is_string()) r.precision = result["precision"];
+  if (result.contains("tolerance") && result["tolerance"].is_object()) {
+    r.atol = number(result["tolerance"], "atol");
+    r.rtol = number(result["tolerance"], "rtol");
+  }
 
   // The best-so-far curve, and the baselines seen with the best candidate.
   std::vector<nlohmann::json> events;

@@ -40,6 +40,7 @@ class SolutionJob : public ProblemJob {
     Candidate cand;
     try {
       op = load_op(p.path);
+      opt_.overrides.apply(op);
     } catch (const InputError& e) {
       return error_record(p, fmt::format("the problem: {}", e.what()), gpu_);
     }
@@ -86,6 +87,9 @@ report::ResultRecord record_from_report(const Problem& p, const EvalReport& rep)
   r.level = p.level;
   r.candidate = rep.candidate;
   r.tier = rep.reward.tier;
+  r.precision = std::string(precision_name(rep.precision));
+  r.atol = rep.tolerance.atol;
+  r.rtol = rep.tolerance.rtol;
   r.eager_ms = rep.baselines.eager_ms;
   r.compile_ms = rep.baselines.compile_ms;
   if (rep.outcome.candidate_time) r.candidate_ms = rep.outcome.candidate_time->median_ms;

@@ -53,7 +53,7 @@ void resolve_baselines(std::vector<CheckEntry>& entries) {
 namespace {
 
 // One entry on one worker. `ev` is null when this worker has no GPU (`no_gpu` says why).
-Verdict check_one(const CheckEntry& e, Evaluator* ev, const std::string& no_gpu, const Compiler& compiler,
+Verdict check_one(const CheckEntry& e, const Op& op, Evaluator* ev, const std::string& no_gpu, const Compiler& compiler,
                   const std::string& arch) {
   Candidate cand;
   try {
@@ -61,7 +61,6 @@ Verdict check_one(const CheckEntry& e, Evaluator* ev, const std::string& no_gpu,
   } catch (const InputError& err) {
     return unparsable(e, err.what());
   }
-  Op op = load_op(e.op);
   std::optional<Candidate> base;
   if (e.baseline_source) {
     const fs::path name = e.t.baseline ? *e.t.baseline : fs::path(e.kernel.string() + "@" + *e.t.baseline_ref);
@@ -128,7 +127,12 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
       const auto t0 = std::chrono::steady_clock::now();
       Verdict v;
       try {
-        v = check_one(entries[i], ev.get(), no_gpu, compiler, arch);
+        Op op = load_op(entries[i].op);
+        o.overrides.apply(op);
+        v = check_one(entries[i], op, ev.get(), no_gpu, compiler, arch);
+        v.precision = std::string(precision_name(op.precision));
+        v.atol = op.tolerance.atol;
+        v.rtol = op.tolerance.rtol;
       } catch (const EnvError& err) {
         v = unchecked(entries[i], err.what());
       } catch (const Error& err) {

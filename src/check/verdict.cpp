@@ -151,6 +151,8 @@ nlohmann::json verdict_json(const Verdict& v) {
                       {"speedup_vs_compile", opt(v.speedup_vs_compile)},
                       {"wall_s", v.wall_s},
                       {"gpu", v.gpu},
+                      {"precision", v.precision.empty() ? nlohmann::json() : nlohmann::json(v.precision)},
+                      {"tolerance", {{"atol", opt(v.atol)}, {"rtol", opt(v.rtol)}}},
                       {"thresholds",
                        {{"min_speedup", opt(v.entry.t.min_speedup)},
                         {"vs", v.entry.t.against()},
@@ -199,12 +201,19 @@ std::string render_junit(const std::vector<Verdict>& vs) {
                                                                      : v.entry.op.stem().string(),
                                   true),
                        xml_escape(v.entry.name, true), xml_escape(v.entry.kernel.string(), true), v.wall_s);
+    if (v.atol && v.rtol)
+      out += fmt::format(
+          "      <properties>\n        <property name=\"precision\" value=\"{}\"/>\n        <property name=\"atol\" "
+          "value=\"{}\"/>\n        <property name=\"rtol\" value=\"{}\"/>\n      </properties>\n",
+          xml_escape(v.precision, true), *v.atol, *v.rtol);
     std::string numbers = fmt::format(
         "kernel {}\nop {}\ntier {}\ncandidate {} ms, eager {} ms, torch.compile {} ms\nspeedup {} vs eager, {} vs "
         "compile\n",
         v.entry.kernel.string(), v.entry.op.string(), v.tier, x(v.candidate_ms, "{:.4f}"), x(v.eager_ms, "{:.4f}"),
         x(v.compile_ms, "{:.4f}"), x(v.speedup_vs_eager), x(v.speedup_vs_compile));
     if (v.ab) numbers += "vs baseline " + ab_text(*v.ab) + "\n";
+    if (v.atol && v.rtol)
+      numbers += fmt::format("judged under {}, atol {:g}, rtol {:g}\n", v.precision, *v.atol, *v.rtol);
     for (const auto& r : v.reasons) numbers += r + "\n";
     numbers += v.compile_log;
     const std::string message = v.reasons.empty() ? v.status : v.reasons.front();

@@ -43,6 +43,7 @@ struct BenchArgs {
   double minutes = 0;
   int64_t max_tokens = 0;
   bool no_shell = false;
+  OpOverrides overrides;  // --atol/--rtol/--tolerance for every problem
 };
 
 std::atomic<bool> g_stop{false};
@@ -170,6 +171,7 @@ int run_bench(BenchArgs a) {
     if (a.minutes > 0) add("--minutes", fmt::format("{}", a.minutes));
     if (a.max_tokens > 0) add("--max-tokens", std::to_string(a.max_tokens));
     if (a.no_shell) ao.optimize_args.push_back("--no-shell");
+    for (const auto& f : a.overrides.to_args()) ao.optimize_args.push_back(f);
     fmt::print(info, "  optimize flags: {}\n",
                ao.optimize_args.empty() ? "(none: the ops' budgets and the LLM config)"
                                         : fmt::format("{}", fmt::join(ao.optimize_args, " ")));
@@ -177,12 +179,17 @@ int run_bench(BenchArgs a) {
   } else {
     bench::SolutionJobOptions so;
     so.solutions = a.solutions;
+    so.overrides = a.overrides;
     so.eval.arch = a.arch;
     so.eval.refresh_baselines = a.refresh_baselines;
     so.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>((a.timeout_s > 0 ? a.timeout_s : 120) * 1000));
     so.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
-    fmt::print(info, "  evaluation: full protocol (the ops' correctness trials, timing), {} s limit each{}\n",
-               so.eval.timeout.count() / 1000, a.refresh_baselines ? ", baselines re-measured" : "");
+    fmt::print(info, "  evaluation: full protocol (the ops' correctness trials, timing), {} s limit each{}{}\n",
+               so.eval.timeout.count() / 1000, a.refresh_baselines ? ", baselines re-measured" : "",
+               a.overrides.empty() ? std::string()
+                                   : fmt::format(", tolerance{}{} for every problem",
+                                                 a.overrides.atol ? fmt::format(" atol {:g}", *a.overrides.atol) : "",
+                                                 a.overrides.rtol ? fmt::format(" rtol {:g}", *a.overrides.rtol) : ""));
     factory = [so](int gpu) { return bench::make_solution_job(so, gpu); };
   }
 
@@ -275,6 +282,7 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--minutes", a->minutes, "--agent: time budget per problem")->check(CLI::Range(0.01, 100000.0));
   sub->add_option("--max-tokens", a->max_tokens, "--agent: token budget per problem");
   sub->add_flag("--no-shell", a->no_shell, "--agent: no shell tool");
+  add_op_flags(sub, &a->overrides);
   return {sub, [a]() { return run_bench(*a); }};
 }
 

@@ -28,6 +28,7 @@ struct CheckArgs {
   std::string kernel, op, manifest, baseline, baseline_ref, vs, junit, gpus, arch;
   double min_speedup = -1, max_regression = -1, timeout_s = 120;
   bool github = false, json = false;
+  OpOverrides overrides;
 };
 
 int run_check(const CheckArgs& a) {
@@ -58,6 +59,7 @@ int run_check(const CheckArgs& a) {
     entries = check::load_manifest(manifest, flags).entries;
   }
   // Bad input is found before any GPU work: every op must load, every baseline must be found.
+  a.overrides.validate();
   for (const auto& e : entries) {
     try {
       (void)load_op(e.op);
@@ -77,6 +79,7 @@ int run_check(const CheckArgs& a) {
   if (o.gpus.empty()) o.gpus = {0};  // its worker finds no GPU: compile errors still count
   if (o.gpus.size() > entries.size()) o.gpus.resize(entries.size());
   o.eval.arch = a.arch;
+  o.overrides = a.overrides;
   o.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000));
   o.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
 
@@ -142,6 +145,7 @@ Command add_check_command(CLI::App& app) {
   sub->add_flag("--github", a->github,
                 "Print GitHub Actions annotations; append a Markdown summary to $GITHUB_STEP_SUMMARY");
   sub->add_flag("--json", a->json, "Print the verdicts as JSON");
+  add_op_flags(sub, &a->overrides);
   return {sub, [a]() { return run_check(*a); }};
 }
 

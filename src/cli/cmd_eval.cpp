@@ -25,6 +25,7 @@ struct EvalArgs {
   bool no_timing = false;
   bool refresh_baselines = false;
   bool json = false;
+  OpOverrides overrides;
 };
 
 }  // namespace
@@ -43,10 +44,12 @@ Command add_eval_command(CLI::App& app) {
   sub->add_flag("--refresh-baselines", args->refresh_baselines,
                 "PyTorch references: re-measure torch eager and torch.compile instead of using the cache");
   sub->add_flag("--json", args->json, "Print JSON");
+  add_op_flags(sub, &args->overrides);
 
   return {
       sub, [args]() {
         Op op = load_op(args->op);
+        args->overrides.apply(op);
         Candidate cand = load_candidate(args->candidate);
         EvalOptions opt;
         opt.gpu = args->gpu;

@@ -40,6 +40,7 @@ struct OptimizeArgs {
   std::string out, resume, prompts, skills, arch;
   int gpu = 0;
   bool json = false, quiet = false, no_shell = false;
+  OpOverrides overrides;
 };
 
 void on_sigint(int) {
@@ -75,9 +76,15 @@ int run_optimize(OptimizeArgs a) {
                              {&a.llm.model, "model"},
                              {&a.llm.script, "script"}})
       if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
+    // The run is scored as it started: its tolerance, unless a flag says otherwise.
+    if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
+      if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
+      if (!a.overrides.rtol && t->contains("rtol")) a.overrides.rtol = t->at("rtol").get<double>();
+    }
   }
   if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
   Op op = load_op(a.op);
+  a.overrides.apply(op);
   if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", op.name, timestamp());
   std::error_code ec;
   if (!resuming && fs::exists(out / "transcript.jsonl", ec))
@@ -169,6 +176,7 @@ int run_optimize(OptimizeArgs a) {
                   {"base_url", llm_config.base_url},
                   {"model", llm_config.model},
                   {"script", llm_config.script}}},
+                {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
                 {"started", timestamp()}};
     write_file_atomic(out / "run.json", run_info.dump(2) + "\n");
     transcript.write({{"type", "start"},
@@ -217,6 +225,8 @@ int run_optimize(OptimizeArgs a) {
                            {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
                            {"summary", ktx.finish_summary},
                            {"llm", llm_config.describe()},
+                           {"precision", precision_name(op.precision)},
+                           {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
                            {"best", res.best ? res.best->to_json() : nlohmann::json()}};
   write_file_atomic(out / "result.json", result.dump(2) + "\n");
   if (a.json) {
@@ -259,6 +269,7 @@ Command add_optimize_command(CLI::App& app) {
   sub->add_flag("--no-shell", a->no_shell, "Do not give the model a shell");
   sub->add_flag("--json", a->json, "Print result.json at the end instead of the table");
   sub->add_flag("--quiet", a->quiet, "No per-turn status lines");
+  add_op_flags(sub, &a->overrides);
   return {sub, [a]() { return run_optimize(*a); }};
 }
 

@@ -24,6 +24,7 @@ Command add_profile_command(CLI::App& app) {
     int gpu = 0;
     double timeout_s = 60;
     bool json = false, compact = false, refresh_peaks = false;
+    OpOverrides overrides;
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
@@ -38,8 +39,10 @@ Command add_profile_command(CLI::App& app) {
   sub->add_flag("--compact", a->compact, "Print the agent's form: one line per launch and the verdict");
   sub->add_flag("--refresh-peaks", a->refresh_peaks,
                 "Measure the GPU's copy bandwidth and FP32 peak again instead of reading the cache");
+  add_op_flags(sub, &a->overrides);
   return {sub, [a]() {
             Op op = load_op(a->op);
+            a->overrides.apply(op);
             Candidate cand = load_candidate(a->candidate);
             auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
             EvalOptions opt;

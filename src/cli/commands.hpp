@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/gpu/devices.hpp"
+#include "kagent/spec/op_overrides.hpp"
 
 namespace kagent::cli {
 
@@ -36,6 +37,8 @@ std::string default_arch(int gpu, std::string* source);
 // Writes an output file a flag asked for (--html, --junit): its folder is made if missing, the file
 // replaced atomically, and where it went is said on stderr (stdout stays the command's own output).
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
+// --atol, --rtol and --tolerance (exclusive with the other two), written into *o when given.
+void add_op_flags(CLI::App* sub, OpOverrides* o);
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 

@@ -93,7 +93,9 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
   std::string tool_lines;
   for (const auto& t : tools) {
     auto spec = t->spec();
-    std::string first = spec.description.substr(0, spec.description.find(". ") + 1);
+    // The first sentence; a description of one sentence (no ". " inside) is given whole.
+    const size_t end = spec.description.find(". ");
+    std::string first = end == std::string::npos ? spec.description : spec.description.substr(0, end + 1);
     tool_lines += fmt::format("- {}: {}\n", spec.name, first);
   }
   if (!shell_note.empty()) tool_lines += "- (" + shell_note + ")\n";

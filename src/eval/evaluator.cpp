@@ -18,6 +18,7 @@
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/peaks.hpp"
+#include "kagent/spec/op_overrides.hpp"
 
 namespace kagent {
 
@@ -90,6 +91,10 @@ std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
   const auto file = profile::peaks_file(cache_dir_, gpu_uuid_, driver_version_);
   if (!opt_.refresh_peaks)
     if (auto cached = profile::read_peaks(file)) return peaks_ = cached;
+  GpuLock lock = lock_gpu("measuring its peaks");
+  // Another process may have measured them while this one waited.
+  if (!opt_.refresh_peaks)
+    if (auto cached = profile::read_peaks(file)) return peaks_ = cached;
   nlohmann::json rq = {{"cmd", "peaks"}, {"gpu", opt_.gpu}, {"harness_cubin_path", harness_cubin()}};
   RunnerReply reply = runner_->request(rq, std::chrono::seconds(120));
   if (!reply.ok())
@@ -132,8 +137,21 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
 
 const RefBaselines& Evaluator::pytorch_baselines(const Op& op) {
   pytorch_reference(op);
-  if (!loaded_.baselines) loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+  measure_torch_baselines();
   return *loaded_.baselines;
+}
+
+void Evaluator::measure_torch_baselines() {
+  if (loaded_.baselines) return;
+  // Under the lock, a process that waited finds the baselines in the server's disk cache.
+  GpuLock lock = lock_gpu("timing torch eager and torch.compile");
+  loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+}
+
+GpuLock Evaluator::lock_gpu(const std::string& what) const {
+  return GpuLock(gpu_lock_path(cache_dir_, gpu_uuid_, opt_.gpu), [&] {
+    spdlog::info("GPU {}: waiting for another kagent measurement on it to finish ({})", opt_.gpu, what);
+  });
 }
 
 EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_launch, const Candidate* baseline) {
@@ -141,12 +159,13 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rep.candidate = cand.path.string();
   rep.op = op_in.name;
   rep.arch = arch_;
+  rep.precision = op_in.precision;
+  rep.tolerance = op_in.tolerance;
   const bool native = op_in.ref_kind == RefKind::cuda;
   const PyTorchReference* pytorch = native ? nullptr : &pytorch_reference(op_in);
   const Op& op = native ? op_in : pytorch->op;
   // Baselines only matter for a timed evaluation; a correctness check never pays for them.
-  if (pytorch && opt_.timing && !loaded_.baselines)
-    loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+  if (pytorch && opt_.timing) measure_torch_baselines();
   if (pytorch && pytorch->baselines) {
     rep.baselines.eager_ms = pytorch->baselines->eager.median_ms;
     if (pytorch->baselines->compile) rep.baselines.compile_ms = pytorch->baselines->compile->median_ms;
@@ -216,7 +235,10 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
       return {{"error", e.what()}};
     }
   };
-  RunnerReply reply = runner_->request(rq, opt_.timeout, on_need);
+  RunnerReply reply = [&] {
+    GpuLock lock = lock_gpu("evaluating " + cand.path.filename().string());
+    return runner_->request(rq, opt_.timeout, on_need);
+  }();
   if (server_failure) std::rethrow_exception(server_failure);
   rep.sandbox_warning = runner_->sandbox_warning();
   if (!reply.ok()) {
@@ -263,8 +285,9 @@ std::string render_report(const EvalReport& r) {
   out += fmt::format("device: {} ({} SMs, L2 {} MiB, peak {:.0f} GB/s)\n", o.device.name, o.device.sms,
                      o.device.l2_bytes >> 20, o.device.peak_gbs);
   if (o.correct) {
-    out += fmt::format("correctness: passed {} trial(s); outputs re-checked {} time(s) during and after timing\n",
-                       o.trials_run, o.rechecks);
+    out +=
+        fmt::format("correctness: passed {} trial(s) ({}, {}); outputs re-checked {} time(s) during and after timing\n",
+                    o.trials_run, precision_name(r.precision), tolerance_text(r.tolerance), o.rechecks);
   } else {
     out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage.empty() ? "unknown" : o.failure_stage,
                        o.message);
@@ -325,6 +348,8 @@ nlohmann::json report_json(const EvalReport& r) {
   nlohmann::json j = {{"candidate", r.candidate},
                       {"op", r.op},
                       {"arch", r.arch},
+                      {"precision", precision_name(r.precision)},
+                      {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
                       {"compile",
                        {{"ok", r.compile.ok},
                         {"log", r.compile.log},

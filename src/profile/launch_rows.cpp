@@ -64,7 +64,12 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
 
 std::string dims_text(const std::vector<int64_t>& v) {
   std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : "x") + (x < 0 ? std::string("?") : std::to_string(x));
+  for (int64_t x : v) {
+    // Appended piece by piece: `"x" + std::to_string(x)` trips GCC 12's -Wrestrict at -O3 (a false
+    // positive inside libstdc++'s operator+, which broke Release builds with -Werror).
+    if (!s.empty()) s += 'x';
+    s += x < 0 ? std::string("?") : std::to_string(x);
+  }
   return s;
 }
 

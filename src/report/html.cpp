@@ -139,7 +139,10 @@ void summary_table(Out out, const std::vector<Summary>& summary) {
                    pct(s.faster_than_eager), pct(s.tier3), times(s.geomean_vs_eager, "{:.3f}x"),
                    times(s.geomean_vs_compile, "{:.3f}x"), pct(s.fast_1), pct(s.fast_1_5), pct(s.fast_2));
   }
-  fmt::format_to(out, "</tbody></table></div></section>\n");
+  fmt::format_to(out, "</tbody></table></div>");
+  if (!summary.empty() && !summary.back().numerics.empty())
+    fmt::format_to(out, "<p id=\"numerics\">{}</p>", esc(numerics_text(summary.back().numerics)));
+  fmt::format_to(out, "</section>\n");
 }
 
 void tier_legend(Out out) {

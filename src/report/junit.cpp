@@ -61,7 +61,20 @@ std::string numbers(const ResultRecord& r) {
   if (!r.candidate.empty()) out += fmt::format("candidate file: {}\n", r.candidate);
   if (!r.run_dir.empty()) out += fmt::format("run dir: {}\n", r.run_dir);
   if (r.gpu) out += fmt::format("gpu: {}\n", *r.gpu);
+  if (!r.precision.empty()) out += fmt::format("precision: {}\n", r.precision);
+  if (r.atol && r.rtol) out += fmt::format("tolerance: atol {:g}, rtol {:g}\n", *r.atol, *r.rtol);
   return out;
+}
+
+// What correctness was judged under, as testcase properties (as pytest's record_property writes
+// them), so a CI report can tell runs scored under different tolerances apart.
+std::string properties(const ResultRecord& r) {
+  std::string p;
+  if (!r.precision.empty())
+    p += fmt::format("        <property name=\"precision\" value=\"{}\"/>\n", xml_escape(r.precision, true));
+  if (r.atol) p += fmt::format("        <property name=\"atol\" value=\"{}\"/>\n", *r.atol);
+  if (r.rtol) p += fmt::format("        <property name=\"rtol\" value=\"{}\"/>\n", *r.rtol);
+  return p.empty() ? p : "      <properties>\n" + p + "      </properties>\n";
 }
 
 double seconds(const ResultRecord& r) {
@@ -151,6 +164,7 @@ std::string render_junit(const std::vector<ResultRecord>& records, const std::st
     const std::string level = r.level.empty() ? "(no level)" : r.level;
     cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n", xml_escape(level, true),
                          xml_escape(r.problem, true), seconds(r));
+    cases += properties(r);
     const std::string message = r.error.empty() ? r.status : r.status + ": " + first_line(r.error, 300);
     const std::string body = numbers(r) + (r.error.empty() ? "" : "\n" + r.error + "\n");
     switch (outcome(r.status)) {

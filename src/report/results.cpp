@@ -47,6 +47,8 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
   if (!r.candidate.empty()) j["candidate"] = r.candidate;
   if (r.wall_s) j["wall_s"] = *r.wall_s;
   if (r.gpu) j["gpu"] = *r.gpu;
+  if (!r.precision.empty()) j["precision"] = r.precision;
+  if (r.atol && r.rtol) j["tolerance"] = {{"atol", *r.atol}, {"rtol", *r.rtol}};
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
 }
 
@@ -65,6 +67,11 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.candidate = j.value("candidate", "");
   r.wall_s = opt_number(j, "wall_s");
   if (auto g = opt_number(j, "gpu")) r.gpu = static_cast<int>(*g);
+  r.precision = j.value("precision", "");
+  if (auto it = j.find("tolerance"); it != j.end() && it->is_object()) {
+    r.atol = opt_number(*it, "atol");
+    r.rtol = opt_number(*it, "rtol");
+  }
   if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array())
     r.best_by_turn = it->get<std::vector<std::pair<int, double>>>();
 }
@@ -135,10 +142,25 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
 
 namespace {
 
+std::vector<NumericsCount> count_numerics(const std::vector<const ResultRecord*>& rs) {
+  std::vector<NumericsCount> out;
+  for (const auto* r : rs) {
+    if (r->precision.empty() && !r->atol && !r->rtol) continue;  // never evaluated (unsolved, harness error)
+    auto same = [&](const NumericsCount& n) {
+      return n.precision == r->precision && n.atol == r->atol && n.rtol == r->rtol;
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) it = out.insert(out.end(), {r->precision, r->atol, r->rtol, 0});
+    ++it->problems;
+  }
+  return out;
+}
+
 Summary summarize_group(const std::string& group, const std::vector<const ResultRecord*>& rs) {
   Summary s;
   s.group = group;
   s.problems = static_cast<int>(rs.size());
+  s.numerics = count_numerics(rs);
   if (rs.empty()) return s;
   int correct = 0, faster = 0, t3 = 0, f1 = 0, f15 = 0, f2 = 0, ne = 0, nc = 0;
   double log_e = 0, log_c = 0;
@@ -185,6 +207,22 @@ void to_json(nlohmann::json& j, const Summary& s) {
        {"fast_1.0", s.fast_1},
        {"fast_1.5", s.fast_1_5},
        {"fast_2.0", s.fast_2}};
+  j["numerics"] = nlohmann::json::array();
+  for (const auto& n : s.numerics)
+    j["numerics"].push_back(
+        {{"precision", n.precision}, {"atol", opt(n.atol)}, {"rtol", opt(n.rtol)}, {"problems", n.problems}});
+}
+
+std::string numerics_text(const std::vector<NumericsCount>& ns) {
+  std::string out;
+  for (const auto& n : ns) {
+    std::string what = n.precision.empty() ? "precision not recorded" : n.precision;
+    what += n.atol ? fmt::format(", atol {:g}", *n.atol) : ", atol not recorded";
+    what += n.rtol ? fmt::format(", rtol {:g}", *n.rtol) : ", rtol not recorded";
+    out += fmt::format("{}{} ({} problem{})", out.empty() ? "" : "; ", what, n.problems, n.problems == 1 ? "" : "s");
+  }
+  if (out.empty()) return out;
+  return (ns.size() > 1 ? "judged under MIXED settings: " : "judged under ") + out + "\n";
 }
 
 std::vector<Summary> summarize(const std::vector<ResultRecord>& records) {
@@ -210,10 +248,11 @@ std::string render_summary(const std::vector<Summary>& summaries, bool markdown)
   for (const auto& s : summaries)
     rows.push_back({s.group, std::to_string(s.problems), pct(s.pass_rate), pct(s.faster_than_eager), pct(s.tier3),
                     gm(s.geomean_vs_eager), gm(s.geomean_vs_compile), pct(s.fast_1), pct(s.fast_1_5), pct(s.fast_2)});
+  const std::string judged = summaries.empty() ? std::string() : numerics_text(summaries.back().numerics);
   if (!markdown) {
     TextTable t(head);
     for (auto& r : rows) t.add_row(r);
-    return t.render();
+    return t.render() + judged;
   }
   std::string out = "|";
   for (const auto& h : head) out += " " + h + " |";
@@ -225,7 +264,7 @@ std::string render_summary(const std::vector<Summary>& summaries, bool markdown)
     for (const auto& c : r) out += " " + c + " |";
     out += "\n";
   }
-  return out;
+  return judged.empty() ? out : out + "\n" + judged;
 }
 
 }  // namespace kagent::report

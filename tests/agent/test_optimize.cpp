@@ -5,6 +5,8 @@
 // session's final kernel must reach tier 2.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -172,6 +174,15 @@ TEST_F(Optimize, DemoSessionThroughAnOpenAiCompatibleServer) {
   for (const char* s : {"softmax_rows_demo", "[4096, 1024]", "softmax_rows_ref", "/*kagent", "atol"})
     EXPECT_NE(task.find(s), std::string::npos) << s;
   EXPECT_EQ(task.find("{{"), std::string::npos) << "every placeholder filled";
+  // Every tool in the task's list has a description after its name (one-sentence descriptions
+  // were once cut to nothing).
+  for (const char* t :
+       {"read_file", "write_file", "edit_file", "list_files", "compile", "evaluate", "profile", "finish"}) {
+    const size_t at = task.find(std::string("\n- ") + t + ": ");
+    ASSERT_NE(at, std::string::npos) << t << " is not in the task's tool list\n" << task;
+    const size_t text = at + std::strlen(t) + 5, eol = task.find('\n', text);
+    EXPECT_GT(eol - text, 10u) << t << " has no description: " << task.substr(at, eol - at);
+  }
   std::set<std::string> tools;
   for (const auto& t : first["tools"]) tools.insert(t["function"]["name"]);
   for (const char* t :
@@ -253,6 +264,29 @@ TEST_F(Optimize, KilledRunResumesWithNothingLost) {
   auto again = optimize(server, {"--resume", run.string()});
   EXPECT_EQ(again.exit_code, 2) << again.output;
   EXPECT_NE(again.output.find("already finished"), std::string::npos) << again.output;
+}
+
+// --tolerance: the model is told the tolerance it will be judged under, the result records it, and
+// a resumed run keeps it (run.json) unless a flag changes it.
+TEST_F(Optimize, ToleranceFlagReachesThePromptTheResultAndTheResume) {
+  json bad = {{"content", "oops"}, {"tool_calls", {{{"name", "write_file"}, {"raw", "{not json"}}}}};
+  SessionServer server({bad, bad, bad});
+  auto run = dir.path() / "run";
+  auto r = optimize(server, {op(), "--out", run.string(), "--no-shell", "--tolerance", "0.02"});
+  const std::string task = server.requests().at(0)["messages"][1]["content"];
+  EXPECT_NE(task.find("atol 0.02, rtol 0.02"), std::string::npos) << task;
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["tolerance"], json({{"atol", 0.02}, {"rtol", 0.02}})) << r.output;
+  EXPECT_EQ(result["precision"], "fp32");
+  EXPECT_EQ(json::parse(read_text_file(run / "run.json"))["tolerance"]["atol"], 0.02);
+  // Resumed (the run stopped on malformed calls, not finish): the run's tolerance, then a flag's.
+  SessionServer more({bad, bad, bad});
+  optimize(more, {"--resume", run.string()});
+  EXPECT_EQ(json::parse(read_text_file(run / "result.json"))["tolerance"]["atol"], 0.02);
+  SessionServer again({bad, bad, bad});
+  optimize(again, {"--resume", run.string(), "--atol", "0.5"});
+  auto last = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(last["tolerance"], json({{"atol", 0.5}, {"rtol", 0.02}}));
 }
 
 TEST_F(Optimize, MalformedCallsAreAnsweredThenStopTheRun) {

@@ -190,6 +190,7 @@ TEST_F(BenchCli, UsageErrors) {
 
 // An agent batch (scripted model) killed with SIGKILL in the middle: the resumed batch records
 // every problem exactly once, reading back runs that had finished and continuing the cut one.
+// --tolerance reaches every agent run and every record.
 TEST_F(BenchCli, AgentBatchKilledMidwayResumesWithoutLoss) {
   // Native-reference problems (no Python needed on any machine).
   for (int i = 1; i <= 8; ++i) {
@@ -201,9 +202,9 @@ TEST_F(BenchCli, AgentBatchKilledMidwayResumesWithoutLoss) {
   tmp.write("script.jsonl", R"({"content": "Reading the reference first."})"
                             "\n");
   auto args =
-      std::vector<std::string>{"bench",    (tmp / "ops").string(),          "--agent", "--provider", "script",
-                               "--script", (tmp / "script.jsonl").string(), "--turns", "1",          "--no-shell",
-                               "--out",    (tmp / "agent.jsonl").string()};
+      std::vector<std::string>{"bench",    (tmp / "ops").string(),          "--agent",     "--provider", "script",
+                               "--script", (tmp / "script.jsonl").string(), "--turns",     "1",          "--no-shell",
+                               "--out",    (tmp / "agent.jsonl").string(),  "--tolerance", "0.003"};
   auto argv = command(args);
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
@@ -240,5 +241,8 @@ TEST_F(BenchCli, AgentBatchKilledMidwayResumesWithoutLoss) {
     EXPECT_EQ(r.status, "unsolved") << r.problem << ": " << r.error;
     EXPECT_NE(r.error.find("turn budget"), std::string::npos) << r.error;
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(r.run_dir) / "result.json")) << r.run_dir;
+    EXPECT_EQ(r.atol, 0.003) << r.problem;
+    EXPECT_EQ(r.rtol, 0.003) << r.problem;
+    EXPECT_EQ(r.precision, "fp32") << r.problem;
   }
 }

@@ -75,6 +75,35 @@ TEST_F(CheckCli, ACorrectKernelPassesOrIsUncheckedWithoutAGpu) {
   }
 }
 
+// --tolerance scores a kernel under another protocol without an op.json of its own; the verdict
+// (and its JUnit test case) says which tolerance it was judged under, with or without a GPU.
+TEST_F(CheckCli, ToleranceFromTheCommandLineIsInTheVerdict) {
+  auto r = kagent({"check", example("vector_add/cand_vec4.cu"), "--op", example("vector_add/op.json"), "--json",
+                   "--tolerance", "0.01", "--junit", (tmp / "t.xml").string()});
+  EXPECT_EQ(r.exit_code, gpu ? 0 : 3) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  ASSERT_EQ(j.size(), 1u) << r.output;
+  EXPECT_EQ(j[0]["precision"], "fp32");
+  EXPECT_EQ(j[0]["tolerance"], nlohmann::json({{"atol", 0.01}, {"rtol", 0.01}})) << j[0].dump();
+  EXPECT_TRUE(has(read_text_file(tmp / "t.xml"), "<property name=\"atol\" value=\"0.01\"/>"));
+  // Without the flag, the op's own (fp32: 1e-4).
+  r = kagent(
+      {"check", example("vector_add/cand_vec4.cu"), "--op", example("vector_add/op.json"), "--json", "--rtol", "0.5"});
+  j = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  EXPECT_EQ(j[0]["tolerance"], nlohmann::json({{"atol", 1e-4}, {"rtol", 0.5}})) << j[0].dump();
+  // Bad tolerances are usage errors.
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--tolerance", "0.01", "--atol", "0.1"},
+                                       {"--atol", "-1"},
+                                       {"--rtol", "nan"},
+                                       {"--tolerance", "inf"}}) {
+    std::vector<std::string> args = {"check", example("vector_add/cand_vec4.cu"), "--op",
+                                     example("vector_add/op.json")};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto b = kagent(args);
+    EXPECT_EQ(b.exit_code, 2) << bad[0] << " " << bad[1] << ": " << b.output;
+  }
+}
+
 TEST_F(CheckCli, BadInputExits2) {
   auto code = [&](const std::vector<std::string>& args, const std::string& cwd = "") {
     return kagent(args, {}, cwd).exit_code;

@@ -115,6 +115,22 @@ TEST(Junit, XmllintReadsItBackUnchanged) {
   EXPECT_NE(xpath(file, "string(//testcase[3]/failure)").find("atol ]]> <oops> &"), std::string::npos);
 }
 
+TEST(Junit, TestcasesCarryTheirPrecisionAndTolerance) {
+  if (!has_xmllint()) GTEST_SKIP() << "xmllint not found (Debian package libxml2-utils); the XML check did not run";
+  auto rs = batch();
+  rs[0].precision = "fp32";
+  rs[0].atol = 1e-2;
+  rs[0].rtol = 1e-3;
+  test::TempDir dir;
+  auto file = dir.write("junit.xml", render_junit(rs, "kagent"));
+  EXPECT_EQ(xpath(file, "string(//testcase[1]/properties/property[@name='precision']/@value)"), "fp32");
+  EXPECT_EQ(xpath(file, "string(//testcase[1]/properties/property[@name='atol']/@value)"), "0.01");
+  EXPECT_EQ(xpath(file, "string(//testcase[1]/properties/property[@name='rtol']/@value)"), "0.001");
+  EXPECT_NE(xpath(file, "string(//testcase[1]/system-out)").find("tolerance: atol 0.01, rtol 0.001"),
+            std::string::npos);
+  EXPECT_EQ(xpath(file, "count(//testcase[2]/properties)"), "0") << "nothing recorded, nothing claimed";
+}
+
 TEST(Junit, EmptyInputIsAValidEmptySuite) {
   const std::string xml = render_junit({}, "empty");
   EXPECT_NE(xml.find("<testsuite name=\"empty\" tests=\"0\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"0.000\">"),

@@ -43,6 +43,45 @@ TEST(Results, RecordRoundTrips) {
   EXPECT_DOUBLE_EQ(*b.candidate_ms, 3.4);
   EXPECT_FALSE(b.compile_ms.has_value());
   EXPECT_EQ(b.run_dir, "runs/x");
+  EXPECT_EQ(b.precision, "");
+  EXPECT_FALSE(b.atol.has_value());
+  EXPECT_FALSE(nlohmann::json(r).contains("tolerance")) << "a record without an evaluation names no tolerance";
+  r.precision = "fp32";
+  r.atol = 1e-2;
+  r.rtol = 1e-3;
+  b = nlohmann::json(r).get<ResultRecord>();
+  EXPECT_EQ(b.precision, "fp32");
+  EXPECT_EQ(*b.atol, 1e-2);
+  EXPECT_EQ(*b.rtol, 1e-3);
+  EXPECT_EQ(nlohmann::json(r)["tolerance"], nlohmann::json({{"atol", 1e-2}, {"rtol", 1e-3}}));
+}
+
+// The summary says what the problems were judged under, and says MIXED when shards or resumed
+// runs used different tolerances; problems never evaluated (unsolved) do not count.
+TEST(Results, SummaryNamesTheTolerances) {
+  auto judged = [](ResultRecord r, double tol) {
+    r.precision = "fp32";
+    r.atol = r.rtol = tol;
+    return r;
+  };
+  std::vector<ResultRecord> rs = {judged(rec("level1/a", "level1", "correct", 2, 1.5), 1e-4),
+                                  judged(rec("level1/b", "level1", "incorrect", -1), 1e-4),
+                                  rec("level1/c", "level1", "unsolved", -1)};
+  auto s = summarize(rs);
+  ASSERT_EQ(s.back().group, "overall");
+  ASSERT_EQ(s.back().numerics.size(), 1u);
+  EXPECT_EQ(s.back().numerics[0].problems, 2);
+  std::string text = render_summary(s, false);
+  EXPECT_NE(text.find("judged under fp32, atol 0.0001, rtol 0.0001 (2 problems)"), std::string::npos) << text;
+  EXPECT_NE(render_summary(s, true).find("judged under fp32"), std::string::npos);
+  EXPECT_EQ(nlohmann::json(s.back())["numerics"][0]["atol"], 1e-4);
+
+  rs.push_back(judged(rec("level2/d", "level2", "correct", 1, 0.5), 1e-2));
+  text = render_summary(summarize(rs), false);
+  EXPECT_NE(text.find("judged under MIXED settings: fp32, atol 0.0001, rtol 0.0001 (2 problems); fp32, atol 0.01, "
+                      "rtol 0.01 (1 problem)"),
+            std::string::npos)
+      << text;
 }
 
 // Level 1: four problems. Speedups vs eager 2.0 (tier 3), 1.2 (tier 2), 0.5 (tier 1), and one

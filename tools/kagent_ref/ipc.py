@@ -34,7 +34,6 @@ def _lib():
                                                 ctypes.c_uint64]
         lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_IpcHandle), ctypes.c_uint64]
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         _driver = lib
     return _driver
 
@@ -54,10 +53,9 @@ def export(name, t):
     if nbytes == 0:
         return {"name": name, "handle": "", "offset": 0, "bytes": 0}
     lib = _lib()
-    ctx = ctypes.c_void_p()
-    _check(lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
-    if not ctx.value:
-        torch.cuda.set_device(t.device)  # makes the primary context current on this thread
+    # The driver calls below work in the current context: it must be the tensor's GPU's, not the one
+    # torch happened to make current first (GPU 0's, say, when the problem runs on GPU 1).
+    torch.cuda.set_device(t.device)
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
     _check(lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), t.data_ptr()),
            f"cuMemGetAddressRange for '{name}'")

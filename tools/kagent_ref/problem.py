@@ -3,11 +3,12 @@ get_init_inputs, imported in isolation and built under a seed (CANDIDATE.md name
 
 import hashlib
 import importlib.util
-import inspect
 import itertools
 import sys
 
 import torch
+
+from .forward_args import BindError, bind
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 # kagent's dtype names (src/spec/dtype.cpp).
@@ -67,6 +68,10 @@ class Problem:
         self.precision = precision
         self.dtype = DTYPES[precision]
         self.device = torch.device("cuda", device) if torch.cuda.is_available() else torch.device("cpu")
+        if self.device.type == "cuda":
+            # The current device, not only the default one for new tensors: streams, events, the IPC
+            # export's driver calls and torch.compile's kernels all follow it.
+            torch.cuda.set_device(self.device)
         self.module = load_module(path)
         torch.manual_seed(seed)
         # Built under the GPU as default device: parameters are created there, not copied over.
@@ -78,29 +83,29 @@ class Problem:
         # No .eval(): KernelBench runs its references in the default (training) mode, and kagent's
         # baselines and outputs must be the ones KernelBench users compare against (BatchNorm
         # normalizes with batch statistics in training mode).
-        self.arg_names = self._forward_names()
+        self.binding = None  # which forward parameters a call passes (forward_args.py), set by inputs()
 
-    def _forward_names(self):
-        params = list(inspect.signature(self.model.forward).parameters.values())
-        names = []
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise ProblemError(f"{self.path}: forward takes *{p.name}; kagent needs named parameters")
-            names.append(p.name)
-        return names
+    @property
+    def arg_names(self):
+        return self.binding.names if self.binding else []
 
     def inputs(self, seed):
-        """The forward arguments for one trial, made by get_inputs() under `seed`, on the GPU."""
+        """The forward arguments for one trial, made by get_inputs() under `seed`, on the GPU, followed
+        by the defaults of the parameters get_inputs() leaves out (as `model(*get_inputs())` uses them)."""
         torch.manual_seed(seed)
         # Under the GPU as default device, get_inputs()' torch.rand/randn make the tensors on the GPU:
         # a KernelBench input of several GB is never drawn on the CPU and copied.
         with self.device:
             raw = self.module.get_inputs()
-        args = [_cast(x, self.dtype, self.device) for x in raw]
-        if len(args) != len(self.arg_names):
-            raise ProblemError(f"{self.path}: get_inputs() returns {len(args)} values, forward takes "
-                               f"{len(self.arg_names)} ({', '.join(self.arg_names)})")
-        return args
+        try:
+            binding = bind(self.model.forward, raw, self.path)
+        except BindError as e:
+            raise ProblemError(str(e)) from None
+        if self.binding is not None and binding.names != self.binding.names:
+            raise ProblemError(f"{self.path}: get_inputs() returned different arguments for another seed "
+                               f"({', '.join(binding.names)} instead of {', '.join(self.binding.names)})")
+        self.binding = binding
+        return [_cast(x, self.dtype, self.device) for x in binding.values]
 
     def trial(self, seed):
         """Inputs for `seed` and the reference's outputs on them. A forward that modifies its inputs in
@@ -122,9 +127,13 @@ class Problem:
         named += list(zip(out_names, outs))
         return [(n, t.contiguous()) for n, t in named]
 
+    def call(self, model, args):
+        """model called on one trial's arguments as KernelBench calls it (defaults by keyword)."""
+        return self.binding.call(model, args)
+
     @torch.no_grad()
     def run(self, args):
-        out = self.model(*args)
+        out = self.call(self.model, args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):

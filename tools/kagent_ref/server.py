@@ -112,16 +112,16 @@ class Server:
 
         timer = Timer(p.device)
         phase("timing torch eager")
-        eager = timer.time(lambda: p.model(*self.args), req.get("stop_rule"))
+        eager = timer.time(lambda: p.call(p.model, self.args), req.get("stop_rule"))
         compiled, compile_error, cm = None, None, None
         try:
             phase("compiling with torch.compile")
             cm = torch.compile(p.model)
             with torch.no_grad():
-                cm(*self.args)  # compilation happens here, outside the timing
+                p.call(cm, self.args)  # compilation happens here, outside the timing
             torch.cuda.synchronize()
             phase("timing torch.compile")
-            compiled = timer.time(lambda: cm(*self.args), req.get("stop_rule"))
+            compiled = timer.time(lambda: p.call(cm, self.args), req.get("stop_rule"))
         except Exception as e:  # a model torch.compile cannot handle still has an eager baseline
             compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         result = {"eager": eager, "compile": compiled, "compile_error": compile_error, "key": key,

@@ -12,12 +12,14 @@
 #include "kagent/bench/batch.hpp"
 #include "kagent/compile/cache.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/spec/op_overrides.hpp"
 
 namespace kagent::bench {
 
 struct SolutionJobOptions {
   std::filesystem::path solutions;  // DIR/<level>/<name>.cu or DIR/<name>.cu
   EvalOptions eval;                 // its gpu is set per worker
+  OpOverrides overrides;            // laid over each problem's settings (--atol, --rtol)
   std::shared_ptr<CompileCache> cache;
 };
 

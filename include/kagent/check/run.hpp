@@ -11,6 +11,7 @@
 #include "kagent/check/verdict.hpp"
 #include "kagent/compile/cache.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/spec/op_overrides.hpp"
 
 namespace kagent::check {
 
@@ -28,6 +29,7 @@ struct CheckOptions {
   std::vector<int> gpus = {0};
   EvalOptions eval;  // its gpu is set per worker
   std::shared_ptr<CompileCache> cache;
+  OpOverrides overrides;  // --atol/--rtol/--tolerance over every entry's op
 };
 
 // Verdicts in entry order. `done` is called (serialized) as each entry finishes. Ops must load

@@ -34,6 +34,8 @@ struct Verdict {
   std::string baseline_note;  // where the baseline came from, or why there is none
   double wall_s = 0;
   int gpu = 0;
+  std::string precision;  // what correctness was judged under (empty: the op did not load)
+  std::optional<double> atol, rtol;
   bool passed() const { return status == "pass"; }
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/protocol.hpp"
 #include "kagent/eval/reward.hpp"
 #include "kagent/eval/runner_client.hpp"
@@ -36,6 +37,8 @@ struct EvalReport {
   std::string candidate;  // path
   std::string op;         // name
   std::string arch;
+  Precision precision = Precision::fp32;  // what correctness was judged under
+  Tolerance tolerance;
   CompileResult compile;
   bool ran = false;  // the runner produced an outcome
   EvalOutcome outcome;
@@ -89,6 +92,9 @@ class Evaluator {
 
  private:
   std::string write_cubin(const CompileResult& r);
+  // This GPU to ourselves for one measurement (gpu_lock.hpp), saying so when it has to wait.
+  GpuLock lock_gpu(const std::string& what) const;
+  void measure_torch_baselines();
   std::string harness_cubin();
 
   EvalOptions opt_;

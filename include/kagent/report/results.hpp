@@ -25,6 +25,9 @@ struct ResultRecord {
   std::string candidate;         // the .cu evaluated (solutions) or the run's best.cu (agent runs)
   std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
   std::optional<int> gpu;        // which GPU ran it
+  // What correctness was judged under (absent for problems that were never evaluated).
+  std::string precision;             // "fp32", ...
+  std::optional<double> atol, rtol;  // the tolerance
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
@@ -55,6 +58,13 @@ void from_json(const nlohmann::json& j, ResultRecord& r);
 // record. A torn last line is skipped; any other malformed line is InputError naming file:line.
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files);
 
+// How many of a group's evaluated problems were judged under one precision and tolerance.
+struct NumericsCount {
+  std::string precision;
+  std::optional<double> atol, rtol;
+  int problems = 0;
+};
+
 struct Summary {
   std::string group;  // a level, or "overall"
   int problems = 0;
@@ -63,6 +73,7 @@ struct Summary {
   double tier3 = 0;                                            // tier 3 / problems
   std::optional<double> geomean_vs_eager, geomean_vs_compile;  // over correct problems with a speedup
   double fast_1 = 0, fast_1_5 = 0, fast_2 = 0;                 // correct and speedup vs eager > p, / problems
+  std::vector<NumericsCount> numerics;  // what the evaluated problems were judged under (more than one: mixed)
 };
 
 // {"group", "problems", "pass_rate", ..., "fast_1.0", "fast_1.5", "fast_2.0"}; null geomeans when none.
@@ -71,7 +82,9 @@ void to_json(nlohmann::json& j, const Summary& s);
 // One Summary per level (sorted), then "overall".
 std::vector<Summary> summarize(const std::vector<ResultRecord>& records);
 
-// The summary as a text table or a Markdown table.
+// The summary as a text table or a Markdown table, then the line that says what the problems were
+// judged under ("judged under fp32, atol 0.0001, rtol 0.0001 (12 problems)").
 std::string render_summary(const std::vector<Summary>& s, bool markdown);
+std::string numerics_text(const std::vector<NumericsCount>& n);
 
 }  // namespace kagent::report

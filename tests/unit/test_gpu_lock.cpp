@@ -1,0 +1,51 @@
+// GpuLock: measurements on one GPU queue up across threads and processes (flock on a file per
+// GPU UUID), the waiter is told, and a lock file that cannot be made does not stop the work.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "kagent/eval/gpu_lock.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+
+TEST(GpuLock, PathIsNamedAfterTheGpuAndSanitized) {
+  EXPECT_EQ(gpu_lock_path("/c", "GPU-1a2b-3c", 1), std::filesystem::path("/c/locks/gpu-GPU-1a2b-3c.lock"));
+  EXPECT_EQ(gpu_lock_path("/c", "../../etc/x", 0).filename(), "gpu-etcx.lock");
+  EXPECT_EQ(gpu_lock_path("/c", "", 3).filename(), "gpu-index3.lock");
+}
+
+TEST(GpuLock, SecondHolderWaitsUntilTheFirstReleases) {
+  test::TempDir dir;
+  const auto path = gpu_lock_path(dir.path(), "GPU-x", 0);
+  auto first = std::make_unique<GpuLock>(path);
+  ASSERT_TRUE(first->held());
+  std::atomic<bool> told{false}, inside{false};
+  std::thread second([&] {
+    GpuLock l(path, [&] { told = true; });
+    EXPECT_TRUE(l.held());
+    inside = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!told && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(told) << "the second holder was not told it waits";
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(inside) << "the second holder got in while the first held the lock";
+  first.reset();
+  second.join();
+  EXPECT_TRUE(inside);
+  // Free again: a third holder gets it at once, without being told to wait.
+  bool waited = false;
+  GpuLock third(path, [&] { waited = true; });
+  EXPECT_TRUE(third.held());
+  EXPECT_FALSE(waited);
+}
+
+TEST(GpuLock, UnwritableCacheGoesOnUnlocked) {
+  GpuLock l("/proc/kagent-no-such/locks/gpu-x.lock");
+  EXPECT_FALSE(l.held());
+}
