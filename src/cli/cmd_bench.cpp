@@ -258,7 +258,7 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   sub->add_flag("--agent", a->agent, "Run kagent optimize on each problem (budget and LLM flags below)");
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all)");
-  sub->add_option("--jobs", a->jobs, "Workers per GPU (default 1; more share the GPU)")->check(CLI::Range(1, 64));
+  sub->add_option("--jobs", a->jobs, "Workers per GPU (default 1; more share the GPU: they compile in parallel, their measurements queue)")->check(CLI::Range(1, 64));
   sub->add_option("--shard", a->shard,
                   "Take shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID or "
                   "JOB_COMPLETION_INDEX + KAGENT_SHARD_COUNT");
