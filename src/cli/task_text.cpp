@@ -1,5 +1,7 @@
 #include "task_text.hpp"
 
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "kagent/common/files.hpp"
@@ -99,8 +101,13 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
     tool_lines += fmt::format("- {}: {}\n", spec.name, first);
   }
   if (!shell_note.empty()) tool_lines += "- (" + shell_note + ")\n";
-  std::string budget_text = fmt::format("{} turns, {:g} minutes", budget.max_turns, budget.max_minutes);
-  if (budget.max_tokens > 0) budget_text += fmt::format(", {} tokens", budget.max_tokens);
+  auto counted = [](auto n, const char* what) {
+    const std::string num = std::is_integral_v<decltype(n)> ? fmt::format("{}", n) : fmt::format("{:g}", double(n));
+    return fmt::format("{} {}{}", num, what, n == 1 ? "" : "s");
+  };
+  std::string budget_text =
+      counted(budget.max_turns, "turn") + ", " + counted(budget.max_minutes, "minute");  // never "1 turns"
+  if (budget.max_tokens > 0) budget_text += ", " + counted(budget.max_tokens, "token");
   return {{"op_name", op.name},
           {"signature", signature_text(with_signature)},
           {"reference_source", read_text_file(op.reference)},

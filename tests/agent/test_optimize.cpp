@@ -323,6 +323,12 @@ TEST_F(Optimize, BudgetsStopTheRun) {
   result = json::parse(read_text_file(dir.path() / "tokens/result.json"));
   EXPECT_EQ(result["stop_reason"], "token budget") << r.output;
   EXPECT_EQ(result["turns"], 3) << "1100 tokens a turn: the third turn crosses 2500";
+  // Numbers and plurals read right in the task's budget line.
+  SessionServer one(demo_turns());
+  optimize(one,
+           {op(), "--out", (dir.path() / "one").string(), "--turns", "1", "--minutes", "1", "--max-tokens", "2000000"});
+  const std::string task = one.requests().at(0)["messages"][1]["content"];
+  EXPECT_NE(task.find("1 turn, 1 minute, 2000000 tokens"), std::string::npos) << task;
 }
 
 namespace {
