@@ -177,6 +177,10 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   const std::string stopped = result.value("stop_reason", "");
   const int evaluations = result.value("evaluations", 0);
   if (result.contains("wall_s") && result["wall_s"].is_number()) r.wall_s = result["wall_s"].get<double>();
+  if (fs::exists(dir / "run.json")) {
+    auto run = nlohmann::json::parse(read_text_file(dir / "run.json"), nullptr, false);
+    if (run.is_object()) r.precision = run.value("precision", "");
+  }
 
   // The best-so-far curve, and the baselines seen with the best candidate.
   std::vector<nlohmann::json> events;

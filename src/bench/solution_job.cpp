@@ -40,6 +40,7 @@ class SolutionJob : public ProblemJob {
     Candidate cand;
     try {
       op = load_op(p.path);
+      if (opt_.precision) op = with_precision(std::move(op), *opt_.precision);
     } catch (const InputError& e) {
       return error_record(p, fmt::format("the problem: {}", e.what()), gpu_);
     }
@@ -85,6 +86,7 @@ report::ResultRecord record_from_report(const Problem& p, const EvalReport& rep)
   r.problem = p.id;
   r.level = p.level;
   r.candidate = rep.candidate;
+  r.precision = std::string(precision_name(rep.precision));
   r.tier = rep.reward.tier;
   r.eager_ms = rep.baselines.eager_ms;
   r.compile_ms = rep.baselines.compile_ms;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/gpu/devices.hpp"
+#include "kagent/spec/op.hpp"
 
 namespace kagent::cli {
 
@@ -36,6 +37,8 @@ std::string default_arch(int gpu, std::string* source);
 // Writes an output file a flag asked for (--html, --junit): its folder is made if missing, the file
 // replaced atomically, and where it went is said on stderr (stdout stays the command's own output).
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
+// --precision fp32|tf32|fp16|bf16; InputError naming the flag otherwise.
+Precision precision_option(const std::string& text);
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 

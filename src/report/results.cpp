@@ -47,6 +47,7 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
   if (!r.candidate.empty()) j["candidate"] = r.candidate;
   if (r.wall_s) j["wall_s"] = *r.wall_s;
   if (r.gpu) j["gpu"] = *r.gpu;
+  if (!r.precision.empty()) j["precision"] = r.precision;
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
 }
 
@@ -63,6 +64,7 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.error = j.value("error", "");
   r.run_dir = j.value("run_dir", "");
   r.candidate = j.value("candidate", "");
+  r.precision = j.value("precision", "");
   r.wall_s = opt_number(j, "wall_s");
   if (auto g = opt_number(j, "gpu")) r.gpu = static_cast<int>(*g);
   if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array())

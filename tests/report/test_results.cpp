@@ -36,7 +36,11 @@ TEST(Results, RecordRoundTrips) {
   r.candidate_ms = 3.4;
   r.eager_ms = 4.25;
   r.run_dir = "runs/x";
+  r.precision = "tf32";
   ResultRecord b = nlohmann::json(r).get<ResultRecord>();
+  EXPECT_EQ(b.precision, "tf32");
+  EXPECT_EQ(nlohmann::json(rec("a", "l", "correct", 1, 1.0, 1.0)).count("precision"), 0u)
+      << "old records stay as they were";
   EXPECT_EQ(b.problem, r.problem);
   EXPECT_EQ(b.tier, 2);
   EXPECT_DOUBLE_EQ(*b.speedup_vs_eager, 1.25);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct SolutionJobOptions {
   std::filesystem::path solutions;  // DIR/<level>/<name>.cu or DIR/<name>.cu
   EvalOptions eval;                 // its gpu is set per worker
   std::shared_ptr<CompileCache> cache;
+  std::optional<Precision> precision;  // --precision: every problem at this precision (else each op's)
 };
 
 // The GPU side (runner, reference server) starts at the first problem that has a solution, so a

@@ -25,6 +25,7 @@ struct ResultRecord {
   std::string candidate;         // the .cu evaluated (solutions) or the run's best.cu (agent runs)
   std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
   std::optional<int> gpu;        // which GPU ran it
+  std::string precision;         // the numerics it was judged under ("fp32", "tf32", ...; "" in old records)
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
