@@ -36,6 +36,8 @@ struct EvalReport {
   std::string candidate;  // path
   std::string op;         // name
   std::string arch;
+  Precision precision = Precision::fp32;  // the numerics it was judged under, and the tolerance
+  Tolerance tolerance;
   CompileResult compile;
   bool ran = false;  // the runner produced an outcome
   EvalOutcome outcome;
