@@ -66,7 +66,7 @@ class Evaluation {
   std::vector<IpcTensorRef> fp64_refs_of(const std::vector<TensorSpec>& specs) const;
   // The outputs again after a timed sample: against the runner's copies, or, when an fp64 twin
   // exists that the runner could not copy, against the server's own tensors.
-  bool recheck(const std::string& when, EvalOutcome& o);
+  bool recheck_outputs(const std::string& when, EvalOutcome& o);
   void restore_inputs();
   void poison(const std::vector<DeviceBuffer>& bufs);
   TensorMap tensors(const std::vector<DeviceBuffer>& outs) const;
@@ -226,7 +226,7 @@ bool Evaluation::match_server_outputs(int trial, const std::string& when, bool k
   return ok;
 }
 
-bool Evaluation::recheck(const std::string& when, EvalOutcome& o) {
+bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
   if (fp64_not_copied_) return match_server_outputs(rq_.trials - 1, when, false, o);
   std::vector<CUdeviceptr> ref64(rq_.outputs.size(), 0);
   for (size_t i = 0; i < ref64_out_.size() && i < ref64.size(); ++i) ref64[i] = ref64_out_[i].get();
@@ -344,7 +344,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
     // Outputs checked right after the stop event: deferred or racy work cannot hide.
     if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.check_every)) == 0) {
       ++o.rechecks;
-      if (!recheck(fmt::format("re-check after timing sample {}", samples.size()), o)) {
+      if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
         recheck_failed = true;
         break;
       }
@@ -353,7 +353,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   }
   if (recheck && !recheck_failed) {
     ++o.rechecks;
-    if (!recheck("re-check after timing", o)) recheck_failed = true;
+    if (!recheck_outputs("re-check after timing", o)) recheck_failed = true;
   }
   TimingSummary s = summarize(samples);
   s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
@@ -392,7 +392,7 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   base_plan.poison_scratch();
   base_plan.run(true, "baseline on the last trial's inputs");
   EvalOutcome scratch;
-  ab.baseline_correct = recheck("baseline", scratch);
+  ab.baseline_correct = recheck_outputs("baseline", scratch);
   if (!ab.baseline_correct)
     ab.baseline_message = scratch.mismatch
                               ? fmt::format("{} differs from the reference ({} of {} elements)",
