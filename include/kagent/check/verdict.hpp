@@ -34,6 +34,7 @@ struct Verdict {
   std::string baseline_note;  // where the baseline came from, or why there is none
   double wall_s = 0;
   int gpu = 0;
+  std::string precision;  // the numerics it was judged under ("" when it was not evaluated)
   bool passed() const { return status == "pass"; }
 };
 
