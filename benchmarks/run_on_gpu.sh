@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|problems|multigpu|all]
+# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|problems|precision|precision-tests|multigpu|all]
 #   (default all; multigpu needs two GPUs: the nvidia-h200-x2 kind)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
@@ -65,6 +65,19 @@ if [ "$what" = all ] || [ "$what" = kernelbench ]; then
     --pytorch examples/kernelbench/level1/23_Softmax.cu $KB/level1/23_Softmax.py
   step kernelbench 120 $B/tests/kagent_gpu_tests --gtest_filter='PyTorchEval.SixGigabyte*'
 fi
+if [ "$what" = precision ]; then
+  # The references' own error against fp64, fp32 (TF32 off) and tf32 (TF32 on), over every KernelBench
+  # problem (issue #15): resumable, new problems started for 520 s per call; call again until the
+  # summary covers all (a problem killed at the step's limit is recorded as such, not retried).
+  PR=$B/reference_precision.jsonl
+  step precision 590 python3 benchmarks/reference_precision.py --kernelbench "$KB" --out $PR --resume --budget-s 520
+  cp $PR $OUT/reference_precision.jsonl
+fi
+if [ "$what" = precision-tests ]; then
+  # The GPU tests of the precision work: exact fp32 convolution, the fp64 rule, weak references.
+  step precision 400 $B/tests/kagent_gpu_tests \
+    --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*'
+fi
 if [ "$what" = all ] || [ "$what" = fixtures ]; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
 fi
@@ -97,6 +110,7 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/problems.log" ] && { echo "== problems"; tail -n 12 "$OUT/problems.log"; }
 [ -f "$OUT/multigpu.log" ] && { echo "== multigpu"; grep -E "evaluated problems|wall --gpus|PASSED|FAILED|SKIPPED" "$OUT/multigpu.log" | tail -n 12; }
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
+[ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }
 echo "== steps"; printf '%s\n' "${summary[@]}"

@@ -40,6 +40,7 @@ class SolutionJob : public ProblemJob {
     Candidate cand;
     try {
       op = load_op(p.path);
+      if (opt_.precision) op = with_precision(std::move(op), *opt_.precision);
       opt_.overrides.apply(op);
     } catch (const InputError& e) {
       return error_record(p, fmt::format("the problem: {}", e.what()), gpu_);

@@ -54,6 +54,7 @@ std::vector<Diagnostic> parse_diagnostics(const std::string& log) {
 Verdict judge(const CheckEntry& e, const EvalReport& r) {
   Verdict v = base_verdict(e);
   v.tier = r.reward.tier;
+  v.precision = std::string(precision_name(r.precision));
   v.speedup_vs_eager = r.reward.speedup_vs_eager;
   v.speedup_vs_compile = r.reward.speedup_vs_compile;
   v.eager_ms = r.baselines.eager_ms;

@@ -33,7 +33,7 @@ struct BenchArgs {
   std::vector<std::string> paths;
   std::string solutions;
   bool agent = false;
-  std::string gpus, shard, out, filter, runs, arch;
+  std::string gpus, shard, out, filter, runs, arch, precision;
   int jobs = 1;
   bool resume = false, json = false, list = false, refresh_baselines = false;
   double timeout_s = 0;
@@ -167,6 +167,7 @@ int run_bench(BenchArgs a) {
     add("--api-key-env", a.llm.api_key_env);
     add("--script", a.llm.script.empty() ? "" : fs::absolute(a.llm.script).string());
     add("--arch", a.arch);
+    add("--precision", a.precision);
     if (a.turns > 0) add("--turns", std::to_string(a.turns));
     if (a.minutes > 0) add("--minutes", fmt::format("{}", a.minutes));
     if (a.max_tokens > 0) add("--max-tokens", std::to_string(a.max_tokens));
@@ -181,6 +182,7 @@ int run_bench(BenchArgs a) {
     so.solutions = a.solutions;
     so.overrides = a.overrides;
     so.eval.arch = a.arch;
+    if (!a.precision.empty()) so.precision = precision_option(a.precision);
     so.eval.refresh_baselines = a.refresh_baselines;
     so.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>((a.timeout_s > 0 ? a.timeout_s : 120) * 1000));
     so.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
@@ -258,7 +260,9 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   sub->add_flag("--agent", a->agent, "Run kagent optimize on each problem (budget and LLM flags below)");
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all)");
-  sub->add_option("--jobs", a->jobs, "Workers per GPU (default 1; more share the GPU: they compile in parallel, their measurements queue)")->check(CLI::Range(1, 64));
+  sub->add_option("--jobs", a->jobs,
+                  "Workers per GPU (default 1; more share the GPU: they compile in parallel, their measurements queue)")
+      ->check(CLI::Range(1, 64));
   sub->add_option("--shard", a->shard,
                   "Take shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID or "
                   "JOB_COMPLETION_INDEX + KAGENT_SHARD_COUNT");
@@ -269,6 +273,7 @@ Command add_bench_command(CLI::App& app) {
                   "Seconds: per evaluation on the GPU (solutions; default 120), per agent run (--agent; default none)")
       ->check(CLI::Range(1.0, 1e6));
   sub->add_option("--arch", a->arch, "Compile target (default: each GPU's)");
+  sub->add_option("--precision", a->precision, "fp32, tf32, fp16 or bf16 for every problem (default: each op's)");
   sub->add_flag("--refresh-baselines", a->refresh_baselines, "Re-measure torch eager and torch.compile");
   sub->add_flag("--list", a->list, "Print the problems this shard would run, and exit");
   sub->add_flag("--json", a->json, "One JSON record per line as problems finish, then a JSON summary");

@@ -32,8 +32,10 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   try {
     r = compile_checked(load_candidate(path), op, compiler, arch);
   } catch (const InputError& e) {
-    if (json) json_out.push_back({{"candidate", path}, {"ok", false}, {"error", e.what()}, {"exit_code", 2}});
-    else fmt::print(stderr, "kagent: error: {}\n", e.what());
+    if (json)
+      json_out.push_back({{"candidate", path}, {"ok", false}, {"error", e.what()}, {"exit_code", 2}});
+    else
+      fmt::print(stderr, "kagent: error: {}\n", e.what());
     return static_cast<int>(ExitCode::bad_input);
   }
   const int rc = static_cast<int>(r.ok ? ExitCode::ok : ExitCode::failed);
@@ -83,7 +85,9 @@ Command add_compile_command(CLI::App& app) {
               worst = std::max(worst, rc);
             }
             if (args->json)
-              print_json({{"arch", arch}, {"arch_source", arch_source}, {"nvrtc", Compiler::nvrtc_version()},
+              print_json({{"arch", arch},
+                          {"arch_source", arch_source},
+                          {"nvrtc", Compiler::nvrtc_version()},
                           {"results", results}});
             return worst;
           }};

@@ -19,6 +19,7 @@ struct EvalArgs {
   std::string candidate;
   std::string op;
   std::string arch;
+  std::string precision;  // empty: the op's
   int gpu = 0;
   int trials = 0;  // 0: the op's correctness_trials
   double timeout_s = 60;
@@ -38,6 +39,8 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--trials", args->trials, "Correctness trials (default: the op's)")->check(CLI::Range(1, 100));
   sub->add_option("--arch", args->arch, "Compile target (default: the GPU's)");
+  sub->add_option("--precision", args->precision,
+                  "fp32, tf32, fp16 or bf16 (default: the op's; the tolerance follows unless op.json sets one)");
   sub->add_option("--timeout", args->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")
       ->check(CLI::Range(1.0, 3600.0));
   sub->add_flag("--no-timing", args->no_timing, "Correctness only");
@@ -49,6 +52,7 @@ Command add_eval_command(CLI::App& app) {
   return {
       sub, [args]() {
         Op op = load_op(args->op);
+        if (!args->precision.empty()) op = with_precision(std::move(op), precision_option(args->precision));
         args->overrides.apply(op);
         Candidate cand = load_candidate(args->candidate);
         EvalOptions opt;

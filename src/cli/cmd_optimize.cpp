@@ -38,6 +38,7 @@ struct OptimizeArgs {
   double minutes = 0;
   int64_t max_tokens = 0;
   std::string out, resume, prompts, skills, arch;
+  std::string precision;  // empty: the op's (or, resuming, the run's)
   int gpu = 0;
   bool json = false, quiet = false, no_shell = false;
   OpOverrides overrides;
@@ -71,6 +72,7 @@ int run_optimize(OptimizeArgs a) {
       throw InputError(fmt::format("--resume {}: no run.json there (not a kagent run folder)", out.string()));
     run_info = nlohmann::json::parse(read_text_file(out / "run.json"));
     if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
+    if (a.precision.empty()) a.precision = run_info.value("precision", "");
     for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
                              {&a.llm.base_url, "base_url"},
                              {&a.llm.model, "model"},
@@ -84,6 +86,7 @@ int run_optimize(OptimizeArgs a) {
   }
   if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
   Op op = load_op(a.op);
+  if (!a.precision.empty()) op = with_precision(std::move(op), precision_option(a.precision));
   a.overrides.apply(op);
   if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", op.name, timestamp());
   std::error_code ec;
@@ -171,6 +174,7 @@ int run_optimize(OptimizeArgs a) {
     auto opening = agent::opening_messages(a.prompts.empty() ? agent::default_prompts_dir() : fs::path(a.prompts),
                                            a.skills.empty() ? agent::default_skills_dir() : fs::path(a.skills), values);
     run_info = {{"op", fs::absolute(a.op).string()},
+                {"precision", std::string(precision_name(op.precision))},
                 {"llm",
                  {{"provider", std::string(llm::provider_name(llm_config.provider))},
                   {"base_url", llm_config.base_url},
@@ -264,6 +268,8 @@ Command add_optimize_command(CLI::App& app) {
   sub->add_option("--resume", a->resume, "Continue the run in this folder");
   sub->add_option("--gpu", a->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", a->arch, "Compile target (default: the GPU's)");
+  sub->add_option("--precision", a->precision,
+                  "fp32, tf32, fp16 or bf16 (default: the op's; the tolerance follows unless op.json sets one)");
   sub->add_option("--prompts", a->prompts, "Folder with system.md and task.md (default: kagent's prompts/)");
   sub->add_option("--skills", a->skills, "Folder of skills (*/SKILL.md; default: kagent's skills/)");
   sub->add_flag("--no-shell", a->no_shell, "Do not give the model a shell");

@@ -13,6 +13,7 @@
 #include "kagent/common/text_table.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/protocol.hpp"
+#include "kagent/eval/reference_quality.hpp"
 #include "kagent/reference/ref_server.hpp"
 
 namespace kagent::cli {
@@ -27,7 +28,9 @@ struct RefArgs {
   bool json = false;
 };
 
-std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{}", fmt::join(shape, " x ")); }
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("{}", fmt::join(shape, " x "));
+}
 
 std::string time_text(const std::optional<TimingSummary>& t) {
   if (!t) return "n/a";
@@ -45,17 +48,28 @@ void add_rows(TextTable& t, const std::vector<TensorSpec>& ts, const char* role)
   for (const auto& s : ts) t.add_row({s.name, role, shape_text(s.shape), std::string(dtype_name(s.dtype))});
 }
 
-Precision parse_precision(const std::string& p) {
-  for (auto v : {Precision::fp32, Precision::fp16, Precision::bf16})
-    if (precision_name(v) == p) return v;
-  throw InputError(fmt::format("--precision '{}': expected fp32, fp16 or bf16", p));
+// Per output of the reference: its share of exact zeros, and why it is a weak reference (if it is)
+// at this tolerance.
+nlohmann::json output_quality(const RefSignature& sig, const Tolerance& tol) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t i = 0; i < sig.output_stats.size() && i < sig.outputs.size(); ++i) {
+    const RefOutputStats& s = sig.output_stats[i];
+    std::optional<std::string> weak;
+    if (s.min && s.max && s.min_abs) weak = weak_reference(s.numel, s.zeros, *s.min, *s.max, *s.min_abs, tol);
+    a.push_back({{"name", sig.outputs[i].name},
+                 {"zero_share", s.zero_share},
+                 {"weak", weak ? nlohmann::json(*weak) : nlohmann::json()}});
+  }
+  return a;
 }
 
 int run_python(const Op& op, const RefArgs& a) {
-  Precision precision = a.precision.empty() ? op.precision : parse_precision(a.precision);
+  Precision precision = a.precision.empty() ? op.precision : precision_option(a.precision);
   RefServer server(a.gpu);
   RefSignature sig = server.load(op, precision, std::random_device{}());
   RefBaselines b = server.baselines(a.refresh, StopRule{});
+  const Tolerance tol = with_precision(op, precision).tolerance;
+  const nlohmann::json quality = output_quality(sig, tol);
   if (a.json) {
     nlohmann::json scalars = nlohmann::json::array();
     for (const auto& s : sig.scalars) scalars.push_back({{"name", s.name}, {"value", s.value}, {"type", s.type}});
@@ -69,6 +83,9 @@ int run_python(const Op& op, const RefArgs& a) {
                 {"params", tensors_json(sig.params)},
                 {"outputs", tensors_json(sig.outputs)},
                 {"degenerate", sig.degenerate ? nlohmann::json(*sig.degenerate) : nlohmann::json()},
+                {"outputs_quality", quality},
+                {"allow_tf32", sig.allow_tf32},
+                {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
                 {"eager", b.eager},
                 {"compile", b.compile ? nlohmann::json(*b.compile) : nlohmann::json()},
                 {"compile_error", b.compile_error},
@@ -84,8 +101,16 @@ int run_python(const Op& op, const RefArgs& a) {
   fmt::print("{}", t.render());
   for (const auto& s : sig.scalars) fmt::print("scalar {} = {} ({})\n", s.name, s.value.dump(), s.type);
   if (sig.degenerate) fmt::print("flag: degenerate reference: {}\n", *sig.degenerate);
+  for (const auto& q : quality) {
+    fmt::print("output {}: {:.1f}% exact zeros\n", q["name"].get<std::string>(), 100 * q["zero_share"].get<double>());
+    if (q["weak"].is_string())
+      fmt::print("flag: weak reference: output '{}' {}\n", q["name"].get<std::string>(), q["weak"].get<std::string>());
+  }
+  fmt::print("{}\nnumerics: TF32 {} for the reference and the baselines\n", precision_rule(precision, tol),
+             sig.allow_tf32 ? "on" : "off");
   fmt::print("\neager:         {}\n", time_text(b.eager));
-  fmt::print("torch.compile: {}{}\n", time_text(b.compile), b.compile_error.empty() ? "" : "  (" + b.compile_error + ")");
+  fmt::print("torch.compile: {}{}\n", time_text(b.compile),
+             b.compile_error.empty() ? "" : "  (" + b.compile_error + ")");
   fmt::print("baselines: {}\n", b.cached ? "from the cache (--refresh re-measures)" : "measured now and cached");
   return 0;
 }
@@ -99,8 +124,11 @@ int run_native(const Op& op, const RefArgs& a) {
   std::optional<TimingSummary> eager = r.outcome.reference_time;
   std::optional<TimingSummary> compile;
   if (a.json) {
-    print_json({{"op", op.name}, {"reference", op.reference.string()}, {"inputs", tensors_json(op.inputs)},
-                {"outputs", tensors_json(op.outputs)}, {"eager", eager ? nlohmann::json(*eager) : nlohmann::json()},
+    print_json({{"op", op.name},
+                {"reference", op.reference.string()},
+                {"inputs", tensors_json(op.inputs)},
+                {"outputs", tensors_json(op.outputs)},
+                {"eager", eager ? nlohmann::json(*eager) : nlohmann::json()},
                 {"compile_ms", op.compile_baseline_ms ? nlohmann::json(*op.compile_baseline_ms) : nlohmann::json()}});
     return 0;
   }
@@ -123,7 +151,7 @@ Command add_ref_command(CLI::App& app) {
   auto args = std::make_shared<RefArgs>();
   CLI::App* sub = app.add_subcommand("ref", "Show an operator's signature and its eager and torch.compile times");
   sub->add_option("op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
-  sub->add_option("--precision", args->precision, "fp32, fp16 or bf16 (default: the op's)");
+  sub->add_option("--precision", args->precision, "fp32, tf32, fp16 or bf16 (default: the op's)");
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_flag("--refresh", args->refresh, "Re-measure the baselines instead of reading the cache");
   sub->add_flag("--json", args->json, "Print JSON");

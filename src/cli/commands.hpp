@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/gpu/devices.hpp"
+#include "kagent/spec/op.hpp"
 #include "kagent/spec/op_overrides.hpp"
 
 namespace kagent::cli {
@@ -39,6 +40,8 @@ std::string default_arch(int gpu, std::string* source);
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
 // --atol, --rtol and --tolerance (exclusive with the other two), written into *o when given.
 void add_op_flags(CLI::App* sub, OpOverrides* o);
+// --precision fp32|tf32|fp16|bf16; InputError naming the flag otherwise.
+Precision precision_option(const std::string& text);
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 

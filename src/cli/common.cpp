@@ -38,6 +38,11 @@ void write_output_file(const std::string& path, const std::string& contents, con
   fmt::print(stderr, "kagent: wrote {} to {}\n", what, p.string());
 }
 
+Precision precision_option(const std::string& text) {
+  if (auto p = parse_precision(text)) return *p;
+  throw InputError(fmt::format("--precision '{}': expected one of {}", text, kPrecisionChoices));
+}
+
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
   std::vector<int> out;
   size_t pos = 0;

@@ -117,6 +117,7 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
           {"tolerance", fmt::format("atol {:g}, rtol {:g} ({}): |out - ref| <= atol + rtol * |ref|, NaN where the "
                                     "reference has NaN",
                                     op.tolerance.atol, op.tolerance.rtol, precision_name(op.precision))},
+          {"precision", precision_rule(op.precision, op.tolerance)},
           {"budget", budget_text},
           {"tools", tool_lines},
           {"start", op.start ? op.start->filename().string() + " (copied into your workspace)" : "none"}};

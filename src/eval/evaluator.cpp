@@ -42,6 +42,24 @@ uint64_t fresh_seed() {
   return (uint64_t(rd()) << 32) ^ rd();
 }
 
+// Per output: the candidate's largest error against the reference and against the fp64 reference,
+// the reference's own error, and its share of exact zeros.
+std::string render_errors(const EvalOutcome& o) {
+  std::string out;
+  for (const auto& e : o.errors) {
+    out += fmt::format("errors: '{}': max abs {:.3g} vs the reference", e.tensor, e.max_abs);
+    if (e.max_abs_fp64)
+      out += fmt::format(", {:.3g} vs fp64 (the reference's own: {:.3g})", *e.max_abs_fp64,
+                         e.ref_error_fp64.value_or(0.0));
+    if (e.passed_by_fp64 > 0)
+      out +=
+          fmt::format("; {} element(s) outside the tolerance of the reference passed against fp64", e.passed_by_fp64);
+    out += fmt::format("; reference {:.1f}% zeros\n", 100 * e.zero_share);
+  }
+  if (!o.fp64_note.empty()) out += fmt::format("fp64 reference: not used ({})\n", o.fp64_note);
+  return out;
+}
+
 }  // namespace
 
 Evaluator::Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache)
@@ -229,7 +247,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   NeedHandler on_need = [&](const nlohmann::json& need) -> nlohmann::json {
     if (need.value("need", "") != "trial" || !ref_server_) return {{"error", "unexpected request " + need.dump()}};
     try {
-      return {{"tensors", ref_server_->trial(need.at("seed").get<uint64_t>())}};
+      return ref_server_->trial(need.at("seed").get<uint64_t>());
     } catch (const std::exception& e) {
       server_failure = std::current_exception();
       return {{"error", e.what()}};
@@ -284,6 +302,9 @@ std::string render_report(const EvalReport& r) {
   }
   out += fmt::format("device: {} ({} SMs, L2 {} MiB, peak {:.0f} GB/s)\n", o.device.name, o.device.sms,
                      o.device.l2_bytes >> 20, o.device.peak_gbs);
+  out += fmt::format(
+      "precision: {}{}\n", precision_rule(r.precision, r.tolerance),
+      r.torch ? fmt::format(" (torch baselines ran with TF32 {})", r.torch->allow_tf32 ? "on" : "off") : std::string());
   if (o.correct) {
     out +=
         fmt::format("correctness: passed {} trial(s) ({}, {}); outputs re-checked {} time(s) during and after timing\n",
@@ -292,6 +313,7 @@ std::string render_report(const EvalReport& r) {
     out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage.empty() ? "unknown" : o.failure_stage,
                        o.message);
   }
+  out += render_errors(o);
   if (o.candidate_time) {
     TextTable t({"", "median ms", "mean ms", "min ms", "p10 ms", "p90 ms", "stdev ms", "n", "stopped"});
     auto row = [&](const char* who, const TimingSummary& s) {
@@ -366,7 +388,10 @@ nlohmann::json report_json(const EvalReport& r) {
       {"compile_ms", r.baselines.compile_ms ? nlohmann::json(*r.baselines.compile_ms) : nlohmann::json()}};
   if (r.ran) j["outcome"] = r.outcome;
   if (r.torch) {
-    j["torch"] = {{"eager", r.torch->eager}, {"cached", r.torch->cached}, {"key", r.torch->key}};
+    j["torch"] = {{"eager", r.torch->eager},
+                  {"cached", r.torch->cached},
+                  {"key", r.torch->key},
+                  {"allow_tf32", r.torch->allow_tf32}};
     j["torch"]["compile"] = r.torch->compile ? nlohmann::json(*r.torch->compile) : nlohmann::json();
     if (!r.torch->compile_error.empty()) j["torch"]["compile_error"] = r.torch->compile_error;
   }

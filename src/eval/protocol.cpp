@@ -141,6 +141,9 @@ void to_json(nlohmann::json& j, const MismatchReport& m) {
        {"numel", m.numel},
        {"max_abs", m.max_abs},
        {"max_rel", m.max_rel}};
+  opt_to(j, "reference_fp64_value", m.reference_fp64_value);
+  opt_to(j, "max_abs_fp64", m.max_abs_fp64);
+  opt_to(j, "ref_error_fp64", m.ref_error_fp64);
 }
 void from_json(const nlohmann::json& j, MismatchReport& m) {
   j.at("tensor").get_to(m.tensor);
@@ -155,6 +158,24 @@ void from_json(const nlohmann::json& j, MismatchReport& m) {
   j.at("numel").get_to(m.numel);
   m.max_abs = j.at("max_abs").is_null() ? INFINITY : j.at("max_abs").get<double>();
   m.max_rel = j.at("max_rel").is_null() ? INFINITY : j.at("max_rel").get<double>();
+  opt_from(j, "reference_fp64_value", m.reference_fp64_value);
+  opt_from(j, "max_abs_fp64", m.max_abs_fp64);
+  opt_from(j, "ref_error_fp64", m.ref_error_fp64);
+}
+
+void to_json(nlohmann::json& j, const OutputErrors& e) {
+  j = {
+      {"tensor", e.tensor}, {"max_abs", e.max_abs}, {"passed_by_fp64", e.passed_by_fp64}, {"zero_share", e.zero_share}};
+  opt_to(j, "max_abs_fp64", e.max_abs_fp64);
+  opt_to(j, "ref_error_fp64", e.ref_error_fp64);
+}
+void from_json(const nlohmann::json& j, OutputErrors& e) {
+  j.at("tensor").get_to(e.tensor);
+  e.max_abs = j.at("max_abs").is_null() ? INFINITY : j.at("max_abs").get<double>();
+  e.passed_by_fp64 = j.value("passed_by_fp64", uint64_t{0});
+  e.zero_share = j.value("zero_share", 0.0);
+  opt_from(j, "max_abs_fp64", e.max_abs_fp64);
+  opt_from(j, "ref_error_fp64", e.ref_error_fp64);
 }
 
 void to_json(nlohmann::json& j, const EvalOutcome& o) {
@@ -170,6 +191,8 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   opt_to(j, "reference_time", o.reference_time);
   opt_to(j, "ab", o.ab);
   opt_to(j, "cupti", o.cupti);
+  if (!o.errors.empty()) j["errors"] = o.errors;
+  if (!o.fp64_note.empty()) j["fp64_note"] = o.fp64_note;
   if (!o.metrics.empty()) j["metrics"] = o.metrics;
   if (!o.metrics_note.empty()) j["metrics_note"] = o.metrics_note;
 }
@@ -193,6 +216,8 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   opt_from(j, "reference_time", o.reference_time);
   opt_from(j, "ab", o.ab);
   opt_from(j, "cupti", o.cupti);
+  o.errors = j.value("errors", std::vector<OutputErrors>{});
+  o.fp64_note = j.value("fp64_note", "");
   o.metrics = j.value("metrics", std::vector<KernelMetrics>{});
   o.metrics_note = j.value("metrics_note", "");
 }

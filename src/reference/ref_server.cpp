@@ -90,6 +90,21 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
     s.scalars.push_back({sc.at("name").get<std::string>(), sc.at("value"), sc.at("type").get<std::string>()});
   if (body.contains("degenerate") && body["degenerate"].is_string())
     s.degenerate = body["degenerate"].get<std::string>();
+  if (auto st = body.find("output_stats"); st != body.end() && st->is_array())
+    for (const auto& o : *st) {
+      RefOutputStats r;
+      r.numel = o.value("numel", uint64_t{0});
+      r.zeros = o.value("zeros", uint64_t{0});
+      r.zero_share = o.value("zero_share", 0.0);
+      auto number = [&](const char* k) {
+        return o.contains(k) && o[k].is_number() ? std::optional<double>(o[k].get<double>()) : std::nullopt;
+      };
+      r.min = number("min");
+      r.max = number("max");
+      r.min_abs = number("min_abs");
+      s.output_stats.push_back(r);
+    }
+  if (auto n = body.find("numerics"); n != body.end() && n->is_object()) s.allow_tf32 = n->value("allow_tf32", false);
   s.source_hash = body.value("source_hash", "");
   s.gpu_name = body.value("gpu_name", "");
   s.torch_version = body.value("torch", "");
@@ -98,7 +113,9 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
 
 nlohmann::json RefServer::trial(uint64_t seed) {
   nlohmann::json body = call({{"cmd", "trial"}, {"seed", seed}}, 600s, "making a trial's reference tensors");
-  return body.at("tensors");
+  nlohmann::json out = {{"tensors", body.at("tensors")}};
+  if (auto n = body.find("fp64_note"); n != body.end() && n->is_string()) out["fp64_note"] = *n;
+  return out;
 }
 
 RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
@@ -113,6 +130,7 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   if (body.contains("compile_error") && body["compile_error"].is_string()) b.compile_error = body["compile_error"];
   b.cached = body.value("cached", false);
   b.key = body.value("key", "");
+  if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include "cupti_activity.hpp"
 #include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/eval/reference_quality.hpp"
 #include "kagent/profile/counters.hpp"
 #include "plan_executor.hpp"
 #include "range_profiler.hpp"
@@ -56,20 +57,27 @@ class Evaluation {
   void new_inputs(int trial);
   // PyTorch references: trial t's tensors from the server; its inputs copied into pristine_.
   void import_trial(int trial);
-  // Compares the candidate's outputs with the server's, mapped just for this; keeps a copy of
-  // them in ref_out_ when `keep` (the re-checks during timing compare against that copy).
+  // Compares the candidate's outputs with the server's (and its fp64 twins, where it sent them),
+  // mapped just for this; keeps a copy of them in ref_out_ (and ref64_out_ where that fits) when
+  // `keep` (the re-checks during timing compare against that copy).
   bool match_server_outputs(int trial, const std::string& when, bool keep, EvalOutcome& o);
   std::vector<IpcTensorRef> refs_of(const std::vector<TensorSpec>& specs) const;
+  // The server's fp64 twins of the outputs ("NAME@f64", numel doubles), for the outputs that have one.
+  std::vector<IpcTensorRef> fp64_refs_of(const std::vector<TensorSpec>& specs) const;
+  // The outputs again after a timed sample: against the runner's copies, or, when an fp64 twin
+  // exists that the runner could not copy, against the server's own tensors.
+  bool recheck_outputs(const std::string& when, EvalOutcome& o);
   void restore_inputs();
   void poison(const std::vector<DeviceBuffer>& bufs);
   TensorMap tensors(const std::vector<DeviceBuffer>& outs) const;
   // Compares candidate outputs with reference outputs; fills the mismatch report and returns false
   // on the first tensor that fails.
-  bool outputs_match(int trial, const std::string& when, EvalOutcome& o, const std::vector<CUdeviceptr>& reference);
-  bool outputs_match(int trial, const std::string& when, EvalOutcome& o) {
-    return outputs_match(trial, when, o, pointers(ref_out_));
-  }
-  void flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o);
+  // reference64: per output the fp64 reference, or 0 (none).
+  bool outputs_match(int trial, const std::string& when, EvalOutcome& o, const std::vector<CUdeviceptr>& reference,
+                     const std::vector<CUdeviceptr>& reference64);
+  void flag_degenerate(const TensorSpec& t, const CompareResult& c, EvalOutcome& o);
+  // The largest errors seen for output i, over every check (EvalOutcome::errors).
+  void note_errors(size_t i, const CompareResult& c, bool first_check, EvalOutcome& o);
   // Each launch timed on its own: the sample's set-up as in time_plan, then an event between
   // launches; medians over a fixed number of samples (a breakdown, not the verdict's timing).
   std::vector<LaunchTime> time_launches(PlanExecutor& plan, int samples);
@@ -95,6 +103,10 @@ class Evaluation {
   const EvalRequest& rq_;
   const AskKagent& ask_;
   std::vector<DeviceBuffer> in_, pristine_, ref_out_, cand_out_;
+  // The fp64 twins of ref_out_ (kept with it for the re-checks); empty buffers where there is none.
+  std::vector<DeviceBuffer> ref64_out_;
+  bool fp64_not_copied_ = false;  // a twin exists but did not fit in the runner's memory
+  std::string fp64_note_;         // the server's word on why a trial has no fp64 twin
   DeviceBuffer flush_;
   std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
 };
@@ -138,6 +150,7 @@ void Evaluation::import_trial(int trial) {
   nlohmann::json answer = ask_({{"need", "trial"}, {"trial", trial}, {"seed", trial_seed}});
   if (answer.contains("error")) throw ReferenceFailure(answer["error"].get<std::string>());
   trial_refs_ = answer.at("tensors").get<std::vector<IpcTensorRef>>();
+  if (answer.contains("fp64_note") && answer["fp64_note"].is_string()) fp64_note_ = answer["fp64_note"];
   phase(fmt::format("trial {}: importing the reference inputs", trial));
   IpcImport imp(refs_of(rq_.inputs));
   for (size_t i = 0; i < rq_.inputs.size(); ++i)
@@ -161,17 +174,63 @@ std::vector<IpcTensorRef> Evaluation::refs_of(const std::vector<TensorSpec>& spe
   return out;
 }
 
+std::vector<IpcTensorRef> Evaluation::fp64_refs_of(const std::vector<TensorSpec>& specs) const {
+  std::vector<IpcTensorRef> out;
+  for (const auto& t : specs) {
+    const std::string name = t.name + "@f64";
+    auto it =
+        std::find_if(trial_refs_.begin(), trial_refs_.end(), [&](const IpcTensorRef& r) { return r.name == name; });
+    if (it == trial_refs_.end()) continue;
+    if (it->bytes != static_cast<uint64_t>(t.numel()) * 8)
+      throw ReferenceFailure(fmt::format("the reference server's fp64 tensor '{}' has {} bytes, expected {}", name,
+                                         it->bytes, t.numel() * 8));
+    out.push_back(*it);
+  }
+  return out;
+}
+
 bool Evaluation::match_server_outputs(int trial, const std::string& when, bool keep, EvalOutcome& o) {
-  IpcImport imp(refs_of(rq_.outputs));
-  std::vector<CUdeviceptr> server;
-  for (const auto& t : rq_.outputs) server.push_back(imp.ptr(t.name));
-  bool ok = outputs_match(trial, when, o, server);
-  if (ok && keep)
+  std::vector<IpcTensorRef> refs = refs_of(rq_.outputs), refs64 = fp64_refs_of(rq_.outputs);
+  refs.insert(refs.end(), refs64.begin(), refs64.end());
+  IpcImport imp(refs);  // one import: a tensor and its twin may share an allocation's handle
+  std::vector<CUdeviceptr> server, server64;
+  for (const auto& t : rq_.outputs) {
+    server.push_back(imp.ptr(t.name));
+    const bool has =
+        std::any_of(refs64.begin(), refs64.end(), [&](const auto& r) { return r.name == t.name + "@f64"; });
+    server64.push_back(has ? imp.ptr(t.name + "@f64") : 0);
+  }
+  bool ok = outputs_match(trial, when, o, server, server64);
+  if (ok && keep) {
     for (size_t i = 0; i < server.size(); ++i)
       check(cu().cuMemcpyDtoDAsync(ref_out_[i].get(), server[i], ref_out_[i].bytes(), dev_.stream()),
             "copy reference outputs");
+    // The twins too, for the re-checks, where they fit (with 1 GiB to spare for the timing).
+    ref64_out_.clear();
+    ref64_out_.resize(server64.size());
+    fp64_not_copied_ = false;
+    for (size_t i = 0; i < server64.size(); ++i) {
+      if (server64[i] == 0) continue;
+      const size_t bytes = static_cast<size_t>(rq_.outputs[i].numel()) * 8;
+      size_t free = 0, total = 0;
+      check(cu().cuMemGetInfo(&free, &total), "cuMemGetInfo");
+      if (free < bytes + (size_t(1) << 30)) {
+        fp64_not_copied_ = true;
+        continue;
+      }
+      ref64_out_[i] = DeviceBuffer(bytes);
+      check(cu().cuMemcpyDtoDAsync(ref64_out_[i].get(), server64[i], bytes, dev_.stream()), "copy fp64 reference");
+    }
+  }
   dev_.sync();  // before the mappings close
   return ok;
+}
+
+bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
+  if (fp64_not_copied_) return match_server_outputs(rq_.trials - 1, when, false, o);
+  std::vector<CUdeviceptr> ref64(rq_.outputs.size(), 0);
+  for (size_t i = 0; i < ref64_out_.size() && i < ref64.size(); ++i) ref64[i] = ref64_out_[i].get();
+  return outputs_match(rq_.trials - 1, when, o, pointers(ref_out_), ref64);
 }
 
 void Evaluation::restore_inputs() {
@@ -184,22 +243,47 @@ void Evaluation::poison(const std::vector<DeviceBuffer>& bufs) {
   for (const auto& b : bufs) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison outputs");
 }
 
-void Evaluation::flag_degenerate(const std::string& name, const CompareResult& c, EvalOutcome& o) {
+void Evaluation::flag_degenerate(const TensorSpec& t, const CompareResult& c, EvalOutcome& o) {
   // A reference that is all (near) zero or constant cannot tell a correct kernel from an empty one.
   if (c.ref_max_abs <= 1e-6) {
-    o.flags.push_back(
-        fmt::format("degenerate reference: output '{}' is all (near) zero (max |ref| = {:.3g})", name, c.ref_max_abs));
-  } else if (c.ref_min == c.ref_max) {
-    o.flags.push_back(fmt::format("degenerate reference: output '{}' is constant ({:.6g})", name, c.ref_min));
+    o.flags.push_back(fmt::format("degenerate reference: output '{}' is all (near) zero (max |ref| = {:.3g})", t.name,
+                                  c.ref_max_abs));
+    return;
   }
+  if (c.ref_min == c.ref_max) {
+    o.flags.push_back(fmt::format("degenerate reference: output '{}' is constant ({:.6g})", t.name, c.ref_min));
+    return;
+  }
+  // Weaker, but as telling: on most elements, or on all within the tolerance, it cannot either.
+  if (auto why = weak_reference(static_cast<uint64_t>(t.numel()), c.ref_zeros, c.ref_min, c.ref_max, c.ref_min_abs,
+                                rq_.tolerance))
+    o.flags.push_back(fmt::format("weak reference: output '{}' {}", t.name, *why));
+}
+
+void Evaluation::note_errors(size_t i, const CompareResult& c, bool first_check, EvalOutcome& o) {
+  if (o.errors.size() <= i) o.errors.resize(rq_.outputs.size());
+  OutputErrors& e = o.errors[i];
+  e.tensor = rq_.outputs[i].name;
+  e.max_abs = std::max(e.max_abs, c.max_abs);
+  if (c.has_fp64) {
+    e.max_abs_fp64 = std::max(e.max_abs_fp64.value_or(0.0), c.max_abs_fp64);
+    e.ref_error_fp64 = std::max(e.ref_error_fp64.value_or(0.0), c.ref_error_fp64);
+    e.passed_by_fp64 = std::max(e.passed_by_fp64, c.passed_by_fp64);
+  }
+  if (first_check && rq_.outputs[i].numel() > 0)
+    e.zero_share = static_cast<double>(c.ref_zeros) / static_cast<double>(rq_.outputs[i].numel());
 }
 
 bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o,
-                               const std::vector<CUdeviceptr>& reference) {
+                               const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64) {
+  if (!fp64_note_.empty()) o.fp64_note = fp64_note_;
   for (size_t i = 0; i < rq_.outputs.size(); ++i) {
     const TensorSpec& t = rq_.outputs[i];
-    CompareResult c = h_.compare(cand_out_[i].get(), reference[i], t.numel(), t.dtype, rq_.tolerance);
-    if (trial == 0 && when == "correctness") flag_degenerate(t.name, c, o);
+    const CUdeviceptr ref64 = i < reference64.size() ? reference64[i] : 0;
+    CompareResult c = h_.compare(cand_out_[i].get(), reference[i], t.numel(), t.dtype, rq_.tolerance, ref64);
+    const bool first_check = trial == 0 && when == "correctness";
+    if (first_check) flag_degenerate(t, c, o);
+    note_errors(i, c, first_check, o);
     if (c.mismatches == 0) continue;
     MismatchReport m;
     m.tensor = t.name;
@@ -213,13 +297,23 @@ bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& 
     m.numel = static_cast<uint64_t>(t.numel());
     m.max_abs = c.max_abs;
     m.max_rel = c.max_rel;
+    std::string fp64_text;
+    if (c.has_fp64) {
+      m.reference_fp64_value = h_.read(ref64, static_cast<int64_t>(c.first_bad), DType::f64);
+      m.max_abs_fp64 = c.max_abs_fp64;
+      m.ref_error_fp64 = c.ref_error_fp64;
+      fp64_text = fmt::format(
+          "; against the fp64 reference ({:.8g} there): max abs error {:.3g}, the reference's own {:.3g} (an element "
+          "within the tolerance of fp64, or no farther from it than the reference, passes)",
+          *m.reference_fp64_value, c.max_abs_fp64, c.ref_error_fp64);
+    }
     o.mismatch = m;
     o.message = fmt::format(
         "output '{}' differs from the reference ({}, trial {}): {} of {} elements outside atol={:g} rtol={:g} "
         "({} NaN/Inf mismatches); first at index {}: candidate {:.8g}, reference {:.8g}; max abs error {:.3g}, "
-        "max rel error {:.3g}",
+        "max rel error {:.3g}{}",
         t.name, when, trial, m.count, m.numel, rq_.tolerance.atol, rq_.tolerance.rtol, m.nan_count, m.first_index,
-        m.candidate_value, m.reference_value, m.max_abs, m.max_rel);
+        m.candidate_value, m.reference_value, m.max_abs, m.max_rel, fp64_text);
     return false;
   }
   return true;
@@ -250,7 +344,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
     // Outputs checked right after the stop event: deferred or racy work cannot hide.
     if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.check_every)) == 0) {
       ++o.rechecks;
-      if (!outputs_match(rq_.trials - 1, fmt::format("re-check after timing sample {}", samples.size()), o)) {
+      if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
         recheck_failed = true;
         break;
       }
@@ -259,7 +353,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   }
   if (recheck && !recheck_failed) {
     ++o.rechecks;
-    if (!outputs_match(rq_.trials - 1, "re-check after timing", o)) recheck_failed = true;
+    if (!recheck_outputs("re-check after timing", o)) recheck_failed = true;
   }
   TimingSummary s = summarize(samples);
   s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
@@ -298,7 +392,7 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   base_plan.poison_scratch();
   base_plan.run(true, "baseline on the last trial's inputs");
   EvalOutcome scratch;
-  ab.baseline_correct = outputs_match(rq_.trials - 1, "baseline", scratch);
+  ab.baseline_correct = recheck_outputs("baseline", scratch);
   if (!ab.baseline_correct)
     ab.baseline_message = scratch.mismatch
                               ? fmt::format("{} differs from the reference ({} of {} elements)",
@@ -548,8 +642,8 @@ EvaluationResult Evaluation::run() {
       cand_plan.poison_scratch();
       cand_plan.run(true, ctx);
       o.trials_run = t + 1;
-      const bool match =
-          native ? outputs_match(t, "correctness", o) : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
+      const bool match = native ? outputs_match(t, "correctness", o, pointers(ref_out_), {})
+                                : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
       if (!match) {
         o.failure_stage = "correctness";
         return res;

@@ -8,6 +8,9 @@
 namespace kagent::runner {
 
 namespace {
+constexpr size_t kCompareWords = 13;  // CompareStats in harness_kernels.cu
+constexpr size_t kReadSlot = kCompareWords * 8;
+
 // Inverse of ordered_key() in harness_kernels.cu.
 double from_key(uint64_t key) {
   uint64_t bits = (key >> 63) ? key & ~(1ull << 63) : ~key;
@@ -17,7 +20,7 @@ double from_key(uint64_t key) {
 }
 }  // namespace
 
-Harness::Harness(const Device& dev, const std::string& cubin) : dev_(dev), mod_(cubin), stats_(9 * 8) {}
+Harness::Harness(const Device& dev, const std::string& cubin) : dev_(dev), mod_(cubin), stats_(kReadSlot + 8) {}
 
 CUfunction Harness::kernel(const std::string& name) {
   auto it = kernels_.find(name);
@@ -44,15 +47,16 @@ void Harness::fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, 
   launch(fn("fill", t), numel, args);
 }
 
-CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol) {
+CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
+                               CUdeviceptr ref64) {
   CUdeviceptr st = stats_.get();
   void* init_args[] = {&st};
   CUfunction init = kernel("kagent_compare_init");
   check(cu().cuLaunchKernel(init, 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr), "compare init");
   double atol = tol.atol, rtol = tol.rtol;
-  void* args[] = {&out, &ref, &numel, &atol, &rtol, &st};
+  void* args[] = {&out, &ref, &ref64, &numel, &atol, &rtol, &st};
   launch(fn("compare", t), numel, args);
-  uint64_t w[8];
+  uint64_t w[kCompareWords];
   dev_.sync();
   check(cu().cuMemcpyDtoH(w, st, sizeof w), "reading comparison results");
   CompareResult r;
@@ -64,11 +68,17 @@ CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, 
   r.ref_min = from_key(w[5]);
   r.ref_max = from_key(w[6]);
   r.ref_max_abs = from_key(w[7]);
+  r.has_fp64 = ref64 != 0;
+  r.passed_by_fp64 = w[8];
+  r.max_abs_fp64 = from_key(w[9]);
+  r.ref_error_fp64 = from_key(w[10]);
+  r.ref_zeros = w[11];
+  r.ref_min_abs = from_key(w[12]);
   return r;
 }
 
 double Harness::read(CUdeviceptr p, int64_t index, DType t) {
-  CUdeviceptr slot = stats_.get() + 8 * 8;
+  CUdeviceptr slot = stats_.get() + kReadSlot;
   void* args[] = {&p, &index, &slot};
   check(cu().cuLaunchKernel(fn("read", t), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), args, nullptr), "read element");
   dev_.sync();
@@ -84,7 +94,7 @@ namespace kagent::runner {
 void Harness::flush(CUdeviceptr p, size_t bytes) {
   int64_t n16 = static_cast<int64_t>(bytes / 16);
   unsigned int never = 0;  // with never != 0xFFFFFFFF the store in kagent_flush cannot happen
-  CUdeviceptr sink = stats_.get() + 8 * 8;
+  CUdeviceptr sink = stats_.get() + kReadSlot;
   void* args[] = {&p, &n16, &never, &sink};
   launch(kernel("kagent_flush"), n16, args);
 }

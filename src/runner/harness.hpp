@@ -14,13 +14,22 @@ struct CompareResult {
   uint64_t mismatches = 0, nan_mismatches = 0, first_bad = 0;
   double max_abs = 0, max_rel = 0;
   double ref_min = 0, ref_max = 0, ref_max_abs = 0;
+  double ref_min_abs = 0;       // smallest finite |ref|
+  uint64_t ref_zeros = 0;       // reference elements exactly 0
+  bool has_fp64 = false;        // compared with an fp64 reference too; the three below then apply
+  uint64_t passed_by_fp64 = 0;  // elements outside the tolerance of ref that the fp64 rule passed
+  double max_abs_fp64 = 0;      // largest finite |out - ref64|
+  double ref_error_fp64 = 0;    // largest finite |ref - ref64|: the reference's own error
 };
 
 class Harness {
  public:
   Harness(const Device& dev, const std::string& cubin);
   void fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed);
-  CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol);
+  // ref64: the reference computed in float64 (numel doubles), or 0 for none; the element rule is
+  // kagent/eval/compare_rule.hpp's.
+  CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
+                        CUdeviceptr ref64 = 0);
   double read(CUdeviceptr p, int64_t index, DType t);
   // Reads `bytes` (a multiple of 16) at p: the L2 flush (see kagent_flush).
   void flush(CUdeviceptr p, size_t bytes);
@@ -36,7 +45,7 @@ class Harness {
   const Device& dev_;
   Module mod_;
   std::map<std::string, CUfunction> kernels_;
-  DeviceBuffer stats_;  // CompareStats (8 words) and one double for read()
+  DeviceBuffer stats_;  // CompareStats (kCompareWords words), then one double for read()
 };
 
 }  // namespace kagent::runner

@@ -1,7 +1,8 @@
 // kagent's own device kernels, compiled by NVRTC like a candidate and loaded by kagent-runner:
 // input generation (counter-based, so a seed fully determines a tensor and no RNG state lives on
-// the GPU) and output comparison (tolerance, NaN/Inf parity, mismatch statistics, and the
-// reference's value range for the degenerate-reference flag). Device code only.
+// the GPU) and output comparison (the element rule of kagent/eval/compare_rule.hpp with the
+// optional fp64 reference, NaN/Inf parity, mismatch statistics, the reference's own error, and
+// its value range and zeros for the degenerate and weak-reference flags). Device code only.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -26,8 +27,10 @@ enum { kRandn = 0, kRand = 1, kUniform = 2, kNormal = 3, kRandint = 4 };
 
 __device__ double sample(int kind, double a, double b, u64 seed, u64 i) {
   switch (kind) {
-    case kRand: return u01(seed, 1, i);
-    case kUniform: return a + (b - a) * u01(seed, 1, i);
+    case kRand:
+      return u01(seed, 1, i);
+    case kUniform:
+      return a + (b - a) * u01(seed, 1, i);
     case kRandint: {
       double lo = a, span = b - a;
       double v = floor(lo + span * u01(seed, 1, i));
@@ -43,15 +46,29 @@ __device__ double sample(int kind, double a, double b, u64 seed, u64 i) {
   }
 }
 
-template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
-template <> __device__ __forceinline__ __half from_double<__half>(double v) { return __double2half(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
+template <typename T>
+__device__ __forceinline__ T from_double(double v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_double<__half>(double v) {
+  return __double2half(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
   return __double2bfloat16(v);
 }
 
-template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
-template <> __device__ __forceinline__ double to_double<__half>(__half v) { return static_cast<double>(__half2float(v)); }
-template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+template <typename T>
+__device__ __forceinline__ double to_double(T v) {
+  return static_cast<double>(v);
+}
+template <>
+__device__ __forceinline__ double to_double<__half>(__half v) {
+  return static_cast<double>(__half2float(v));
+}
+template <>
+__device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
   return static_cast<double>(__bfloat162float(v));
 }
 
@@ -69,47 +86,66 @@ __device__ void fill<bool>(bool* out, i64 n, u64 seed, int, double, double) {
 }
 
 // ---- comparison ----
+// The element rule, shared with the host (CMake pastes the header here when it embeds this file).
+#include "kagent/eval/compare_rule.hpp"
+
 // Doubles as unsigned keys whose order is the numeric order, for atomicMin/atomicMax.
 __device__ __forceinline__ u64 ordered_key(double v) {
   u64 bits = __double_as_longlong(v);
   return (bits >> 63) ? ~bits : bits | 0x8000000000000000ull;
 }
 
-// Layout shared with src/runner (CompareStats): 8 u64 words.
+// Layout shared with src/runner/harness.cpp (Harness::compare): kCompareWords u64 words.
 struct CompareStats {
-  u64 mismatches;      // elements outside tolerance, including NaN/Inf parity failures
-  u64 nan_mismatches;  // of which NaN or Inf did not match
-  u64 first_bad;       // smallest mismatching index (~0 when none)
-  u64 max_abs_key;     // ordered_key of the largest finite |out - ref|
-  u64 max_rel_key;     // ordered_key of the largest |out - ref| / |ref|
-  u64 ref_min_key;     // ordered_key of min(ref), finite values
-  u64 ref_max_key;     // ordered_key of max(ref), finite values
-  u64 ref_max_abs_key; // ordered_key of max |ref|
+  u64 mismatches;       // elements outside tolerance, including NaN/Inf parity failures
+  u64 nan_mismatches;   // of which NaN or Inf did not match
+  u64 first_bad;        // smallest mismatching index (~0 when none)
+  u64 max_abs_key;      // ordered_key of the largest finite |out - ref|
+  u64 max_rel_key;      // ordered_key of the largest |out - ref| / |ref|
+  u64 ref_min_key;      // ordered_key of min(ref), finite values
+  u64 ref_max_key;      // ordered_key of max(ref), finite values
+  u64 ref_max_abs_key;  // ordered_key of max |ref|
+  u64 passed_by_fp64;   // elements outside the tolerance of ref that the fp64 rule passed
+  u64 max_abs64_key;    // ordered_key of the largest finite |out - ref64|
+  u64 ref_err64_key;    // ordered_key of the largest finite |ref - ref64|: the reference's own error
+  u64 ref_zeros;        // elements of ref that are exactly 0
+  u64 ref_min_abs_key;  // ordered_key of min |ref|, finite values
 };
 
+// ref64: the reference computed in float64, or null (integer outputs, native references, or none
+// fitted in the server's memory).
 template <typename T>
-__device__ void compare(const T* out, const T* ref, i64 n, double atol, double rtol, CompareStats* st) {
-  u64 bad = 0, nan_bad = 0, first = ~0ull;
-  double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0;
+__device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, double atol, double rtol,
+                        CompareStats* st) {
+  const bool has64 = ref64 != nullptr;
+  u64 bad = 0, nan_bad = 0, first = ~0ull, by64 = 0, zeros = 0;
+  double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0, rminabs = 1.0 / 0.0;
+  double max_abs64 = 0, ref_err64 = 0;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-    double o = to_double(out[i]), r = to_double(ref[i]);
-    bool ok;
-    if (isnan(r) || isnan(o) || isinf(r) || isinf(o)) {
-      ok = (isnan(r) && isnan(o)) || o == r;  // NaN where NaN, the same infinity where infinity
-      if (!ok) ++nan_bad;
-    } else {
+    double o = to_double(out[i]), r = to_double(ref[i]), r64 = has64 ? ref64[i] : 0.0;
+    const int v = kagent::element_verdict(o, r, r64, has64, atol, rtol);
+    if (v == kagent::kElementNanMismatch) ++nan_bad;
+    if (v == kagent::kElementPassesFp64) ++by64;
+    if (isfinite(o) && isfinite(r)) {
       double d = fabs(o - r);
-      ok = d <= atol + rtol * fabs(r);
       max_abs = fmax(max_abs, d);
-      if (r != 0) max_rel = fmax(max_rel, d / fabs(r));
-      else if (d > 0) max_rel = 1.0 / 0.0;
+      if (r != 0)
+        max_rel = fmax(max_rel, d / fabs(r));
+      else if (d > 0)
+        max_rel = 1.0 / 0.0;
+    }
+    if (has64 && isfinite(r64)) {
+      if (isfinite(o)) max_abs64 = fmax(max_abs64, fabs(o - r64));
+      if (isfinite(r)) ref_err64 = fmax(ref_err64, fabs(r - r64));
     }
     if (isfinite(r)) {
       rmin = fmin(rmin, r);
       rmax = fmax(rmax, r);
       rabs = fmax(rabs, fabs(r));
+      rminabs = fmin(rminabs, fabs(r));
     }
-    if (!ok) {
+    if (r == 0) ++zeros;
+    if (v == kagent::kElementFails || v == kagent::kElementNanMismatch) {
       ++bad;
       if ((u64)i < first) first = (u64)i;
     }
@@ -118,22 +154,32 @@ __device__ void compare(const T* out, const T* ref, i64 n, double atol, double r
   for (int off = 16; off > 0; off >>= 1) {
     bad += __shfl_down_sync(0xffffffffu, bad, off);
     nan_bad += __shfl_down_sync(0xffffffffu, nan_bad, off);
+    by64 += __shfl_down_sync(0xffffffffu, by64, off);
+    zeros += __shfl_down_sync(0xffffffffu, zeros, off);
     first = min(first, __shfl_down_sync(0xffffffffu, first, off));
     max_abs = fmax(max_abs, __shfl_down_sync(0xffffffffu, max_abs, off));
     max_rel = fmax(max_rel, __shfl_down_sync(0xffffffffu, max_rel, off));
     rmin = fmin(rmin, __shfl_down_sync(0xffffffffu, rmin, off));
     rmax = fmax(rmax, __shfl_down_sync(0xffffffffu, rmax, off));
     rabs = fmax(rabs, __shfl_down_sync(0xffffffffu, rabs, off));
+    rminabs = fmin(rminabs, __shfl_down_sync(0xffffffffu, rminabs, off));
+    max_abs64 = fmax(max_abs64, __shfl_down_sync(0xffffffffu, max_abs64, off));
+    ref_err64 = fmax(ref_err64, __shfl_down_sync(0xffffffffu, ref_err64, off));
   }
   if ((threadIdx.x & 31) == 0) {
     if (bad) atomicAdd(&st->mismatches, bad);
     if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
+    if (by64) atomicAdd(&st->passed_by_fp64, by64);
+    if (zeros) atomicAdd(&st->ref_zeros, zeros);
     if (first != ~0ull) atomicMin(&st->first_bad, first);
     atomicMax(&st->max_abs_key, ordered_key(max_abs));
     atomicMax(&st->max_rel_key, ordered_key(max_rel));
     atomicMin(&st->ref_min_key, ordered_key(rmin));
     atomicMax(&st->ref_max_key, ordered_key(rmax));
     atomicMax(&st->ref_max_abs_key, ordered_key(rabs));
+    atomicMin(&st->ref_min_abs_key, ordered_key(rminabs));
+    atomicMax(&st->max_abs64_key, ordered_key(max_abs64));
+    atomicMax(&st->ref_err64_key, ordered_key(ref_err64));
   }
 }
 
@@ -146,6 +192,11 @@ extern "C" __global__ void kagent_compare_init(CompareStats* st) {
   st->ref_min_key = ordered_key(1.0 / 0.0);
   st->ref_max_key = ordered_key(-1.0 / 0.0);
   st->ref_max_abs_key = ordered_key(0.0);
+  st->passed_by_fp64 = 0;
+  st->max_abs64_key = ordered_key(0.0);
+  st->ref_err64_key = ordered_key(0.0);
+  st->ref_zeros = 0;
+  st->ref_min_abs_key = ordered_key(1.0 / 0.0);
 }
 
 // One element as a double, for the mismatch report (works for every dtype, no host conversion).
@@ -241,15 +292,17 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
-#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                         \
-  extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {      \
-    fill<T>(out, n, seed, kind, a, b);                                                                        \
-  }                                                                                                           \
-  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, i64 n, double atol, double rtol, \
-                                                   CompareStats* st) {                                        \
-    compare<T>(out, ref, n, atol, rtol, st);                                                                  \
-  }                                                                                                           \
-  extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) { read_element<T>(p, i, out); }
+#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                      \
+  extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {   \
+    fill<T>(out, n, seed, kind, a, b);                                                                     \
+  }                                                                                                        \
+  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, const double* ref64, i64 n, \
+                                                   double atol, double rtol, CompareStats* st) {           \
+    compare<T>(out, ref, ref64, n, atol, rtol, st);                                                        \
+  }                                                                                                        \
+  extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) {                          \
+    read_element<T>(p, i, out);                                                                            \
+  }
 
 KAGENT_DTYPE_KERNELS(float, f32)
 KAGENT_DTYPE_KERNELS(double, f64)

@@ -91,9 +91,12 @@ class OpJsonParser {
     if (op.name.empty()) fail("name", "expected a non-empty string");
     parse_reference(root, op);
     // Precision first: the tolerance defaults depend on it.
-    if (root.contains("precision")) op.precision = parse_precision(root.at("precision"));
+    if (root.contains("precision")) op.precision = parse_precision_key(root.at("precision"));
     op.tolerance = default_tolerance(op.precision);
-    if (root.contains("tolerance")) parse_tolerance(root.at("tolerance"), op.tolerance);
+    if (root.contains("tolerance")) {
+      parse_tolerance(root.at("tolerance"), op.tolerance);
+      op.tolerance_given = true;
+    }
     if (root.contains("correctness_trials"))
       op.correctness_trials = static_cast<int>(int_in(root.at("correctness_trials"), "correctness_trials", 1, 100));
     if (root.contains("budget")) parse_budget(root.at("budget"), op.budget);
@@ -179,12 +182,9 @@ class OpJsonParser {
     op.reference = existing_file(ref.at("cuda"), "reference.cuda");
   }
 
-  Precision parse_precision(const Json& v) const {
-    std::string text = v.is_string() ? v.get<std::string>() : std::string();
-    if (text == "fp32") return Precision::fp32;
-    if (text == "fp16") return Precision::fp16;
-    if (text == "bf16") return Precision::bf16;
-    fail("precision", fmt::format("expected one of fp32, fp16, bf16, got {}", show(v)));
+  Precision parse_precision_key(const Json& v) const {
+    if (auto p = v.is_string() ? kagent::parse_precision(v.get<std::string>()) : std::nullopt) return *p;
+    fail("precision", fmt::format("expected one of {}, got {}", kPrecisionChoices, show(v)));
   }
 
   double number_at_least(const Json& v, const std::string& key, double min, bool strict) const {
@@ -403,6 +403,8 @@ std::string_view precision_name(Precision p) {
   switch (p) {
     case Precision::fp32:
       return "fp32";
+    case Precision::tf32:
+      return "tf32";
     case Precision::fp16:
       return "fp16";
     case Precision::bf16:
@@ -411,10 +413,58 @@ std::string_view precision_name(Precision p) {
   return "fp32";
 }
 
+std::optional<Precision> parse_precision(std::string_view text) {
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+    if (precision_name(p) == text) return p;
+  return std::nullopt;
+}
+
 Tolerance default_tolerance(Precision p) {
-  // KernelBench's current values (MEASUREMENT.md): half precisions get 1e-2.
-  if (p == Precision::fp32) return Tolerance{1e-4, 1e-4};
-  return Tolerance{1e-2, 1e-2};
+  switch (p) {
+    case Precision::fp32:
+      return Tolerance{1e-4, 1e-4};  // KernelBench's value (MEASUREMENT.md)
+    case Precision::tf32:
+      // Provisional: TF32 keeps 10 mantissa bits (unit roundoff 4.9e-4), and the issue's
+      // measurements put TF32 convolutions 5e-4 to 5e-3 off IEEE fp32. This awaits the measurement
+      // of benchmarks/reference_precision.py over KernelBench (largest deviation of TF32
+      // references from fp64 ones, with margin; benchmarks/RESULTS.md).
+      return Tolerance{1e-2, 1e-2};
+    case Precision::fp16:
+    case Precision::bf16:
+      return Tolerance{1e-2, 1e-2};  // KernelBench's value
+  }
+  return Tolerance{};
+}
+
+std::string precision_rule(Precision p, const Tolerance& t) {
+  const std::string tol = fmt::format("atol {:g}, rtol {:g}", t.atol, t.rtol);
+  switch (p) {
+    case Precision::fp32:
+      return fmt::format(
+          "Precision fp32: IEEE fp32 arithmetic on fp32 tensors. No TF32, fp16 or bf16 tensor-core math and no "
+          "approximation that loses fp32 accuracy: the reference and the eager and torch.compile baselines run "
+          "with TF32 disabled, so they are pinned to fp32 too. Tolerance {}.",
+          tol);
+    case Precision::tf32:
+      return fmt::format(
+          "Precision tf32: fp32 tensors; TF32 tensor-core math is allowed (the reference and the eager and "
+          "torch.compile baselines use it too, PyTorch's default for convolutions), fp16/bf16 math is not. "
+          "Tolerance {}, sized for TF32 rounding.",
+          tol);
+    case Precision::fp16:
+    case Precision::bf16:
+      return fmt::format(
+          "Precision {0}: {0} tensors; {0} tensor-core math is allowed, accumulate in fp32 as PyTorch does. "
+          "Tolerance {1}.",
+          precision_name(p), tol);
+  }
+  return tol;
+}
+
+Op with_precision(Op op, Precision p) {
+  op.precision = p;
+  if (!op.tolerance_given) op.tolerance = default_tolerance(p);
+  return op;
 }
 
 int64_t TensorSpec::numel() const {

@@ -285,6 +285,38 @@ TEST_F(Cli, ScriptedDemoSession) {
               result["best"]["speedup_vs_eager"].get<double>());
 }
 
+// The task prompt says which precision applies and what it allows: fp32 by default (IEEE fp32, the
+// reference pinned to it), tf32 with --precision (TF32 allowed, its own tolerance). No GPU needed:
+// the task is written to the transcript before the first turn.
+TEST_F(Cli, TaskPromptStatesThePrecision) {
+  auto script = tmp.write("one.jsonl", R"({"content": "Nothing to do.", "tool_calls": []})"
+                                       "\n");
+  auto task_of = [&](const std::string& run, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"optimize",   example("optimize_demo/op.json"),
+                                     "--provider", "script",
+                                     "--script",   script.string(),
+                                     "--turns",    "1",
+                                     "--out",      (tmp / run).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = kagent(args);
+    EXPECT_NE(r.exit_code, 2) << r.output;
+    return read_text_file(tmp / run / "transcript.jsonl");
+  };
+  const std::string fp32 = task_of("fp32", {});
+  EXPECT_TRUE(has(fp32, "Precision fp32: IEEE fp32 arithmetic on fp32 tensors. No TF32")) << fp32.substr(0, 4000);
+  EXPECT_TRUE(has(fp32, "Tolerance atol 0.0001, rtol 0.0001.")) << fp32.substr(0, 4000);
+  EXPECT_FALSE(has(fp32, "TF32 tensor-core math is allowed"));
+  const std::string tf32 = task_of("tf32", {"--precision", "tf32"});
+  EXPECT_TRUE(has(tf32, "Precision tf32: fp32 tensors; TF32 tensor-core math is allowed")) << tf32.substr(0, 4000);
+  EXPECT_TRUE(has(tf32, "Tolerance atol 0.01, rtol 0.01, sized for TF32 rounding")) << tf32.substr(0, 4000);
+  auto run_json = nlohmann::json::parse(read_text_file(tmp / "tf32" / "run.json"));
+  EXPECT_EQ(run_json["precision"], "tf32") << "a resumed run keeps its precision";
+  auto bad = kagent({"optimize", example("optimize_demo/op.json"), "--precision", "fp8", "--provider", "script",
+                     "--script", script.string(), "--out", (tmp / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(has(bad.output, "--precision 'fp8': expected one of fp32, tf32, fp16, bf16")) << bad.output;
+}
+
 TEST_F(Cli, ReportMergesShardsIntoTheSummary) {
   auto a = tmp.write(
       "a.jsonl", R"({"problem": "level1/a", "level": "level1", "status": "correct", "tier": 2, "speedup_vs_eager": 1.5}

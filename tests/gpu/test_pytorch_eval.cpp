@@ -211,3 +211,102 @@ TEST_F(PyTorchEval, SixGigabyteProblemRunsWithoutAHostCopy) {
   std::printf("peak RSS: reference server %lld MiB, runner %lld MiB (tensor %lld MiB)\n", (long long)(server >> 20),
               (long long)(runner >> 20), (long long)(kTensor >> 20));
 }
+
+// Precision fp32 pins the reference to IEEE fp32: an exact fp32 direct convolution of level1/50
+// passes on its own merit (within the tolerance of the fp32 reference, not only by the fp64 rule).
+// Against PyTorch's default TF32 convolution 18% of its elements were outside 1e-4.
+TEST_F(PyTorchEval, ExactFp32ConvolutionPassesUnderFp32) {
+  const fs::path p = test::kernelbench_dir() / "level1/50_conv_standard_2D__square_input__square_kernel.py";
+  if (!fs::exists(p)) GTEST_SKIP() << "KernelBench level1/50 not found at " << p << " (KAGENT_KERNELBENCH_DIR)";
+  Op op = load_op(p);
+  ASSERT_EQ(op.precision, Precision::fp32);
+  opts.timing = false;
+  opts.trials = 2;
+  EvalReport r =
+      ev().evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels/conv2d_level1_50_exact_fp32.cu"));
+  ASSERT_TRUE(r.compile.ok) << r.compile.log;
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  ASSERT_EQ(r.outcome.errors.size(), 1u);
+  const OutputErrors& e = r.outcome.errors[0];
+  EXPECT_LT(e.max_abs, 1e-4) << "against the IEEE fp32 reference, not only against fp64";
+  EXPECT_EQ(e.passed_by_fp64, 0u);
+  if (e.ref_error_fp64) {
+    EXPECT_LT(*e.ref_error_fp64, 1e-4) << "a TF32 reference would be 5e-4 to 5e-3 off";
+    std::printf("level1/50: candidate max abs %.3g vs fp32, %.3g vs fp64; the reference's own %.3g\n", e.max_abs,
+                e.max_abs_fp64.value_or(-1), *e.ref_error_fp64);
+  }
+  EXPECT_TRUE(r.outcome.fp64_note.empty()) << r.outcome.fp64_note;
+}
+
+// A candidate equal to the fp64 result passes where the fp32 reference itself is off by more than
+// the tolerance; a wrong one still fails, and its report gives both errors.
+TEST_F(PyTorchEval, CandidateRightAgainstFp64PassesWhereTheFp32ReferenceIsOff) {
+  Op op = load_op(dir.write("cancel.py", R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x, y):
+        return (x + y) - y
+def get_inputs():
+    return [torch.randn(1 << 16) * 1e-3, torch.randn(1 << 16) * 1e4]
+def get_init_inputs():
+    return []
+)~"));
+  opts.timing = false;
+  EvalReport r = ev().evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels/cancellation_exact.cu"));
+  ASSERT_TRUE(r.compile.ok) << r.compile.log;
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  ASSERT_EQ(r.outcome.errors.size(), 1u);
+  const OutputErrors& e = r.outcome.errors[0];
+  EXPECT_GT(e.max_abs, 1e-4) << "the fp32 reference is off by more than the tolerance";
+  ASSERT_TRUE(e.max_abs_fp64.has_value()) << r.outcome.fp64_note;
+  EXPECT_LT(*e.max_abs_fp64, 1e-9) << "x itself, up to fp64 rounding of (x + y) - y";
+  ASSERT_TRUE(e.ref_error_fp64.has_value());
+  EXPECT_GT(*e.ref_error_fp64, 1e-4);
+  EXPECT_GT(e.passed_by_fp64, 0u);
+  EXPECT_TRUE(has(render_report(r), "vs fp64")) << render_report(r);
+
+  EvalReport wrong = ev().evaluate(op, load_candidate(dir.write("off.cu", R"~(/*kagent
+{"launch": [{"kernel": "off", "grid": ["cdiv(numel(x), 256)"], "block": [256], "args": ["x", "out", "i64:numel(x)"]}]}
+*/
+extern "C" __global__ void off(const float* x, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] + 0.01f;
+}
+)~")));
+  EXPECT_FALSE(wrong.outcome.correct);
+  ASSERT_TRUE(wrong.outcome.mismatch.has_value());
+  ASSERT_TRUE(wrong.outcome.mismatch->max_abs_fp64.has_value());
+  EXPECT_NEAR(*wrong.outcome.mismatch->max_abs_fp64, 0.01, 1e-6);
+  EXPECT_TRUE(has(wrong.outcome.message, "against the fp64 reference")) << wrong.outcome.message;
+}
+
+// relu(x - 2) on randn is about 98% zeros: a kernel that writes zeros is right on those, so the
+// reference is flagged weak (not degenerate), and the candidate is still judged.
+TEST_F(PyTorchEval, MostlyZeroReferenceIsFlaggedWeak) {
+  Op op = load_op(dir.write("relu_shift.py", R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x - 2.0)
+def get_inputs():
+    return [torch.randn(1000, 1001)]
+def get_init_inputs():
+    return []
+)~"));
+  opts.timing = false;
+  EvalReport r = ev().evaluate(op, load_candidate(dir.write("relu_shift.cu", R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": ["cdiv(numel(x), 256)"], "block": [256], "args": ["x", "out", "i64:numel(x)"]}]}
+*/
+extern "C" __global__ void k(const float* x, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i] - 2.0f, 0.0f);
+}
+)~")));
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  bool weak = false;
+  for (const auto& f : r.outcome.flags) {
+    weak = weak || has(f, "weak reference: output 'out' is 9");
+    EXPECT_FALSE(has(f, "degenerate")) << f;
+  }
+  EXPECT_TRUE(weak) << nlohmann::json(r.outcome.flags).dump();
+  ASSERT_EQ(r.outcome.errors.size(), 1u);
+  EXPECT_GT(r.outcome.errors[0].zero_share, 0.95);
+}

@@ -4,6 +4,8 @@
 // with the reason otherwise.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kagent/common/error.hpp"
 #include "kagent/common/process.hpp"
 #include "kagent/reference/ref_server.hpp"
@@ -66,6 +68,30 @@ TEST_F(RefServerTest, SignatureFollowsCandidateNaming) {
   EXPECT_EQ(s.outputs[1].name, "out1");
   EXPECT_EQ(s.outputs[1].shape, (std::vector<int64_t>{8}));
   EXPECT_FALSE(s.degenerate.has_value());
+}
+
+// fp32 pins the reference (and the baselines) to IEEE fp32; tf32 keeps fp32 tensors with TF32 on.
+// Every trial carries the floating outputs' fp64 twins, sized for numel doubles.
+TEST_F(RefServerTest, PrecisionSetsTheNumericsAndTrialsCarryFp64Twins) {
+  RefServer server(0);
+  RefSignature fp32 = server.load(op_for(kScaledAdd), Precision::fp32, 1);
+  EXPECT_FALSE(fp32.allow_tf32);
+  ASSERT_EQ(fp32.output_stats.size(), 2u);
+  EXPECT_EQ(fp32.output_stats[0].numel, 8u * 64u);
+  EXPECT_LT(fp32.output_stats[0].zero_share, 0.5);
+  nlohmann::json trial = server.trial(7);
+  ASSERT_TRUE(trial.contains("tensors")) << trial.dump();
+  EXPECT_FALSE(trial.contains("fp64_note")) << trial.dump();
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : trial["tensors"]) bytes[t["name"].get<std::string>()] = t["bytes"].get<uint64_t>();
+  EXPECT_EQ(bytes["out0@f64"], 8u * 64u * 8u);
+  EXPECT_EQ(bytes["out1@f64"], 8u * 8u);
+  EXPECT_EQ(bytes["out0"], 8u * 64u * 4u);
+
+  RefSignature tf32 = server.load(op_for(kScaledAdd), Precision::tf32, 1);
+  EXPECT_TRUE(tf32.allow_tf32);
+  EXPECT_EQ(tf32.inputs[0].dtype, DType::f32) << "tf32 is a precision for fp32 tensors";
+  EXPECT_EQ(tf32.params[0].dtype, DType::f32);
 }
 
 TEST_F(RefServerTest, PrecisionCastsFloatingTensors) {

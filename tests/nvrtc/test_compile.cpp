@@ -65,6 +65,25 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
   }
 }
 
+// The compare kernels are built from the element rule the host shares (compare_rule.hpp, pasted in
+// by CMake: NVRTC has no include path for it) and take the optional fp64 reference: out, ref,
+// ref64, n, atol, rtol, stats.
+TEST_F(CompileTest, CompareKernelsUseTheSharedRuleAndTakeTheFp64Reference) {
+  const Candidate h = harness_kernels();
+  EXPECT_EQ(h.source.find("#include \"kagent/eval/compare_rule.hpp\""), std::string::npos);
+  EXPECT_NE(h.source.find("element_verdict"), std::string::npos);
+  auto r = compiler.compile(h, "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log;
+  for (const char* dt : {"f32", "f16", "bf16", "f64", "i32", "bool"}) {
+    SCOPED_TRACE(dt);
+    const std::string name = std::string("kagent_compare_") + dt;
+    auto k = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+    ASSERT_NE(k, r.kernels.end());
+    EXPECT_EQ(k->param_sizes, (std::vector<uint32_t>{8, 8, 8, 8, 8, 8, 8}));
+    EXPECT_EQ(k->spill_stores, 0);
+  }
+}
+
 TEST_F(CompileTest, ResourceTable) {
   auto r = compiler.compile(make(kSharedKernel), "sm_90a");
   ASSERT_TRUE(r.ok) << r.log;

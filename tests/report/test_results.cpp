@@ -36,14 +36,17 @@ TEST(Results, RecordRoundTrips) {
   r.candidate_ms = 3.4;
   r.eager_ms = 4.25;
   r.run_dir = "runs/x";
+  r.precision = "tf32";
   ResultRecord b = nlohmann::json(r).get<ResultRecord>();
+  EXPECT_EQ(b.precision, "tf32");
+  EXPECT_EQ(nlohmann::json(rec("a", "l", "correct", 1, 1.0, 1.0)).count("precision"), 0u)
+      << "old records stay as they were";
   EXPECT_EQ(b.problem, r.problem);
   EXPECT_EQ(b.tier, 2);
   EXPECT_DOUBLE_EQ(*b.speedup_vs_eager, 1.25);
   EXPECT_DOUBLE_EQ(*b.candidate_ms, 3.4);
   EXPECT_FALSE(b.compile_ms.has_value());
   EXPECT_EQ(b.run_dir, "runs/x");
-  EXPECT_EQ(b.precision, "");
   EXPECT_FALSE(b.atol.has_value());
   EXPECT_FALSE(nlohmann::json(r).contains("tolerance")) << "a record without an evaluation names no tolerance";
   r.precision = "fp32";

@@ -287,8 +287,35 @@ TEST_F(OpTest, CompileBaselineOnAPythonReference) {
 }
 
 TEST_F(OpTest, BadPrecision) {
-  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "precision": "tf32"})");
-  EXPECT_EQ(msg, prefix() + "key precision: expected one of fp32, fp16, bf16, got \"tf32\"");
+  std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "precision": "fp8"})");
+  EXPECT_EQ(msg, prefix() + "key precision: expected one of fp32, tf32, fp16, bf16, got \"fp8\"");
+  msg = error_of(R"({"name": "t", "reference": "ref.py", "precision": 32})");
+  EXPECT_EQ(msg, prefix() + "key precision: expected one of fp32, tf32, fp16, bf16, got 32");
+}
+
+// tf32: fp32 tensors with TF32 math allowed; its tolerance is its own (looser than fp32's).
+TEST_F(OpTest, Tf32PrecisionParsesWithItsOwnTolerance) {
+  Op op = load_op(write(R"({"name": "t", "reference": "ref.py", "precision": "tf32"})"));
+  EXPECT_EQ(op.precision, Precision::tf32);
+  EXPECT_FALSE(op.tolerance_given);
+  EXPECT_DOUBLE_EQ(op.tolerance.atol, default_tolerance(Precision::tf32).atol);
+  EXPECT_DOUBLE_EQ(op.tolerance.rtol, default_tolerance(Precision::tf32).rtol);
+  EXPECT_GT(op.tolerance.atol, default_tolerance(Precision::fp32).atol);
+  EXPECT_TRUE(allows_tf32(op.precision));
+  EXPECT_FALSE(allows_tf32(Precision::fp32));
+}
+
+// --precision: the tolerance follows the precision unless op.json set one.
+TEST_F(OpTest, WithPrecisionKeepsAGivenTolerance) {
+  Op plain = load_op(write(R"({"name": "t", "reference": "ref.py"})"));
+  Op tf32 = with_precision(plain, Precision::tf32);
+  EXPECT_EQ(tf32.precision, Precision::tf32);
+  EXPECT_DOUBLE_EQ(tf32.tolerance.atol, default_tolerance(Precision::tf32).atol);
+  Op given = load_op(write(R"({"name": "t", "reference": "ref.py", "tolerance": {"atol": 0.003}})"));
+  EXPECT_TRUE(given.tolerance_given);
+  Op given_tf32 = with_precision(given, Precision::tf32);
+  EXPECT_DOUBLE_EQ(given_tf32.tolerance.atol, 0.003);
+  EXPECT_DOUBLE_EQ(given_tf32.tolerance.rtol, 1e-4);
 }
 
 TEST_F(OpTest, NegativeTolerance) {
@@ -417,11 +444,29 @@ TEST(DType, ParsesExactlyTheShortNames) {
 
 TEST(OpDefaults, PrecisionNamesAndTolerances) {
   EXPECT_EQ(precision_name(Precision::fp32), "fp32");
+  EXPECT_EQ(precision_name(Precision::tf32), "tf32");
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+    EXPECT_EQ(parse_precision(precision_name(p)), p);
+  EXPECT_FALSE(parse_precision("FP32").has_value());
+  EXPECT_FALSE(parse_precision("").has_value());
   EXPECT_EQ(precision_name(Precision::fp16), "fp16");
   EXPECT_EQ(precision_name(Precision::bf16), "bf16");
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp32).atol, 1e-4);
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp16).rtol, 1e-2);
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::bf16).atol, 1e-2);
+  EXPECT_DOUBLE_EQ(default_tolerance(Precision::tf32).atol, 1e-2);  // provisional, see op.cpp
+}
+
+// The sentence the task prompt and the reports carry: what each precision allows.
+TEST(OpDefaults, PrecisionRuleSaysWhatIsAllowed) {
+  const std::string fp32 = precision_rule(Precision::fp32, Tolerance{1e-4, 1e-4});
+  EXPECT_NE(fp32.find("IEEE fp32"), std::string::npos) << fp32;
+  EXPECT_NE(fp32.find("No TF32"), std::string::npos) << fp32;
+  EXPECT_NE(fp32.find("atol 0.0001, rtol 0.0001"), std::string::npos) << fp32;
+  const std::string tf32 = precision_rule(Precision::tf32, Tolerance{0.01, 0.02});
+  EXPECT_NE(tf32.find("TF32 tensor-core math is allowed"), std::string::npos) << tf32;
+  EXPECT_NE(tf32.find("atol 0.01, rtol 0.02"), std::string::npos) << tf32;
+  EXPECT_NE(precision_rule(Precision::bf16, Tolerance{}).find("bf16 tensor-core math is allowed"), std::string::npos);
 }
 
 }  // namespace

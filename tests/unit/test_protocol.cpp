@@ -132,5 +132,46 @@ TEST(Protocol, IpcTensorRefRoundTrips) {
   EXPECT_EQ(b.bytes, 6442450944ull);
 }
 
+// The fp64 reference's figures travel with a mismatch and with every output's error record; an
+// outcome without them (a native reference, or none fitted) reads back without them.
+TEST(Protocol, Fp64ErrorsRoundTrip) {
+  EvalOutcome o;
+  MismatchReport m;
+  m.tensor = "out";
+  m.count = 1;
+  m.numel = 1024;
+  m.max_abs = 1.65e-4;
+  m.reference_fp64_value = 0.25;
+  m.max_abs_fp64 = 3e-4;
+  m.ref_error_fp64 = 1.2e-4;
+  o.mismatch = m;
+  o.errors = {{"out", 1.65e-4, 2e-6, 1.6e-4, 3, 0.75}, {"out1", 0.0, std::nullopt, std::nullopt, 0, 0.0}};
+  o.fp64_note = "the fp64 forward failed (RuntimeError: not implemented for 'Double')";
+  const nlohmann::json j = o;
+  EXPECT_TRUE(j["errors"][1]["max_abs_fp64"].is_null());
+  EvalOutcome b = j.get<EvalOutcome>();
+  ASSERT_TRUE(b.mismatch.has_value());
+  EXPECT_DOUBLE_EQ(*b.mismatch->reference_fp64_value, 0.25);
+  EXPECT_DOUBLE_EQ(*b.mismatch->max_abs_fp64, 3e-4);
+  EXPECT_DOUBLE_EQ(*b.mismatch->ref_error_fp64, 1.2e-4);
+  ASSERT_EQ(b.errors.size(), 2u);
+  EXPECT_EQ(b.errors[0].tensor, "out");
+  EXPECT_DOUBLE_EQ(b.errors[0].max_abs, 1.65e-4);
+  EXPECT_DOUBLE_EQ(*b.errors[0].max_abs_fp64, 2e-6);
+  EXPECT_DOUBLE_EQ(*b.errors[0].ref_error_fp64, 1.6e-4);
+  EXPECT_EQ(b.errors[0].passed_by_fp64, 3u);
+  EXPECT_DOUBLE_EQ(b.errors[0].zero_share, 0.75);
+  EXPECT_FALSE(b.errors[1].max_abs_fp64.has_value());
+  EXPECT_FALSE(b.errors[1].ref_error_fp64.has_value());
+  EXPECT_EQ(b.fp64_note, o.fp64_note);
+
+  EvalOutcome plain = nlohmann::json(EvalOutcome{}).get<EvalOutcome>();
+  EXPECT_TRUE(plain.errors.empty());
+  EXPECT_TRUE(plain.fp64_note.empty());
+  MismatchReport no64 = nlohmann::json(MismatchReport{}).get<MismatchReport>();
+  EXPECT_FALSE(no64.reference_fp64_value.has_value());
+  EXPECT_FALSE(no64.max_abs_fp64.has_value());
+}
+
 }  // namespace
 }  // namespace kagent

@@ -8,9 +8,10 @@ import sys
 
 import torch
 
+from . import numerics as numerics_mod
 from .forward_args import BindError, bind
+from .reference64 import Reference64
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 # kagent's dtype names (src/spec/dtype.cpp).
 TORCH_TO_KAGENT = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
@@ -60,13 +61,15 @@ def _spec(name, t):
 
 class Problem:
     def __init__(self, path, precision="fp32", seed=0, device=0):
-        if precision not in DTYPES:
-            raise ProblemError(f"precision '{precision}': expected one of {', '.join(DTYPES)}")
+        try:
+            self.numerics = numerics_mod.numerics(precision)
+        except ValueError as e:
+            raise ProblemError(str(e)) from None
         self.path = path
         with open(path, "rb") as f:
             self.source_hash = hashlib.sha256(f.read()).hexdigest()
         self.precision = precision
-        self.dtype = DTYPES[precision]
+        self.dtype = getattr(torch, self.numerics["dtype"])
         self.device = torch.device("cuda", device) if torch.cuda.is_available() else torch.device("cpu")
         if self.device.type == "cuda":
             # The current device, not only the default one for new tensors: streams, events, the IPC
@@ -84,6 +87,15 @@ class Problem:
         # baselines and outputs must be the ones KernelBench users compare against (BatchNorm
         # normalizes with batch statistics in training mode).
         self.binding = None  # which forward parameters a call passes (forward_args.py), set by inputs()
+        self.reference64 = None  # the fp64 twin, made on the first trial (reference64.py)
+        self.rng_before_run = None  # the RNG states the last trial's reference run started from
+        self.flags = self.pin_numerics()
+
+    def pin_numerics(self):
+        """Sets torch's TF32 switches for this precision (numerics.py) and returns them as in effect.
+        Called after the problem file is imported (which could set them itself) and again before each
+        trial and the baselines."""
+        return numerics_mod.apply(torch, self.numerics)
 
     @property
     def arg_names(self):
@@ -111,20 +123,32 @@ class Problem:
         """Inputs for `seed` and the reference's outputs on them. A forward that modifies its inputs in
         place (torch bumps a tensor's version) gets its inputs made afresh: the candidate must see
         what the reference saw."""
+        self.flags = self.pin_numerics()
         args = self.inputs(seed)
         versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
+        self.rng_before_run = (torch.get_rng_state(),
+                               torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None)
         outs = self.run(args)
         if any(isinstance(a, torch.Tensor) and a._version != v for a, v in zip(args, versions)):
             args = self.inputs(seed)
         return args, outs
+
+    def output_names(self, outs):
+        return ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
+
+    def fp64_outputs(self, args, outs):
+        """The trial's outputs computed in float64 as (name@f64, tensor) pairs, and why not (or None)."""
+        if self.reference64 is None:
+            self.reference64 = Reference64(self.model, self.device)
+        rng = self.rng_before_run if self.rng_before_run and self.rng_before_run[1] is not None else None
+        return self.reference64.run(args, outs, self.output_names(outs), rng, self.call)
 
     def named_tensors(self, args, outs):
         """(name, tensor) for every tensor a candidate sees, in signature order: forward's tensors,
         the state_dict's, then the outputs; each contiguous (a copy when it was not)."""
         named = [(n, a) for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
         named += [(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
-        out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
-        named += list(zip(out_names, outs))
+        named += list(zip(self.output_names(outs), outs))
         return [(n, t.contiguous()) for n, t in named]
 
     def call(self, model, args):
@@ -154,7 +178,7 @@ class Problem:
                                    "passes tensors and int/float/bool scalars only")
         params = [_spec(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
         names = [o["name"] for o in inputs + params]
-        out_names = ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
+        out_names = self.output_names(outs)
         outputs = [_spec(n, o) for n, o in zip(out_names, outs)]
         clash = sorted(set(names) & set(out_names)) + sorted({n for n in names if names.count(n) > 1})
         if clash:
@@ -162,26 +186,41 @@ class Problem:
         return {"inputs": inputs, "scalars": scalars, "params": params, "outputs": outputs}
 
 
-def degenerate(outs):
-    """Why the reference cannot tell a correct kernel from an empty one, or None. Works through each
-    output in chunks: a whole-tensor mask and copy of a 7 GB output would need three times its size."""
+def output_stats(outs):
+    """Per output: numel, exact zeros, their share, and the smallest, largest and smallest-magnitude
+    finite values (None when there are none): what the degenerate and weak-reference checks need
+    (src/eval/reference_quality.cpp). Works through each output in chunks: a whole-tensor mask and
+    copy of a 7 GB output would need three times its size."""
     chunk = 1 << 26
-    reasons = []
-    for i, o in enumerate(outs):
+    stats = []
+    for o in outs:
         flat = o.reshape(-1)
-        lo, hi, big, seen = float("inf"), float("-inf"), 0.0, 0
+        lo, hi, small, big, seen, zeros = float("inf"), float("-inf"), float("inf"), 0.0, 0, 0
         for start in range(0, flat.numel(), chunk):
             c = flat[start:start + chunk].float()
+            zeros += int((c == 0).sum().item())
             c = c[torch.isfinite(c)]
             if c.numel() == 0:
                 continue
             seen += c.numel()
             lo, hi = min(lo, c.min().item()), max(hi, c.max().item())
-            big = max(big, c.abs().max().item())
-        if seen == 0:
+            a = c.abs()
+            big, small = max(big, a.max().item()), min(small, a.min().item())
+        n = flat.numel()
+        stats.append({"numel": n, "zeros": zeros, "zero_share": zeros / n if n else 0.0, "finite": seen,
+                      "min": lo if seen else None, "max": hi if seen else None,
+                      "min_abs": small if seen else None, "max_abs": big if seen else None})
+    return stats
+
+
+def degenerate(stats):
+    """Why the reference cannot tell a correct kernel from an empty one, or None (output_stats())."""
+    reasons = []
+    for i, s in enumerate(stats):
+        if not s["finite"]:
             continue
-        if big <= 1e-6:
+        if s["max_abs"] <= 1e-6:
             reasons.append(f"output {i} is all (near) zero")
-        elif seen > 1 and lo == hi:
-            reasons.append(f"output {i} is constant ({lo:.6g})")
+        elif s["finite"] > 1 and s["min"] == s["max"]:
+            reasons.append(f"output {i} is constant ({s['min']:.6g})")
     return "; ".join(reasons) or None

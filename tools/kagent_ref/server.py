@@ -5,16 +5,23 @@
   server -> stdout:        {"id": N, "ok": true, ...} or {"id": N, "ok": false, "error", "traceback"}
   server -> stderr:        "kagent-phase: <text>" before long steps; anything the problem prints.
 
-load:      {"problem": path, "precision": "fp32", "seed": int, "gpu": int}
-           -> {"signature": {...}, "degenerate": str|null, "source_hash", "gpu_name", "torch"}
-trial:     {"seed": int}  inputs made under the seed, the reference run on them; the tensors stay
-           alive until the next trial or load, exported by CUDA IPC (ipc.py)
-           -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...]}  (signature order)
+load:      {"problem": path, "precision": "fp32"|"tf32"|"fp16"|"bf16", "seed": int, "gpu": int}
+           -> {"signature": {...}, "degenerate": str|null, "output_stats": [{numel, zeros, zero_share, min,
+               max, min_abs, ...}], "numerics": {"allow_tf32", ...}, "source_hash", "gpu_name", "torch"}
+trial:     {"seed": int}  inputs made under the seed, the reference run on them, and again in float64
+           where that fits (reference64.py); the tensors stay alive until the next trial or load,
+           exported by CUDA IPC (ipc.py)
+           -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...],  (signature order, then
+               "out@f64", ... for the floating outputs' fp64 twins)
+               "fp64_note": str|null}  (why there are no fp64 twins)
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
-           -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key"}
+           -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key",
+               "precision", "numerics": {"allow_tf32", ...}}
+
+The precision's numerics (numerics.py: TF32 off for fp32, on for tf32) are set at load, before the
+reference runs and before the baselines are timed, and are part of the baseline cache key.
 """
 
-import hashlib
 import json
 import os
 import sys
@@ -22,7 +29,9 @@ import traceback
 
 from . import __version__
 
-PROTOCOL = "kagent-ref-baselines-v1"  # bump when how baselines are measured changes
+# Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
+# for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
+PROTOCOL = "kagent-ref-baselines-v2"
 
 
 def _release_cached_memory():
@@ -56,7 +65,7 @@ class Server:
     def load(self, req):
         import torch
 
-        from .problem import Problem, degenerate
+        from .problem import Problem, degenerate, output_stats
 
         phase(f"importing {req['problem']}")
         gpu = int(req.get("gpu", 0))
@@ -64,9 +73,12 @@ class Server:
         self.problem = Problem(req["problem"], req.get("precision", "fp32"), int(req.get("seed", 0)), gpu)
         phase("running the reference once")
         self.args, self.outs = self.problem.trial(int(req.get("seed", 0)))
+        stats = output_stats(self.outs)
         reply = {
             "signature": self.problem.signature(self.args, self.outs),
-            "degenerate": degenerate(self.outs),
+            "degenerate": degenerate(stats),
+            "output_stats": stats,
+            "numerics": self.problem.flags,
             "source_hash": self.problem.source_hash,
             "gpu_name": torch.cuda.get_device_name(gpu) if torch.cuda.is_available() else "cpu",
             "torch": torch.__version__,
@@ -85,14 +97,17 @@ class Server:
         phase(f"making inputs (seed {seed}) and running the reference")
         self.args, self.outs, self.exported = None, None, None  # at most one trial's tensors alive
         self.args, self.outs = self.problem.trial(seed)
-        self.exported = self.problem.named_tensors(self.args, self.outs)
+        phase(f"running the reference in float64 (seed {seed})")
+        named64, note = self.problem.fp64_outputs(self.args, self.outs)
+        self.exported = self.problem.named_tensors(self.args, self.outs) + named64
         torch.cuda.synchronize()  # the runner reads these as soon as it has the handles
         _release_cached_memory()
-        return {"tensors": [export(name, t) for name, t in self.exported]}
+        return {"tensors": [export(name, t) for name, t in self.exported], "fp64_note": note}
 
     def baselines(self, req):
         import torch
 
+        from .numerics import baseline_key
         from .timing import Timer
 
         if self.problem is None:
@@ -100,9 +115,9 @@ class Server:
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no GPU: baselines need one")
         p = self.problem
-        key_text = "|".join([PROTOCOL, p.source_hash, p.precision, torch.cuda.get_device_name(p.device),
-                             torch.__version__, json.dumps(req.get("stop_rule") or {}, sort_keys=True)])
-        key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
+        flags = p.pin_numerics()  # eager and torch.compile (inductor reads the same switches) as the reference
+        key = baseline_key(PROTOCOL, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
+                           torch.__version__, req.get("stop_rule"))
         path = os.path.join(req["cache_dir"], "baselines", key + ".json")
         if not req.get("refresh") and os.path.exists(path):
             with open(path) as f:
@@ -126,7 +141,7 @@ class Server:
             compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         result = {"eager": eager, "compile": compiled, "compile_error": compile_error, "key": key,
                   "gpu_name": torch.cuda.get_device_name(p.device), "torch": torch.__version__,
-                  "precision": p.precision, "flush_bytes": timer.flush_bytes, "cached": False}
+                  "precision": p.precision, "numerics": flags, "flush_bytes": timer.flush_bytes, "cached": False}
         del cm, timer
         _release_cached_memory()
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct SolutionJobOptions {
   EvalOptions eval;                 // its gpu is set per worker
   OpOverrides overrides;            // laid over each problem's settings (--atol, --rtol)
   std::shared_ptr<CompileCache> cache;
+  std::optional<Precision> precision;  // --precision: every problem at this precision (else each op's)
 };
 
 // The GPU side (runner, reference server) starts at the first problem that has a solution, so a

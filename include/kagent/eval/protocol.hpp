@@ -80,7 +80,23 @@ struct MismatchReport {
   uint64_t first_index = 0;
   double candidate_value = 0, reference_value = 0;
   uint64_t count = 0, nan_count = 0, numel = 0;
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0, max_rel = 0;  // against the reference at the op's precision
+  // With an fp64 reference (PyTorch references, where it fits): its value at first_index, the
+  // candidate's largest error against it, and the reference's own largest error against it.
+  std::optional<double> reference_fp64_value, max_abs_fp64, ref_error_fp64;
+};
+
+// One output over every check of an evaluation (largest values seen): the candidate's error
+// against the reference and against the fp64 reference, the reference's own error, and how much
+// of the reference can tell a right kernel from a wrong one.
+struct OutputErrors {
+  std::string tensor;
+  double max_abs = 0;                    // candidate vs the reference at the op's precision
+  std::optional<double> max_abs_fp64;    // candidate vs the fp64 reference (when there is one)
+  std::optional<double> ref_error_fp64;  // the reference's own largest error vs the fp64 reference
+  uint64_t passed_by_fp64 =
+      0;                  // elements outside the tolerance of the reference, passed by the fp64 rule (one check's most)
+  double zero_share = 0;  // share of the reference's elements that are exactly 0 (first trial)
 };
 
 // One launch of a candidate's plan, timed on its own (events between launches, same flush).
@@ -149,7 +165,9 @@ struct EvalOutcome {
   std::string failure_stage;
   std::string message;  // one paragraph for failures, naming the launch/argument/tensor
   std::optional<MismatchReport> mismatch;
-  std::vector<std::string> flags;  // degenerate reference, below the memory floor, ...
+  std::vector<OutputErrors> errors;  // one per output checked, passing or not
+  std::string fp64_note;             // PyTorch references: why no fp64 reference was used ("" when one was)
+  std::vector<std::string> flags;    // degenerate or weak reference, below the memory floor, ...
   std::optional<TimingSummary> candidate_time, reference_time;
   int64_t bytes_moved = 0;
   double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;
@@ -190,6 +208,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r);
 void from_json(const nlohmann::json& j, EvalRequest& r);
 void to_json(nlohmann::json& j, const MismatchReport& m);
 void from_json(const nlohmann::json& j, MismatchReport& m);
+void to_json(nlohmann::json& j, const OutputErrors& e);
+void from_json(const nlohmann::json& j, OutputErrors& e);
 void to_json(nlohmann::json& j, const EvalOutcome& o);
 void from_json(const nlohmann::json& j, EvalOutcome& o);
 

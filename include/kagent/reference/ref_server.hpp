@@ -23,12 +23,22 @@ struct RefScalar {
   std::string type;  // "int", "float" or "bool"
 };
 
+// One output of the reference as the server saw it at load: what the degenerate and weak-reference
+// checks need (src/eval/reference_quality.hpp).
+struct RefOutputStats {
+  uint64_t numel = 0, zeros = 0;
+  double zero_share = 0;
+  std::optional<double> min, max, min_abs;  // finite values; none when there are none
+};
+
 struct RefSignature {
-  std::vector<TensorSpec> inputs;         // forward's tensor parameters, by name
-  std::vector<RefScalar> scalars;         // forward's non-tensor parameters
-  std::vector<TensorSpec> params;         // state_dict entries, '.' replaced by '_'
-  std::vector<TensorSpec> outputs;        // out, or out0, out1, ...
-  std::optional<std::string> degenerate;  // why the reference output cannot tell right from empty
+  std::vector<TensorSpec> inputs;            // forward's tensor parameters, by name
+  std::vector<RefScalar> scalars;            // forward's non-tensor parameters
+  std::vector<TensorSpec> params;            // state_dict entries, '.' replaced by '_'
+  std::vector<TensorSpec> outputs;           // out, or out0, out1, ...
+  std::optional<std::string> degenerate;     // why the reference output cannot tell right from empty
+  std::vector<RefOutputStats> output_stats;  // per output, in order
+  bool allow_tf32 = false;                   // the numerics the reference runs with (the precision's)
   std::string source_hash, gpu_name, torch_version;
 };
 
@@ -38,6 +48,7 @@ struct RefBaselines {
   std::string compile_error;  // when torch.compile could not build or run the model
   bool cached = false;
   std::string key;
+  bool allow_tf32 = false;  // the numerics eager and torch.compile ran with (part of the cache key)
 };
 
 class RefServer {
@@ -49,9 +60,10 @@ class RefServer {
   // InputError with the traceback's last lines; out of GPU memory is EnvError.
   RefSignature load(const Op& op, Precision precision, uint64_t seed);
   RefBaselines baselines(bool refresh, const StopRule& rule);
-  // Makes a trial's inputs under `seed`, runs the reference on them and returns the tensors as
-  // CUDA IPC references (IpcTensorRef JSON, signature order). They stay valid until the next
-  // trial or load.
+  // Makes a trial's inputs under `seed`, runs the reference on them (and in float64 where that
+  // fits) and returns {"tensors": the tensors as CUDA IPC references (IpcTensorRef JSON, signature
+  // order, then the outputs' fp64 twins "NAME@f64"), "fp64_note": why there are no twins, or null}:
+  // the runner's answer to its "trial" need. They stay valid until the next trial or load.
   nlohmann::json trial(uint64_t seed);
 
   static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/

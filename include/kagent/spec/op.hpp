@@ -14,8 +14,15 @@
 namespace kagent {
 
 enum class RefKind { python, cuda };
-enum class Precision { fp32, fp16, bf16 };
+// The numerics both sides compute in (MEASUREMENT.md). fp32: IEEE fp32 arithmetic, the reference
+// pinned to it (no TF32 tensor cores in PyTorch's matmuls and cuDNN convolutions). tf32: fp32
+// tensors, TF32 tensor-core math allowed on both sides, with the tolerance it needs. fp16/bf16:
+// the tensors are half precision.
+enum class Precision { fp32, tf32, fp16, bf16 };
 std::string_view precision_name(Precision p);
+// "fp32", "tf32", "fp16" or "bf16"; nullopt for anything else.
+std::optional<Precision> parse_precision(std::string_view text);
+inline constexpr std::string_view kPrecisionChoices = "fp32, tf32, fp16, bf16";
 
 // How the runner fills an input tensor. Never zeros: zeros hide unwritten outputs.
 struct InitSpec {
@@ -49,6 +56,13 @@ struct Tolerance {
   double rtol = 1e-4;
 };
 
+// Whether TF32 tensor-core math is allowed (reference, baselines and candidates).
+inline bool allows_tf32(Precision p) {
+  return p == Precision::tf32;
+}
+// One sentence for the task prompt and reports: what the precision means and what it allows.
+std::string precision_rule(Precision p, const Tolerance& t);
+
 struct Budget {
   int turns = 40;
   double minutes = 60.0;
@@ -61,7 +75,8 @@ struct Op {
   RefKind ref_kind = RefKind::python;
   std::filesystem::path reference;  // absolute: the .py module or the native reference .cu
   Precision precision = Precision::fp32;
-  Tolerance tolerance;  // defaults by precision unless op.json overrides
+  Tolerance tolerance;           // defaults by precision unless op.json overrides
+  bool tolerance_given = false;  // op.json set a tolerance (a --precision override keeps it)
   int correctness_trials = 5;
   Budget budget;
   std::optional<std::filesystem::path> start;  // starting candidate, absolute
@@ -83,6 +98,9 @@ struct Op {
 };
 
 Tolerance default_tolerance(Precision p);
+// The op at another precision (a command's --precision): the tolerance follows the precision's
+// default unless op.json gave one.
+Op with_precision(Op op, Precision p);
 
 // Loads an op.json or a .py. Throws InputError naming the file, the key and what was expected.
 Op load_op(const std::filesystem::path& path);

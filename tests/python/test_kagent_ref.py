@@ -1,0 +1,79 @@
+"""The reference server's torch-free logic (tools/kagent_ref): which numerics each precision pins,
+that they are set on torch's switches and read back, that the baseline cache key changes with them,
+and the fp64 twin's sizing rule. torch is not needed: a stand-in object plays its switches."""
+
+import types
+import unittest
+
+from kagent_ref import numerics, reference64
+
+
+def fake_torch():
+    """torch's TF32 switches as PyTorch's defaults leave them: cuDNN on, matmul off."""
+    t = types.SimpleNamespace()
+    t.backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)),
+                                       cudnn=types.SimpleNamespace(allow_tf32=True))
+    t.matmul_precision = "highest"
+
+    def set_precision(p):
+        t.matmul_precision = p
+        t.backends.cuda.matmul.allow_tf32 = p != "highest"  # what torch does with this setting
+
+    t.set_float32_matmul_precision = set_precision
+    return t
+
+
+class Numerics(unittest.TestCase):
+    def test_fp32_turns_tf32_off_everywhere(self):
+        t = fake_torch()
+        got = numerics.apply(t, numerics.numerics("fp32"))
+        self.assertFalse(t.backends.cudnn.allow_tf32, "PyTorch's default TF32 convolutions must be off")
+        self.assertFalse(t.backends.cuda.matmul.allow_tf32)
+        self.assertEqual(t.matmul_precision, "highest")
+        self.assertEqual(got, {"allow_tf32": False, "matmul_allow_tf32": False, "cudnn_allow_tf32": False})
+
+    def test_tf32_turns_it_on_for_matmul_and_cudnn(self):
+        t = fake_torch()
+        got = numerics.apply(t, numerics.numerics("tf32"))
+        self.assertTrue(t.backends.cudnn.allow_tf32)
+        self.assertTrue(t.backends.cuda.matmul.allow_tf32)
+        self.assertEqual(t.matmul_precision, "high")
+        self.assertTrue(got["allow_tf32"])
+
+    def test_switching_back_from_tf32_to_fp32(self):
+        t = fake_torch()
+        numerics.apply(t, numerics.numerics("tf32"))
+        self.assertFalse(numerics.apply(t, numerics.numerics("fp32"))["allow_tf32"])
+
+    def test_tensor_dtypes_and_half_precisions(self):
+        self.assertEqual(numerics.numerics("tf32")["dtype"], "float32", "tf32 is a precision for fp32 tensors")
+        self.assertEqual(numerics.numerics("fp32")["dtype"], "float32")
+        self.assertEqual(numerics.numerics("fp16")["dtype"], "float16")
+        self.assertEqual(numerics.numerics("bf16")["dtype"], "bfloat16")
+        self.assertFalse(numerics.numerics("bf16")["allow_tf32"], "fp32 parts of a half model stay IEEE")
+        with self.assertRaisesRegex(ValueError, "fp8.*fp32, tf32, fp16, bf16"):
+            numerics.numerics("fp8")
+
+    def test_baseline_key_depends_on_the_numerics(self):
+        off = {"allow_tf32": False, "matmul_allow_tf32": False, "cudnn_allow_tf32": False}
+        on = {"allow_tf32": True, "matmul_allow_tf32": True, "cudnn_allow_tf32": True}
+        args = ("v2", "hash", "fp32")
+        k_off = numerics.baseline_key(*args, off, "H100", "2.8", {})
+        self.assertNotEqual(k_off, numerics.baseline_key(*args, on, "H100", "2.8", {}))
+        self.assertNotEqual(k_off, numerics.baseline_key("v1", "hash", "fp32", off, "H100", "2.8", {}))
+        self.assertEqual(k_off, numerics.baseline_key(*args, dict(off), "H100", "2.8", None))
+
+
+class Fp64Sizing(unittest.TestCase):
+    def test_fits_with_margin_and_spare(self):
+        gib = 1 << 30
+        self.assertTrue(reference64.fits(4 * gib, 7 * gib))
+        self.assertFalse(reference64.fits(4 * gib, 5.5 * gib), "intermediates need a margin beyond in + out")
+        self.assertFalse(reference64.fits(0, gib // 2), "the runner needs memory to spare")
+
+    def test_twin_names(self):
+        self.assertEqual("out" + reference64.SUFFIX, "out@f64")
+
+
+if __name__ == "__main__":
+    unittest.main()
