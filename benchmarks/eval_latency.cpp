@@ -7,7 +7,9 @@
 // problem load; baselines from the disk cache after the first), warm = both running.
 // "warm s, no CUPTI" is the same warm evaluation without the CUPTI cross-check (timed in
 // alternation with the warm one, so the difference is the cross-check's cost); "CUPTI span/kernels"
-// is the events' timed span over the kernels' durations as CUPTI saw them.
+// is the events' timed span over the kernels' durations as CUPTI saw them. "warm s, no guards" is
+// the warm evaluation without the guard bands' and seals' checks (EvalOptions::guard_checks, also
+// in alternation): the difference is what catching writes outside the buffers costs.
 // Usage: eval_latency [--reps N] [--repeat M] [--pytorch CAND.cu PROBLEM.py]...
 #include <algorithm>
 #include <chrono>
@@ -69,11 +71,11 @@ int main(int argc, char** argv) {
   opt.runner_path = (fs::path(KAGENT_BINARY_DIR) / "kagent-runner").string();
 
   TextTable t({"candidate (op)", "kernel median ms", "reference ms", "samples", "cold s", "warm s", "warm s, no CUPTI",
-               "CUPTI span/kernels", "medians CV %", "tier"});
+               "warm s, no guards", "CUPTI span/kernels", "medians CV %", "tier"});
   for (const auto& [cand_rel, op_rel] : cases) {
     Op op = load_op(src / op_rel);
     Candidate cand = load_candidate(src / cand_rel);
-    std::vector<double> cold, warm, warm_plain, medians;
+    std::vector<double> cold, warm, warm_plain, warm_unguarded, medians;
     EvalReport last;
     for (int i = 0; i < reps; ++i) {  // cold: a fresh Evaluator, so a fresh runner each time
       auto t0 = Clock::now();
@@ -85,8 +87,12 @@ int main(int argc, char** argv) {
     EvalOptions plain_opt = opt;
     plain_opt.cupti_check = false;
     Evaluator plain(plain_opt, cache);
+    EvalOptions unguarded_opt = opt;
+    unguarded_opt.guard_checks = false;
+    Evaluator unguarded(unguarded_opt, cache);
     ev.evaluate(op, cand);  // prime: runner up, reference timed
     plain.evaluate(op, cand);
+    unguarded.evaluate(op, cand);
     for (int i = 0; i < std::max(reps, repeat); ++i) {
       auto t0 = Clock::now();
       EvalReport r = ev.evaluate(op, cand);
@@ -94,6 +100,9 @@ int main(int argc, char** argv) {
       t0 = Clock::now();
       plain.evaluate(op, cand);
       if (i < reps) warm_plain.push_back(seconds_since(t0));
+      t0 = Clock::now();
+      unguarded.evaluate(op, cand);
+      if (i < reps) warm_unguarded.push_back(seconds_since(t0));
       if (i < repeat && r.outcome.candidate_time) medians.push_back(r.outcome.candidate_time->median_ms);
       last = r;
     }
@@ -106,6 +115,7 @@ int main(int argc, char** argv) {
                ct ? fmt::format("{:.4f}", ct->median_ms) : "-", eager ? fmt::format("{:.4f}", *eager) : "-",
                ct ? std::to_string(ct->n) : "-", fmt::format("{:.3f}", median(cold)),
                fmt::format("{:.3f}", median(warm)), fmt::format("{:.3f}", median(warm_plain)),
+               fmt::format("{:.3f}", median(warm_unguarded)),
                last.outcome.cupti && last.outcome.cupti->ran && last.outcome.cupti->kernel_ms > 0
                    ? fmt::format("{:.4f}", last.outcome.cupti->event_ms / last.outcome.cupti->kernel_ms)
                    : "-",

@@ -211,6 +211,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rq.per_launch = per_launch;
   rq.ab_rule = opt_.ab_rule;
   rq.cupti_check = opt_.cupti_check;
+  rq.guard_checks = opt_.guard_checks;
   rq.metrics = per_launch;  // the profile: counters too
   if (baseline && opt_.timing) {
     CompileResult base_c = compile_checked(*baseline, &op, compiler_, arch_);

@@ -94,7 +94,8 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"per_launch", r.per_launch},
        {"ab_rule", r.ab_rule},
        {"cupti_check", r.cupti_check},
-       {"metrics", r.metrics}};
+       {"metrics", r.metrics},
+       {"guard_checks", r.guard_checks}};
   if (r.baseline) j["baseline"] = plan(*r.baseline);
 }
 void from_json(const nlohmann::json& j, EvalRequest& r) {
@@ -125,6 +126,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   if (j.contains("ab_rule")) j.at("ab_rule").get_to(r.ab_rule);
   r.cupti_check = j.value("cupti_check", true);
   r.metrics = j.value("metrics", false);
+  r.guard_checks = j.value("guard_checks", true);
   r.baseline.reset();
   if (j.contains("baseline")) r.baseline = plan(j.at("baseline"));
 }

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "bounds_check.hpp"
 #include "cupti_activity.hpp"
 #include "ipc_import.hpp"
 #include "kagent/common/files.hpp"
@@ -34,22 +36,45 @@ struct Events {
   Event start_, stop_;  // around the plan: the timed span
 };
 
-// The reference server could not produce a trial (its message says why).
+// The reference server could not produce a trial, or a native reference wrote outside its
+// buffers (the message says which).
 class ReferenceFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-std::vector<CUdeviceptr> pointers(const std::vector<DeviceBuffer>& bufs) {
+// The candidate wrote outside the buffers it was given (failure stage "bounds").
+class BoundsViolation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<CUdeviceptr> pointers(const std::vector<GuardedBuffer>& bufs) {
   std::vector<CUdeviceptr> out;
   for (const auto& b : bufs) out.push_back(b.get());
+  return out;
+}
+
+Buffers guarded(const std::vector<GuardedBuffer>& bufs) {
+  Buffers out;
+  for (const auto& b : bufs) out.push_back(&b);
+  return out;
+}
+
+Buffers join(std::initializer_list<Buffers> parts) {
+  Buffers out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
 }
 
 class Evaluation {
  public:
   Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask)
-      : dev_(dev), h_(h), rq_(rq), ask_(ask) {}
+      : dev_(dev),
+        h_(h),
+        rq_(rq),
+        ask_(ask),
+        bounds_(dev, h, splitmix64(rq.seed ^ 0x5EA1ED6A4DB4A9D5ull), rq.guard_checks) {}
   EvaluationResult run();
 
  private:
@@ -68,8 +93,17 @@ class Evaluation {
   // exists that the runner could not copy, against the server's own tensors.
   bool recheck_outputs(const std::string& when, EvalOutcome& o);
   void restore_inputs();
-  void poison(const std::vector<DeviceBuffer>& bufs);
-  TensorMap tensors(const std::vector<DeviceBuffer>& outs) const;
+  void poison(const std::vector<GuardedBuffer>& bufs);
+  TensorMap tensors(const std::vector<GuardedBuffer>& outs) const;
+  // Every guarded buffer of the evaluation (plus `extra`, a baseline's scratch): a stray store may
+  // land near any of them, so every check looks at all of them.
+  Buffers all_buffers(const Buffers& extra = {}) const;
+  // Writes outside the buffers since the last check: a damaged guard band or a sealed buffer that
+  // changed, as the message naming `who` and `when`; nullopt when there were none.
+  std::optional<std::string> stray_writes(const std::string& who, const std::string& when, const Buffers& extra = {});
+  // After a run of the candidate (BoundsViolation) or of a native reference (ReferenceFailure).
+  void check_candidate_writes(const std::string& when);
+  void check_reference_writes(const std::string& when);
   // Compares candidate outputs with reference outputs; fills the mismatch report and returns false
   // on the first tensor that fails.
   // reference64: per output the fp64 reference, or 0 (none).
@@ -81,7 +115,7 @@ class Evaluation {
   // Each launch timed on its own: the sample's set-up as in time_plan, then an event between
   // launches; medians over a fixed number of samples (a breakdown, not the verdict's timing).
   std::vector<LaunchTime> time_launches(PlanExecutor& plan, int samples);
-  TimingSummary time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
+  TimingSummary time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
   // One timed sample: L2 persisting lines reset, inputs restored, outputs and scratch poisoned, L2
   // flushed; all of it queued before the start event, then the plan, then the stop event.
@@ -89,9 +123,12 @@ class Evaluation {
     double plan_ms;  // the timed span
     double busy_ms;  // everything the GPU did for this sample (warm-up counts this)
   };
-  Sample timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev, const std::string& label);
+  Sample timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev, const std::string& label);
   // The candidate against the request's baseline kernel, sample by sample in alternation.
   AbComparison compare_ab(PlanExecutor& cand_plan);
+  // After the A/B samples found a damaged band: the candidate alone once more on fresh bands, to
+  // tell whose store it was (BoundsViolation when the candidate's; else the baseline's, in `ab`).
+  void blame_ab_damage(PlanExecutor& cand_plan, const Buffers& base_scratch, const GuardDamage& d, AbComparison& ab);
   // A few more timed samples with CUPTI's kernel records alongside: the plan's launches all seen,
   // on the plan's stream and context, nothing else launched, and the events' span covering them.
   CuptiCheck cupti_check(PlanExecutor& plan);
@@ -102,7 +139,11 @@ class Evaluation {
   Harness& h_;
   const EvalRequest& rq_;
   const AskKagent& ask_;
-  std::vector<DeviceBuffer> in_, pristine_, ref_out_, cand_out_;
+  BoundsCheck bounds_;
+  // Inputs as the plans see them, the runner's pristine copies, the reference's and the
+  // candidate's outputs; the plans' scratch is in the PlanExecutors.
+  std::vector<GuardedBuffer> in_, pristine_, ref_out_, cand_out_;
+  Buffers plan_scratch_;  // the candidate's and a native reference's
   // The fp64 twins of ref_out_ (kept with it for the re-checks); empty buffers where there is none.
   std::vector<DeviceBuffer> ref64_out_;
   bool fp64_not_copied_ = false;  // a twin exists but did not fit in the runner's memory
@@ -111,7 +152,7 @@ class Evaluation {
   std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
 };
 
-TensorMap Evaluation::tensors(const std::vector<DeviceBuffer>& outs) const {
+TensorMap Evaluation::tensors(const std::vector<GuardedBuffer>& outs) const {
   TensorMap m;
   for (size_t i = 0; i < rq_.inputs.size(); ++i)
     m[rq_.inputs[i].name] = {rq_.inputs[i].shape, rq_.inputs[i].dtype, in_[i].get(), in_[i].bytes()};
@@ -122,12 +163,12 @@ TensorMap Evaluation::tensors(const std::vector<DeviceBuffer>& outs) const {
 
 void Evaluation::allocate() {
   for (const auto& t : rq_.inputs) {
-    in_.emplace_back(static_cast<size_t>(t.bytes()));
-    pristine_.emplace_back(static_cast<size_t>(t.bytes()));
+    in_.emplace_back(static_cast<size_t>(t.bytes()), "input", t.name);
+    pristine_.emplace_back(static_cast<size_t>(t.bytes()), "the harness's copy of input", t.name);
   }
   for (const auto& t : rq_.outputs) {
-    ref_out_.emplace_back(static_cast<size_t>(t.bytes()));
-    cand_out_.emplace_back(static_cast<size_t>(t.bytes()));
+    ref_out_.emplace_back(static_cast<size_t>(t.bytes()), "the reference output", t.name);
+    cand_out_.emplace_back(static_cast<size_t>(t.bytes()), "output", t.name);
   }
   // Twice the L2, read before every timed sample, so no sample starts with a warm cache (or with
   // dirty lines to write back). Its contents do not matter; it is zeroed once so it is defined.
@@ -223,6 +264,7 @@ bool Evaluation::match_server_outputs(int trial, const std::string& when, bool k
     }
   }
   dev_.sync();  // before the mappings close
+  if (ok && keep) bounds_.seal(guarded(ref_out_));
   return ok;
 }
 
@@ -238,9 +280,29 @@ void Evaluation::restore_inputs() {
     check(cu().cuMemcpyDtoDAsync(in_[i].get(), pristine_[i].get(), in_[i].bytes(), dev_.stream()), "restore inputs");
 }
 
-void Evaluation::poison(const std::vector<DeviceBuffer>& bufs) {
+void Evaluation::poison(const std::vector<GuardedBuffer>& bufs) {
   // 0xFF bytes: NaN in every float format, -1 in integers; an element never written fails.
   for (const auto& b : bufs) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison outputs");
+}
+
+Buffers Evaluation::all_buffers(const Buffers& extra) const {
+  // The plan's own buffers first: a damaged band there is the likeliest and the most telling.
+  return join({guarded(in_), guarded(cand_out_), plan_scratch_, guarded(ref_out_), guarded(pristine_), extra});
+}
+
+std::optional<std::string> Evaluation::stray_writes(const std::string& who, const std::string& when,
+                                                    const Buffers& extra) {
+  if (auto d = bounds_.damaged(all_buffers(extra))) return guard_damage_message(who, *d, when);
+  if (const GuardedBuffer* b = bounds_.changed()) return private_write_message(who, b->kind(), b->name(), when);
+  return std::nullopt;
+}
+
+void Evaluation::check_candidate_writes(const std::string& when) {
+  if (auto m = stray_writes("candidate", when)) throw BoundsViolation(*m);
+}
+
+void Evaluation::check_reference_writes(const std::string& when) {
+  if (auto m = stray_writes("reference " + rq_.reference.name, when)) throw ReferenceFailure(*m);
 }
 
 void Evaluation::flag_degenerate(const TensorSpec& t, const CompareResult& c, EvalOutcome& o) {
@@ -319,8 +381,8 @@ bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& 
   return true;
 }
 
-TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, const std::string& label,
-                                    bool recheck, EvalOutcome& o, bool& recheck_failed) {
+TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs,
+                                    const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
   Events ev;
   const auto wall0 = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
@@ -360,7 +422,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Device
   return s;
 }
 
-Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<DeviceBuffer>& outs, Events& ev,
+Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
                                             const std::string& label) {
   check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
   check(cu().cuEventRecord(ev.begin_.get(), dev_.stream()), "cuEventRecord");
@@ -385,19 +447,32 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   Module base_mod(read_text_file(src.cubin_path));
   // The baseline writes the candidate's output buffers: the two never run at the same time.
   PlanExecutor base_plan(dev_, base_mod, base, tensors(cand_out_), rq_.scalars, "baseline " + src.name);
+  const Buffers base_scratch = base_plan.scratch();
+  bounds_.fill(base_scratch);
   AbComparison ab;
   // A baseline that computes something else would make its time meaningless: say so.
   restore_inputs();
   poison(cand_out_);
   base_plan.poison_scratch();
   base_plan.run(true, "baseline on the last trial's inputs");
-  EvalOutcome scratch;
-  ab.baseline_correct = recheck_outputs("baseline", scratch);
-  if (!ab.baseline_correct)
-    ab.baseline_message = scratch.mismatch
-                              ? fmt::format("{} differs from the reference ({} of {} elements)",
-                                            scratch.mismatch->tensor, scratch.mismatch->count, scratch.mismatch->numel)
-                              : scratch.message;
+  if (auto d = bounds_.damaged(all_buffers(base_scratch))) {
+    ab.baseline_message = guard_damage_message("baseline " + src.name, *d, "its run on the last trial's inputs");
+    bounds_.fill(all_buffers(base_scratch));  // fresh bands, so the samples below are checked too
+  } else if (const GuardedBuffer* b = bounds_.changed()) {
+    // The harness's own copies are spoilt; the candidate's results stand (every pass before was
+    // checked), but nothing more can be measured against them.
+    ab.baseline_message =
+        private_write_message("baseline " + src.name, b->kind(), b->name(), "its run on the last trial's inputs");
+    return ab;
+  } else {
+    EvalOutcome scratch;
+    ab.baseline_correct = recheck_outputs("baseline", scratch);
+    if (!ab.baseline_correct)
+      ab.baseline_message =
+          scratch.mismatch ? fmt::format("{} differs from the reference ({} of {} elements)", scratch.mismatch->tensor,
+                                         scratch.mismatch->count, scratch.mismatch->numel)
+                           : scratch.message;
+  }
 
   Events ev;
   const auto wall0 = Clock::now();
@@ -425,7 +500,24 @@ AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   ab.stop_reason = d.reason;
   ab.candidate_ms = summarize(a).median_ms;
   ab.baseline_ms = summarize(b).median_ms;
+  if (auto damage = bounds_.damaged(all_buffers(base_scratch))) blame_ab_damage(cand_plan, base_scratch, *damage, ab);
+  if (const GuardedBuffer* changed = bounds_.changed())
+    throw BoundsViolation(private_write_message("the candidate or its baseline " + src.name, changed->kind(),
+                                                changed->name(), "the A/B timing"));
   return ab;
+}
+
+void Evaluation::blame_ab_damage(PlanExecutor& cand_plan, const Buffers& base_scratch, const GuardDamage& d,
+                                 AbComparison& ab) {
+  bounds_.fill(all_buffers(base_scratch));
+  restore_inputs();
+  poison(cand_out_);
+  cand_plan.poison_scratch();
+  cand_plan.run(true, "candidate alone after the A/B timing");
+  if (auto m = stray_writes("candidate", "the A/B timing and a run of its own after it", base_scratch))
+    throw BoundsViolation(*m);
+  ab.baseline_correct = false;
+  ab.baseline_message = guard_damage_message("baseline " + rq_.baseline->name, d, "the A/B timing");
 }
 
 namespace {
@@ -625,16 +717,23 @@ EvaluationResult Evaluation::run() {
       ref_plan = std::make_unique<PlanExecutor>(dev_, *ref_mod, *ref, tensors(ref_out_), rq_.scalars,
                                                 "reference " + rq_.reference.name);
     }
+    plan_scratch_ = join({cand_plan.scratch(), ref_plan ? ref_plan->scratch() : Buffers{}});
+    bounds_.fill(all_buffers());
 
     for (int t = 0; t < rq_.trials; ++t) {
       const std::string ctx = fmt::format("trial {}", t);
       if (native) {
         new_inputs(t);
+        bounds_.seal(guarded(pristine_));
+        bounds_.unseal(guarded(ref_out_));  // the reference rewrites them
         poison(ref_out_);
         ref_plan->poison_scratch();
         ref_plan->run(true, ctx);
+        check_reference_writes("its run for correctness " + ctx);
+        bounds_.seal(guarded(ref_out_));
       } else {
         import_trial(t);
+        bounds_.seal(guarded(pristine_));
       }
       // The candidate sees untouched inputs and outputs that hold nothing it did not write.
       restore_inputs();
@@ -642,6 +741,7 @@ EvaluationResult Evaluation::run() {
       cand_plan.poison_scratch();
       cand_plan.run(true, ctx);
       o.trials_run = t + 1;
+      check_candidate_writes("correctness " + ctx);
       const bool match = native ? outputs_match(t, "correctness", o, pointers(ref_out_), {})
                                 : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
       if (!match) {
@@ -653,9 +753,16 @@ EvaluationResult Evaluation::run() {
     if (!rq_.timing) return res;
 
     bool failed = false;
-    if (native && rq_.time_reference)
+    if (native && rq_.time_reference) {
+      bounds_.unseal(guarded(ref_out_));  // rewritten by every sample
       o.reference_time = time_plan(*ref_plan, ref_out_, "timing reference", false, o, failed);
+      check_reference_writes("the reference's timing");
+      bounds_.seal(guarded(ref_out_));
+    }
+    // Checked once after all the samples: the checks stay out of the timed spans and cost one
+    // check per pass, not per sample (the bands and seals keep what any sample did).
     o.candidate_time = time_plan(cand_plan, cand_out_, "timing candidate", true, o, failed);
+    check_candidate_writes("the timing");
     // The re-checks compared against the runner's copy of the server's outputs, which candidate
     // code could reach; the last word goes to the server's own tensors.
     if (!failed && !native) {
@@ -667,11 +774,18 @@ EvaluationResult Evaluation::run() {
       o.failure_stage = "re-check";
       return res;
     }
-    if (rq_.per_launch) o.launch_times = time_launches(cand_plan, 21);
-    if (rq_.metrics) collect_metrics(cand_plan, o);
+    if (rq_.per_launch) {
+      o.launch_times = time_launches(cand_plan, 21);
+      check_candidate_writes("the per-launch timing");
+    }
+    if (rq_.metrics) {
+      collect_metrics(cand_plan, o);
+      check_candidate_writes("the hardware counters' runs");
+    }
     if (rq_.cupti_check) {
       o.cupti = cupti_check(cand_plan);
       if (!o.cupti->problem.empty()) o.flags.push_back("cupti: " + o.cupti->problem);
+      check_candidate_writes("the CUPTI cross-check");
     }
     if (rq_.baseline) o.ab = compare_ab(cand_plan);
     for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
@@ -689,6 +803,10 @@ EvaluationResult Evaluation::run() {
     }
   } catch (const PlanError& e) {
     o.failure_stage = "plan";
+    o.message = e.what();
+  } catch (const BoundsViolation& e) {
+    o.correct = false;
+    o.failure_stage = "bounds";
     o.message = e.what();
   } catch (const ReferenceFailure& e) {
     o.correct = false;

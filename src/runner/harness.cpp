@@ -107,4 +107,24 @@ void Harness::sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n) {
         "kagent_peak_sgemm launch");
 }
 
+void Harness::guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed) {
+  auto front = static_cast<int64_t>(l.front), back_offset = static_cast<int64_t>(l.back_offset()),
+       back = static_cast<int64_t>(l.back);
+  void* args[] = {&base, &front, &back_offset, &back, &seed};
+  launch(kernel("kagent_guard_fill"), front + back, args);
+}
+
+void Harness::guard_check(CUdeviceptr base, const GuardLayout& l, uint64_t seed, CUdeviceptr result) {
+  auto front = static_cast<int64_t>(l.front), back_offset = static_cast<int64_t>(l.back_offset()),
+       back = static_cast<int64_t>(l.back);
+  void* args[] = {&base, &front, &back_offset, &back, &seed, &result};
+  launch(kernel("kagent_guard_check"), front + back, args);
+}
+
+void Harness::digest(CUdeviceptr p, size_t bytes, uint64_t key, CUdeviceptr result) {
+  auto n = static_cast<int64_t>(bytes);
+  void* args[] = {&p, &n, &key, &result};
+  launch(kernel("kagent_digest"), std::max<int64_t>(n / 8, 1), args);
+}
+
 }  // namespace kagent::runner

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "device.hpp"
+#include "kagent/eval/guard_bands.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::runner {
@@ -36,6 +37,13 @@ class Harness {
   // c = a b for row-major n x n FP32 matrices, n a multiple of 128 (kagent_peak_sgemm): the
   // matrix product that measures the FP32 roof.
   void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n);
+  // The guard bands of the allocation at `base` (kagent_guard_fill / kagent_guard_check); the
+  // check adds what it finds into the 4 words at `result`, which the caller zeroes. Enqueued only.
+  void guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed);
+  void guard_check(CUdeviceptr base, const GuardLayout& l, uint64_t seed, CUdeviceptr result);
+  // Adds the digest of `bytes` at p (256-byte aligned) into the word at `result`, which the caller
+  // zeroes (kagent_digest). Enqueued only.
+  void digest(CUdeviceptr p, size_t bytes, uint64_t key, CUdeviceptr result);
 
  private:
   CUfunction fn(const char* op, DType t);

@@ -2,7 +2,8 @@
 // input generation (counter-based, so a seed fully determines a tensor and no RNG state lives on
 // the GPU) and output comparison (the element rule of kagent/eval/compare_rule.hpp with the
 // optional fp64 reference, NaN/Inf parity, mismatch statistics, the reference's own error, and
-// its value range and zeros for the degenerate and weak-reference flags). Device code only.
+// its value range and zeros for the degenerate and weak-reference flags), guard bands and digests
+// that catch writes outside the candidate's buffers. Device code only.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -218,6 +219,90 @@ extern "C" __global__ void kagent_flush(const uint4* p, i64 n16, unsigned int ne
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == never && never == 0xFFFFFFFFu) *sink = acc;
+}
+
+// ---- writes outside the buffers (src/runner/bounds_check.cpp) ----
+// A guarded allocation is [front band][data][back band] (kagent/eval/guard_bands.hpp). A band
+// byte holds a canary derived from the evaluation's seed and the byte's address: it varies with the
+// offset and from buffer to buffer (so bytes copied from one buffer's band into another's, as by
+// out[i] = x[i] one element too far, differ from it), and it is never 0x00 or 0xFF, so zeros, the
+// 0xFF poison and most common constants (any value with a zero byte: 0, 1, 1.0f = 00 00 80 3F,
+// 2.0f, ...) always differ from it.
+__device__ __forceinline__ unsigned char guard_byte(u64 seed, const unsigned char* at) {
+  const u64 a = (u64)at;
+  const u64 r = mix64(seed ^ mix64(a >> 3));
+  return (unsigned char)(1 + ((r >> (8 * (a & 7))) & 0xFF) % 254);
+}
+
+// Band byte j (0 <= j < front + back) as an offset in the allocation.
+__device__ __forceinline__ i64 band_offset(i64 j, i64 front, i64 back_offset) {
+  return j < front ? j : back_offset + (j - front);
+}
+
+extern "C" __global__ void kagent_guard_fill(unsigned char* base, i64 front, i64 back_offset, i64 back, u64 seed) {
+  for (i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x; j < front + back; j += (i64)gridDim.x * blockDim.x) {
+    const i64 k = band_offset(j, front, back_offset);
+    base[k] = guard_byte(seed, base + k);
+  }
+}
+
+// result (4 words, zeroed before): [0] ~distance of the damaged front byte nearest the data (the
+// largest key is the smallest distance; 0: none), [1] damaged front bytes, [2] and [3] the same
+// for the back band (distance 0 is the byte right at the data's end).
+extern "C" __global__ void kagent_guard_check(const unsigned char* base, i64 front, i64 back_offset, i64 back,
+                                              u64 seed, u64* result) {
+  u64 front_key = 0, front_count = 0, back_key = 0, back_count = 0;
+  for (i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x; j < front + back; j += (i64)gridDim.x * blockDim.x) {
+    const i64 k = band_offset(j, front, back_offset);
+    if (base[k] == guard_byte(seed, base + k)) continue;
+    if (j < front) {
+      front_key = max(front_key, ~(u64)(front - k));
+      ++front_count;
+    } else {
+      back_key = max(back_key, ~(u64)(k - back_offset));
+      ++back_count;
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    front_key = max(front_key, __shfl_down_sync(0xffffffffu, front_key, off));
+    front_count += __shfl_down_sync(0xffffffffu, front_count, off);
+    back_key = max(back_key, __shfl_down_sync(0xffffffffu, back_key, off));
+    back_count += __shfl_down_sync(0xffffffffu, back_count, off);
+  }
+  if ((threadIdx.x & 31) == 0 && (front_count | back_count)) {
+    if (front_count) {
+      atomicMax(&result[0], front_key);
+      atomicAdd(&result[1], front_count);
+    }
+    if (back_count) {
+      atomicMax(&result[2], back_key);
+      atomicAdd(&result[3], back_count);
+    }
+  }
+}
+
+// A digest of the bytes only the harness writes (pristine inputs, reference outputs), taken when
+// it writes them and compared later: one pass over the bytes, one word back. Each 8-byte word is
+// mixed with its index and the key (a bijection of the word, so changing one word always changes
+// its term) and the terms are summed, in any order.
+__device__ __forceinline__ u64 digest_term(u64 w, u64 key, u64 i) {
+  u64 h = (w ^ (key + i * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+extern "C" __global__ void kagent_digest(const unsigned char* p, i64 bytes, u64 key, u64* result) {
+  const u64* words = (const u64*)p;  // p is an allocation's data: 256-byte aligned
+  const i64 n8 = bytes >> 3;
+  const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  u64 acc = 0;
+  for (i64 i = tid; i < n8; i += (i64)gridDim.x * blockDim.x) acc += digest_term(words[i], key, (u64)i);
+  if (tid == 0 && (bytes & 7)) {  // the last bytes of a size that is not a multiple of 8
+    u64 tail = 0;
+    for (i64 r = 0; r < (bytes & 7); ++r) tail |= (u64)p[n8 * 8 + r] << (8 * r);
+    acc += digest_term(tail, key, (u64)n8);
+  }
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0 && acc) atomicAdd(result, acc);
 }
 
 // ---- the FP32 roof: a register-tiled matrix product (src/runner/peaks.cpp times it) ----

@@ -94,7 +94,7 @@ PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate
       numel *= n;
     }
     t.bytes = static_cast<size_t>(numel) * dtype_size(s.dtype);
-    scratch_.emplace_back(t.bytes);
+    scratch_.emplace_back(t.bytes, "scratch", s.name);
     t.ptr = scratch_.back().get();
     all[s.name] = t;
   }
@@ -211,6 +211,12 @@ void PlanExecutor::launch(size_t i, const std::string& context) {
 
 void PlanExecutor::poison_scratch() {
   for (const auto& b : scratch_) check(cu().cuMemsetD8Async(b.get(), 0xFF, b.bytes(), dev_.stream()), "poison scratch");
+}
+
+std::vector<const GuardedBuffer*> PlanExecutor::scratch() const {
+  std::vector<const GuardedBuffer*> out;
+  for (const auto& b : scratch_) out.push_back(&b);
+  return out;
 }
 
 size_t PlanExecutor::scratch_bytes() const {

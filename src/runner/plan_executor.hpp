@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "guarded_buffer.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -39,6 +40,8 @@ class PlanExecutor {
   // Fills the scratch buffers with 0xFF bytes (stream-ordered), so nothing survives across calls.
   void poison_scratch();
   size_t scratch_bytes() const;
+  // The scratch buffers, each between guard bands (BoundsCheck fills and checks them).
+  std::vector<const GuardedBuffer*> scratch() const;
 
  private:
   struct Prepared {
@@ -55,7 +58,7 @@ class PlanExecutor {
   const Device& dev_;
   std::string who_;
   std::vector<ScalarArg> scalars_;
-  std::vector<DeviceBuffer> scratch_;
+  std::vector<GuardedBuffer> scratch_;
   std::vector<Prepared> launches_;
 };
 

@@ -46,9 +46,9 @@ class CompileTest : public ::testing::Test {
 
 }  // namespace
 
-// kagent's own kernels (fill, compare, flush, the FP32-peak matrix product) compile for every
-// architecture kagent targets, and the matrix product keeps its 8x8 tile in registers: a spill
-// would make the measured FP32 roof a memory benchmark.
+// kagent's own kernels (fill, compare, flush, guard bands, digests, the FP32-peak matrix product)
+// compile for every architecture kagent targets, and the matrix product keeps its 8x8 tile in
+// registers: a spill would make the measured FP32 roof a memory benchmark.
 TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
   for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
     SCOPED_TRACE(arch);
@@ -62,6 +62,14 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
     EXPECT_EQ(k->stack_frame, 0);
     EXPECT_LE(k->registers, 255);
     EXPECT_EQ(k->static_smem, 2 * 2 * 8 * 128 * 4);  // A and B tiles, double-buffered
+    // The guard bands' and seals' kernels (src/runner/bounds_check.cpp), without local memory.
+    for (const char* name : {"kagent_guard_fill", "kagent_guard_check", "kagent_digest"}) {
+      SCOPED_TRACE(name);
+      auto g = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+      ASSERT_NE(g, r.kernels.end());
+      EXPECT_EQ(g->stack_frame, 0);
+      EXPECT_EQ(g->spill_stores, 0);
+    }
   }
 }
 

@@ -62,6 +62,28 @@ TEST(Examples, EveryCandidateCompilesAndMatchesItsPlanAndOp) {
   EXPECT_GE(compiled, 5);
 }
 
+// The GPU tests' fixtures (tests/gpu/kernels, tests/gpu/ops) compile too, so a GPU run never fails
+// on a typo; their plans match their kernels, bar the one whose point is that it does not.
+TEST(Examples, EveryGpuTestFixtureCompiles) {
+  test::TempDir cache_dir;
+  Compiler compiler(find_cuda_paths(), std::make_shared<CompileCache>(cache_dir.path()));
+  int compiled = 0;
+  for (const char* dir : {"tests/gpu/kernels", "tests/gpu/ops"}) {
+    for (auto& e : fs::recursive_directory_iterator(test::source_dir() / dir)) {
+      if (!e.is_regular_file() || e.path().extension() != ".cu") continue;
+      SCOPED_TRACE(e.path().string());
+      Candidate cand = load_candidate(e.path());
+      auto r = compiler.compile(cand, "sm_90a");
+      ASSERT_TRUE(r.ok) << r.log;
+      if (e.path().filename() != "wrong_arg_count.cu") {
+        EXPECT_NO_THROW(check_plan_kernels(cand, kernel_signatures(r.kernels)));
+      }
+      ++compiled;
+    }
+  }
+  EXPECT_GE(compiled, 20);
+}
+
 TEST(Examples, DeliberateCompileErrorReportsItsLine) {
   int seen = 0;
   Compiler compiler(find_cuda_paths(), nullptr);

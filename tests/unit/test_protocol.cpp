@@ -80,6 +80,17 @@ TEST(Protocol, CuptiCrossCheckRoundTrips) {
   EXPECT_DOUBLE_EQ(old.get<LaunchTime>().cupti_ms, -1);
 }
 
+TEST(Protocol, GuardChecksAreOnUnlessTurnedOff) {
+  EvalRequest a = sample_request();
+  EXPECT_TRUE(nlohmann::json(a).get<EvalRequest>().guard_checks);
+  a.guard_checks = false;
+  EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().guard_checks);
+  // A request from a kagent that predates the field gets them.
+  nlohmann::json old = nlohmann::json(sample_request());
+  old.erase("guard_checks");
+  EXPECT_TRUE(old.get<EvalRequest>().guard_checks);
+}
+
 TEST(Protocol, KernelMetricsRoundTrip) {
   EvalRequest a = sample_request();
   EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().metrics);

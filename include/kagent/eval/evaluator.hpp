@@ -31,6 +31,7 @@ struct EvalOptions {
   AbRule ab_rule;                  // A/B comparisons against a baseline kernel (kagent check)
   bool cupti_check = true;         // after timing, check it against CUPTI's kernel records
   bool refresh_peaks = false;      // re-measure the GPU's peaks instead of reading the cache
+  bool guard_checks = true;        // guard bands and seals (off only to measure their cost)
 };
 
 struct EvalReport {

@@ -55,6 +55,9 @@ struct EvalRequest {
   AbRule ab_rule;
   bool cupti_check = true;  // after timing, check the event timing against CUPTI's kernel records
   bool metrics = false;     // hardware counters per kernel (the profile)
+  // Guard bands and seals that catch writes outside the buffers (failure stage "bounds"). Off only
+  // to measure what they cost (benchmarks/eval_latency).
+  bool guard_checks = true;
 };
 
 // The candidate against a baseline kernel, timed in alternation on the same inputs.
@@ -161,7 +164,8 @@ struct CuptiCheck {
 
 struct EvalOutcome {
   bool correct = false;
-  // "", "plan", "launch", "correctness", "re-check", "reference" (the server failed), "timeout", "crash"
+  // "", "plan", "launch", "correctness", "re-check", "bounds" (wrote outside its buffers),
+  // "reference" (the server failed, or a native reference wrote outside its buffers), "timeout", "crash"
   std::string failure_stage;
   std::string message;  // one paragraph for failures, naming the launch/argument/tensor
   std::optional<MismatchReport> mismatch;
