@@ -6,7 +6,7 @@
 
 namespace kagent::agent {
 
-// Letters, digits, '-', '_' and '.' kept; every other byte (and a leading '.') becomes '_';
+// Letters, digits, '-', '_' and a '.' after a letter or digit kept; every other byte becomes '_';
 // runs of '_' collapse; at most 80 bytes; "op" when nothing is left.
 std::string run_folder_name(std::string_view op_name);
 
