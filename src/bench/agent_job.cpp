@@ -2,7 +2,6 @@
 // (runs/<level>/<name>), so a crash or a hang of one run cannot take the batch with it. A run
 // that was cut off (the batch killed, or interrupted) is continued with --resume next time.
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/sandbox/spawn.hpp"
 
 namespace kagent::bench {
 
@@ -31,33 +31,20 @@ struct ChildExit {
   int signal = 0;      // when a signal ended it
 };
 
-// Starts argv with stdout and stderr appended to `log`, in its own process group, with
-// PR_SET_PDEATHSIG so that it dies with this worker thread (a killed batch leaves no orphan
-// agent writing into a run folder that a resumed batch is about to continue).
+// Starts argv with stdout and stderr appended to `log`, under the agent-run policy: its own
+// process group, default signals, and death with this worker thread (a killed batch leaves no
+// orphan agent writing into a run folder that a resumed batch is about to continue).
 pid_t spawn_logged(const std::vector<std::string>& argv, const fs::path& log) {
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw EnvError(fmt::format("{}: cannot open ({})", log.string(), std::strerror(errno)));
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::setpgid(0, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::execv(args[0], args.data());
-    ::_exit(127);
+  try {
+    pid_t pid = sandbox::spawn(sandbox::agent_run_policy(), {argv, {}, -1, fd, fd});
+    ::close(fd);
+    return pid;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  ::close(fd);
-  if (devnull >= 0) ::close(devnull);
-  if (pid < 0) throw EnvError(fmt::format("cannot start {} ({})", argv[0], std::strerror(errno)));
-  return pid;
 }
 
 // Waits for the child; on `stop` it gets SIGINT (the agent stops cleanly, keeping its transcript)

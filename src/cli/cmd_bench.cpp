@@ -173,6 +173,7 @@ int run_bench(BenchArgs a) {
     if (a.max_tokens > 0) add("--max-tokens", std::to_string(a.max_tokens));
     if (a.no_shell) ao.optimize_args.push_back("--no-shell");
     for (const auto& f : a.overrides.to_args()) ao.optimize_args.push_back(f);
+    if (a.llm.allow_op_endpoint) ao.optimize_args.push_back("--allow-op-endpoint");
     fmt::print(info, "  optimize flags: {}\n",
                ao.optimize_args.empty() ? "(none: the ops' budgets and the LLM config)"
                                         : fmt::format("{}", fmt::join(ao.optimize_args, " ")));
@@ -282,6 +283,8 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--base-url", a->llm.base_url, "--agent: LLM endpoint base URL");
   sub->add_option("--model", a->llm.model, "--agent: model name");
   sub->add_option("--api-key-env", a->llm.api_key_env, "--agent: environment variable holding the API key");
+  sub->add_flag("--allow-op-endpoint", a->llm.allow_op_endpoint,
+                "--agent: let an op.json's llm section choose the endpoint (see kagent optimize)");
   sub->add_option("--script", a->llm.script, "--agent: JSONL file of assistant turns (provider script)");
   sub->add_option("--turns", a->turns, "--agent: turn budget per problem")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", a->minutes, "--agent: time budget per problem")->check(CLI::Range(0.01, 100000.0));

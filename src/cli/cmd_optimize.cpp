@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "kagent/agent/agent.hpp"
 #include "kagent/agent/prompts.hpp"
+#include "kagent/agent/run_folder.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/text_table.hpp"
@@ -88,7 +89,8 @@ int run_optimize(OptimizeArgs a) {
   Op op = load_op(a.op);
   if (!a.precision.empty()) op = with_precision(std::move(op), precision_option(a.precision));
   a.overrides.apply(op);
-  if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", op.name, timestamp());
+  // The op's name is the problem file's text: one safe path component, never a path of its own.
+  if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", agent::run_folder_name(op.name), timestamp());
   std::error_code ec;
   if (!resuming && fs::exists(out / "transcript.jsonl", ec))
     throw InputError(
@@ -260,6 +262,9 @@ Command add_optimize_command(CLI::App& app) {
   sub->add_option("--base-url", a->llm.base_url, "LLM endpoint base URL");
   sub->add_option("--model", a->llm.model, "Model name");
   sub->add_option("--api-key-env", a->llm.api_key_env, "Environment variable holding the API key");
+  sub->add_flag("--allow-op-endpoint", a->llm.allow_op_endpoint,
+                "Let the op.json's llm section choose provider, base_url, api_key_env and script (by default a "
+                "problem file may set the model and generation settings only)");
   sub->add_option("--script", a->llm.script, "JSONL file of assistant turns (provider script)");
   sub->add_option("--turns", a->turns, "Turn budget (default: the op's)")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", a->minutes, "Time budget (default: the op's)")->check(CLI::Range(0.01, 100000.0));

@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,7 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-extern char** environ;
+#include "kagent/sandbox/spawn.hpp"
 
 namespace kagent {
 
@@ -46,8 +45,7 @@ ProcessResult run_capture(const std::vector<std::string>& argv, std::chrono::mil
                           const std::string& stdin_data) {
   ProcessResult result;
   if (argv.empty()) return result;
-  std::string exe = find_in_path(argv[0]);
-  if (exe.empty()) return result;
+  if (find_in_path(argv[0]).empty()) return result;
 
   int out_pipe[2], in_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
@@ -56,27 +54,17 @@ ProcessResult run_capture(const std::vector<std::string>& argv, std::chrono::mil
     close(out_pipe[1]);
     return result;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 2);
-  // Its own process group, so a timeout kills the child and anything it started.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  // Default signals, its own process group (a timeout kills the child and anything it started),
+  // death with kagent: the helper policy of the sandbox module.
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  try {
+    pid = sandbox::spawn(sandbox::helper_policy(), {argv, {}, in_pipe[0], out_pipe[1], out_pipe[1]});
+  } catch (const std::exception&) {
+    pid = -1;
+  }
   close(out_pipe[1]);
   close(in_pipe[0]);
-  if (rc != 0) {
+  if (pid < 0) {
     close(out_pipe[0]);
     close(in_pipe[1]);
     return result;

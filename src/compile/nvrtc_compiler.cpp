@@ -9,16 +9,19 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/hash.hpp"
+#include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/cubin.hpp"
+#include "kagent/compile/option_allowlist.hpp"
 #include "kagent/compile/ptxas_log.hpp"
+#include "kagent/compile/toolkit_identity.hpp"
 
 namespace kagent {
 
 namespace {
 
 // Bumped whenever what a cache entry holds, or how it is produced, changes.
-constexpr std::string_view kCacheFormat = "kagent-compile-v1";
+constexpr std::string_view kCacheFormat = "kagent-compile-v2";
 
 class Program {
  public:
@@ -98,8 +101,8 @@ CompileResult compile_checked(const Candidate& cand, const Op* op, const Compile
   return r;
 }
 
-Compiler::Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache)
-    : paths_(std::move(paths)), cache_(std::move(cache)) {}
+Compiler::Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache, CompileIsolation isolation)
+    : paths_(std::move(paths)), cache_(std::move(cache)), isolation_(isolation) {}
 
 std::string Compiler::nvrtc_version() {
   int major = 0, minor = 0;
@@ -113,11 +116,19 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
   CompileResult r;
   r.arch = arch;
   r.options = harness_options(arch, paths_);
+  // Checked again here, not only when the plan was parsed: options may reach the compiler by
+  // other routes, and an option that names a file must never get to NVRTC.
+  for (size_t i = 0; i < cand.plan.options.size(); ++i)
+    check_option_allowed(cand.plan.options[i], fmt::format("{}: plan key options[{}]", cand.path.string(), i));
   r.options.insert(r.options.end(), cand.plan.options.begin(), cand.plan.options.end());
   const std::string name = cand.path.string();
+  // What the source can include is the toolkit's headers and nothing else (the worker sees no
+  // other file): their identity is part of the key.
+  const std::string toolkit = toolkit_identity(paths_);
 
   Hasher h;
   h.add_field(kCacheFormat).add_field(nvrtc_version()).add_field(arch).add_field(name).add_field(cand.source);
+  h.add_field(toolkit);
   for (const auto& o : r.options) h.add_field(o);
   r.key = h.hex();
 
@@ -130,7 +141,8 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
     // The entry records its inputs; a hash collision or a stale entry is a miss, never a wrong cubin.
     if (auto hit = cache_->get(r.key); hit && hit->meta.value("source", "") == cand.source &&
                                        hit->meta.value("options", std::vector<std::string>{}) == r.options &&
-                                       hit->meta.value("nvrtc", "") == nvrtc_version()) {
+                                       hit->meta.value("nvrtc", "") == nvrtc_version() &&
+                                       hit->meta.value("toolkit", "") == toolkit) {
       try {
         r.ok = hit->meta.at("ok").get<bool>();
         r.log = hit->meta.at("log").get<std::string>();
@@ -144,13 +156,25 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
     }
   }
 
-  Program prog(cand.source, name);
-  nvrtcResult rc = prog.compile(r.options);
-  const std::string full_log = prog.log();
+  nvrtcResult rc = NVRTC_SUCCESS;
+  std::string full_log;
+  if (isolation_ == CompileIsolation::worker) {
+    WorkerResult w = run_compile_worker({name, cand.source, r.options, toolkit_visible_dirs(paths_)});
+    rc = static_cast<nvrtcResult>(w.nvrtc_result);
+    full_log = std::move(w.log);
+    std::erase(full_log, '\0');
+    r.cubin = std::move(w.cubin);
+    r.isolation = w.isolation;
+  } else {
+    Program prog(cand.source, name);
+    rc = prog.compile(r.options);
+    full_log = prog.log();
+    if (rc == NVRTC_SUCCESS) r.cubin = prog.cubin();
+    r.isolation = "in-process";
+  }
   r.log = strip_ptxas_info(full_log);
   r.ok = rc == NVRTC_SUCCESS;
   if (r.ok) {
-    r.cubin = prog.cubin();
     try {
       r.kernels = kernel_table(r.cubin, full_log);
     } catch (const std::exception& e) {
@@ -165,7 +189,7 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
     CacheEntry entry;
     entry.meta = {{"format", kCacheFormat}, {"nvrtc", nvrtc_version()}, {"arch", arch},
                   {"options", r.options},   {"source", cand.source},    {"ok", r.ok},
-                  {"log", r.log},           {"kernels", r.kernels}};
+                  {"log", r.log},           {"kernels", r.kernels},     {"toolkit", toolkit}};
     entry.cubin = r.cubin;
     cache_->put(r.key, entry);
   }

@@ -19,9 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kagent/common/process.hpp"
-#include "kagent/eval/sandbox.hpp"
-
-extern char** environ;
+#include "kagent/sandbox/spawn.hpp"
 
 namespace kagent {
 
@@ -69,71 +67,6 @@ bool make_pipe(int fds[2]) {
 
 void set_nonblocking(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-// argv/envp for execve, built before fork (the child may not allocate).
-struct CStrings {
-  explicit CStrings(const std::vector<std::string>& strings) : owned(strings) {
-    for (auto& s : owned) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-  }
-  std::vector<std::string> owned;
-  std::vector<char*> ptrs;
-};
-
-// kagent's own environment with KAGENT_GPU replaced (unsandboxed runs, for debugging).
-std::vector<std::string> inherited_environment(const std::string& gpu_var) {
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::string_view(*e).starts_with("KAGENT_GPU=")) continue;
-    env.emplace_back(*e);
-  }
-  env.push_back(gpu_var);
-  return env;
-}
-
-// Async-signal-safe message to the child's stderr (the pipe kagent reads).
-void child_fail(const char* what, int err) {
-  char num[16];
-  int n = 0;
-  unsigned v = static_cast<unsigned>(err);
-  do {
-    num[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0 && n < 15);
-  [[maybe_unused]] ssize_t w = write(2, what, std::strlen(what));
-  w = write(2, " (errno ", 8);
-  while (n > 0) w = write(2, &num[--n], 1);
-  w = write(2, ")\n", 2);
-}
-
-// Runs in the forked child: only async-signal-safe calls until execve.
-[[noreturn]] void child_exec(int in_fd, int out_fd, int err_fd, bool sandbox, pid_t parent, char* const* argv,
-                             char* const* envp) {
-  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
-  // The other pipe ends are O_CLOEXEC and vanish at exec; fds 0-2 are not.
-  // Start the runner with default signal state: kagent may ignore SIGPIPE or block signals
-  // in this thread, and both would survive exec.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGPIPE, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Own process group in every mode: the kill on timeout is kill(-pid), which must never
-  // reach kagent's own group.
-  setpgid(0, 0);
-  if (sandbox) {
-    if (!apply_child_limits()) {
-      child_fail("kagent: runner sandbox setup failed", errno);
-      _exit(126);
-    }
-    // kagent died before PR_SET_PDEATHSIG took effect: no one would ever stop us.
-    if (getppid() != parent) _exit(126);
-  }
-  execve(argv[0], argv, envp);
-  child_fail("kagent: cannot execute the runner", errno);
-  _exit(127);
 }
 
 // Waits up to `grace` for the runner to exit, then SIGKILLs its process group and reaps it.
@@ -282,13 +215,13 @@ bool RunnerClient::start(Reply& r) {
 
   std::vector<std::string> args{exe};
   args.insert(args.end(), opt_.args.begin(), opt_.args.end());
-  std::string gpu_var = fmt::format("KAGENT_GPU={}", opt_.gpu);
-  CStrings argv(args);
   std::vector<std::string> extra = opt_.env;
-  extra.push_back(gpu_var);
-  std::vector<std::string> env = opt_.sandbox ? scrubbed_environment(extra) : inherited_environment(gpu_var);
-  if (!opt_.sandbox) env.insert(env.end(), opt_.env.begin(), opt_.env.end());
-  CStrings envp(env);
+  extra.push_back(fmt::format("KAGENT_GPU={}", opt_.gpu));
+  sandbox::SandboxPolicy policy = opt_.policy;
+  if (!opt_.sandbox) {  // unsandboxed runs, for debugging: kagent's own environment and limits
+    policy.environment.reset();
+    policy.restricted = false;
+  }
 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err)) {
@@ -300,10 +233,13 @@ bool RunnerClient::start(Reply& r) {
     return fail(fmt::format("cannot create pipes for the runner: {}", std::strerror(e)));
   }
 
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) child_exec(in[0], out[1], err[1], opt_.sandbox, parent, argv.ptrs.data(), envp.ptrs.data());
-  int fork_errno = errno;
+  pid_t pid = -1;
+  std::string spawn_error;
+  try {
+    pid = sandbox::spawn(policy, {args, extra, in[0], out[1], err[1]});
+  } catch (const std::exception& e) {
+    spawn_error = e.what();
+  }
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -311,11 +247,8 @@ bool RunnerClient::start(Reply& r) {
     close(in[1]);
     close(out[0]);
     close(err[0]);
-    return fail(fmt::format("cannot fork the runner: {}", std::strerror(fork_errno)));
+    return fail(fmt::format("cannot start the runner: {}", spawn_error));
   }
-  // Also from this side, so that a kill(-pid) right after fork cannot miss the child
-  // (EACCES once it has exec'd is fine: it made its group itself by then).
-  setpgid(pid, pid);
   pid_ = pid;
   to_child_ = in[1];
   from_child_ = out[0];
@@ -332,8 +265,8 @@ bool RunnerClient::start(Reply& r) {
       int status = terminate_and_reap(pid_, kGrace);
       pid_ = -1;
       std::string how = describe_status(status);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 127) how += ": could not execute it";
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 126) how += ": sandbox setup failed";
+      if (WIFEXITED(status) && WEXITSTATUS(status) == sandbox::kExecFailedExit) how += ": could not execute it";
+      if (WIFEXITED(status) && WEXITSTATUS(status) == sandbox::kSetupFailedExit) how += ": sandbox setup failed";
       what = fmt::format("runner '{}' {} before its hello line", exe, how);
       stop(true);
     }

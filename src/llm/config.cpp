@@ -1,5 +1,6 @@
 #include "kagent/llm/config.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -107,16 +108,19 @@ std::string LlmConfig::describe() const {
                      api_key_source.empty() ? "no API key" : "key from " + api_key_source);
 }
 
-LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
-                             const std::optional<std::string>& config_file_path,
-                             const std::function<const char*(const char*)>& getenv_fn) {
+namespace {
+
+// The settings that decide where requests, and with them the API key, are sent. A problem file
+// is data people download: on its own it may not choose these (see resolve_llm_config).
+constexpr std::array<const char*, 4> kEndpointKeys = {"provider", "base_url", "api_key_env", "script"};
+
+LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& file,
+                         const std::function<const char*(const char*)>& getenv_fn) {
   auto env = [&](const char* name) -> std::optional<std::string> {
     const char* v = getenv_fn ? getenv_fn(name) : std::getenv(name);
     if (v == nullptr || *v == '\0') return std::nullopt;
     return std::string(v);
   };
-  const Layer op = checked_layer("op.json", op_llm);
-  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
   LlmConfig c;
 
   // Each setting: the first of flag, environment, op.json, config file that has it.
@@ -207,6 +211,45 @@ LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm
         fmt::format("no model for provider {}: set --model, $KAGENT_MODEL, llm.model in the op.json or "
                     "\"model\" in {}",
                     provider_name(c.provider), file.name.empty() ? "the config file" : file.name));
+  }
+  return c;
+}
+
+// What the resolved configuration says for an endpoint key, to compare with an op.json's value.
+std::string resolved_value(const LlmConfig& c, const std::string& key) {
+  if (key == "provider") return std::string(provider_name(c.provider));
+  if (key == "base_url") return c.base_url;
+  if (key == "api_key_env") return c.api_key_source.empty() ? "" : c.api_key_source.substr(1);
+  return c.script;
+}
+
+}  // namespace
+
+LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                             const std::optional<std::string>& config_file_path,
+                             const std::function<const char*(const char*)>& getenv_fn) {
+  const Layer op = checked_layer("op.json", op_llm);
+  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
+  if (flags.allow_op_endpoint) return resolve_layers(flags, op, file, getenv_fn);
+  // Without --allow-op-endpoint the op.json keeps its model and generation settings; its endpoint
+  // keys are accepted only where they change nothing.
+  Layer settings = op;
+  for (const char* k : kEndpointKeys) settings.j.erase(k);
+  LlmConfig c = resolve_layers(flags, settings, file, getenv_fn);
+  for (const char* k : kEndpointKeys) {
+    auto v = op.str(k);
+    if (!v) continue;
+    std::string want = *v;
+    if (std::string_view(k) == "base_url")
+      while (!want.empty() && want.back() == '/') want.pop_back();
+    if (want == resolved_value(c, k)) continue;
+    throw InputError(fmt::format(
+        "op.json: llm.{}: a problem file may not choose where requests and the API key go ({} here is '{}', "
+        "from {}); set it with a flag, the environment or your config file ({}), or pass --allow-op-endpoint "
+        "to accept the op.json's",
+        k, k, resolved_value(c, k).empty() ? "none" : resolved_value(c, k),
+        c.origin.count(k) ? c.origin.at(k) : (std::string_view(k) == "api_key_env" ? "the usual variables" : "default"),
+        default_config_path()));
   }
   return c;
 }

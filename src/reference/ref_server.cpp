@@ -21,6 +21,7 @@ RunnerOptions server_options(int gpu) {
   o.args = {"-m", "kagent_ref"};
   o.gpu = gpu;
   o.hello_name = "kagent-ref";
+  o.policy = sandbox::reference_server_policy();
   o.start_timeout = 120s;  // importing torch can take a while on a cold machine
   o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
   return o;

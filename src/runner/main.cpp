@@ -15,8 +15,8 @@
 
 #include "evaluation.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/eval/sandbox.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/sandbox/network.hpp"
 #include "peaks.hpp"
 
 using namespace kagent;
@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   // Before any CUDA call (the driver starts threads): its own network namespace where allowed.
+  using namespace sandbox;
   NetnsResult ns = cuda_tool_attached() ? NetnsResult{false, kCudaToolNetnsWarning} : enter_network_namespace();
   reply({{"hello", "kagent-runner"},
          {"version", KAGENT_VERSION},

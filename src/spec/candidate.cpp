@@ -9,6 +9,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/compile/option_allowlist.hpp"
 #include "text_util.hpp"
 
 namespace kagent {
@@ -260,12 +261,6 @@ class PlanParser {
   }
 };
 
-// The option's name: the text before '=' or a space ("-rdc=true" -> "-rdc").
-std::string_view option_name(std::string_view option) {
-  size_t end = option.find_first_of("= \t");
-  return end == std::string_view::npos ? option : option.substr(0, end);
-}
-
 }  // namespace
 
 std::string_view scalar_type_name(ScalarType t) {
@@ -283,29 +278,7 @@ size_t scalar_type_size(ScalarType t) {
 }
 
 void check_candidate_option(const std::string& option, const std::string& where) {
-  if (option.empty() || option[0] != '-') {
-    throw InputError(
-        fmt::format("{}: option '{}' is refused: expected an NVRTC option starting with '-'", where, option));
-  }
-  std::string_view name = option_name(option);
-  // Separate compilation and device linking would let device code launch grids (dynamic
-  // parallelism) on streams the timer does not see, so candidates stay whole-program.
-  static constexpr std::array<std::string_view, 10> kDeviceLink = {
-      "-rdc", "--relocatable-device-code", "-dc", "--device-c", "-dw", "--device-w", "-dlto", "--dlink-time-opt",
-      "-ewp", "--extensible-whole-program"};
-  if (std::find(kDeviceLink.begin(), kDeviceLink.end(), name) != kDeviceLink.end()) {
-    throw InputError(fmt::format(
-        "{}: option '{}' is refused: it would let device code launch grids (or link device code), which the "
-        "harness cannot time",
-        where, option));
-  }
-  if (name == "-arch" || name == "--gpu-architecture") {
-    throw InputError(
-        fmt::format("{}: option '{}' is refused: the GPU architecture is set by the harness", where, option));
-  }
-  if (name.starts_with("-I") || name == "--include-path") {
-    throw InputError(fmt::format("{}: option '{}' is refused: include paths are set by the harness", where, option));
-  }
+  check_option_allowed(option, where);  // an allowlist: compile/option_allowlist.cpp
 }
 
 Candidate parse_candidate(std::string source, const std::filesystem::path& path) {

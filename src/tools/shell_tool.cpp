@@ -25,9 +25,14 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/common/process.hpp"
-#include "kagent/eval/sandbox.hpp"
+#include "kagent/sandbox/environment.hpp"
+#include "kagent/sandbox/filesystem_view.hpp"
+#include "kagent/sandbox/pid_limit.hpp"
+#include "kagent/sandbox/policy.hpp"
+#include "kagent/sandbox/process_setup.hpp"
 
 extern char** environ;
 
@@ -45,32 +50,29 @@ constexpr const char* kBubblewrap = "bubblewrap";
 constexpr int kSetupFailedExit = 125;
 // Device nodes the sandbox's own /dev offers; GPU nodes (/dev/nvidia*) are added when present.
 constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+// The host directories a job needs: system binaries and libraries (Python and PyTorch installed
+// system-wide or in /opt live here too) and /sys (the CUDA driver and nvidia-smi read it).
+constexpr const char* kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sys"};
+// Of /etc only what programs need to start (the loader's cache, user and group names, the
+// alternatives links that name python3 and friends): no shadow, no keys, no credentials.
+constexpr const char* kEtcEntries[] = {"ld.so.cache", "ld.so.conf",     "ld.so.conf.d", "alternatives", "passwd",
+                                       "group",       "nsswitch.conf",  "localtime",    "timezone",     "hosts",
+                                       "host.conf",   "bash.bashrc",    "profile",      "inputrc",      "terminfo",
+                                       "os-release",  "debian_version", "mime.types",   "python3",      "matplotlibrc"};
 
 // ---- what the child needs, built before it exists --------------------------------------------
 //
 // The tool runs in a multi-threaded program, so between clone and exec only async-signal-safe
-// calls are allowed: no allocation, no locks, no stdio. Everything the child reads (paths, id
-// maps, argv, environment) is prepared here, and the child uses raw system calls only.
-
-struct MountPoint {
-  std::string path;
-  unsigned long flags = 0;  // MS_NOSUID/MS_NODEV/MS_NOEXEC now in force: a user namespace must keep them
-};
-
-struct DevNode {
-  std::string source;  // /dev/null on the host
-  bool is_dir = false;
-};
+// calls are allowed: no allocation, no locks, no stdio. Everything the child reads (the view,
+// id maps, argv, environment) is prepared here, and the child uses raw system calls only.
 
 struct ChildPlan {
   std::string ws;
-  unsigned long ws_flags = 0;
-  std::vector<std::string> ws_prefixes;  // "/tmp", "/tmp/a", ...: mount points made inside fresh tmpfs
-  std::vector<MountPoint> read_only;     // every mount outside the workspace
-  std::vector<std::string> masks;        // fresh tmpfs here (/tmp, /run): host sockets and files hidden
-  std::vector<DevNode> dev;              // bound into a fresh /dev (no disks, no /dev/mem)
-  std::vector<int> dev_fds;              // filled by the child (preallocated: it may not allocate)
+  std::vector<std::string> read_only;  // every host mount: remounted read-only before the view binds them
+  std::vector<unsigned long> read_only_flags;
+  sandbox::FilesystemView view;
   std::string uid_map, gid_map;
+  std::string pid_max;  // the pid namespace's pid_max; empty: no such limit here
   int cap_last = 63;
   std::string exe;  // bash, or bwrap
   std::vector<std::string> args, env;
@@ -102,11 +104,6 @@ std::string unescape_mountinfo(const std::string& s) {
   return out;
 }
 
-bool is_within(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
-}
-
 unsigned long locked_flags(const std::string& path, bool* ok) {
   struct statvfs st {};
   *ok = statvfs(path.c_str(), &st) == 0;
@@ -117,48 +114,25 @@ unsigned long locked_flags(const std::string& path, bool* ok) {
   return flags;
 }
 
-// Every mount point outside the workspace, from /proc/self/mountinfo (field 5), with its flags.
-// One statvfs per path gives the flags of the topmost mount there, the one a remount changes.
-// Paths we cannot even stat are unreachable for the sandboxed shell too and are left out.
-std::vector<MountPoint> mounts_outside(const std::string& ws) {
+// Every host mount point outside the workspace, from /proc/self/mountinfo (field 5), with its
+// flags: remounted read-only in the sandbox's mount namespace, so that the view's recursive binds
+// carry no writable submount. Paths we cannot even stat are unreachable and left out.
+void mounts_outside(ChildPlan& plan) {
   std::ifstream in("/proc/self/mountinfo");
-  std::vector<MountPoint> out;
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string id, parent, dev, root, point;
     if (!(fields >> id >> parent >> dev >> root >> point)) continue;
     point = unescape_mountinfo(point);
-    if (is_within(point, ws)) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const MountPoint& m) { return m.path == point; })) continue;
+    if (sandbox::is_within(point, plan.ws)) continue;
+    if (std::find(plan.read_only.begin(), plan.read_only.end(), point) != plan.read_only.end()) continue;
     bool ok = false;
     unsigned long flags = locked_flags(point, &ok);
-    if (ok) out.push_back({point, flags});
+    if (!ok) continue;
+    plan.read_only.push_back(point);
+    plan.read_only_flags.push_back(flags);
   }
-  return out;
-}
-
-bool is_real_dir(const char* path) {
-  struct stat st {};
-  return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::vector<DevNode> dev_nodes() {
-  std::vector<DevNode> out;
-  auto add = [&](const std::string& name) {
-    struct stat st {};
-    std::string path = "/dev/" + name;
-    if (lstat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISDIR(st.st_mode)))
-      out.push_back({path, S_ISDIR(st.st_mode)});
-  };
-  for (const char* name : kDevNodes) add(name);
-  // The GPU, for programs the model builds and runs (nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/).
-  if (DIR* d = opendir("/dev")) {
-    while (dirent* e = readdir(d))
-      if (std::strncmp(e->d_name, "nvidia", 6) == 0) add(e->d_name);
-    closedir(d);
-  }
-  return out;
 }
 
 int read_cap_last() {
@@ -168,21 +142,62 @@ int read_cap_last() {
   return n;
 }
 
-// The shell's environment: no API keys or anything else of kagent's own; HOME and TMPDIR in the
-// workspace (the only writable place); the CUDA/NVIDIA variables a GPU program needs.
-std::vector<std::string> shell_environment(const fs::path& ws) {
-  std::vector<std::string> env;
-  const char* path = std::getenv("PATH");
-  env.push_back(std::string("PATH=") + (path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"));
-  if (const char* ld = std::getenv("LD_LIBRARY_PATH")) env.push_back(std::string("LD_LIBRARY_PATH=") + ld);
-  env.push_back("HOME=" + ws.string());
-  env.push_back("TMPDIR=" + (ws / ".tmp").string());
-  env.push_back("LANG=C.UTF-8");
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view var = *e;
-    if (var.substr(0, 5) == "CUDA_" || var.substr(0, 7) == "NVIDIA_") env.emplace_back(var);
+// A PATH directory, or the environment it belongs to (a virtualenv or conda prefix, whose
+// site-packages the interpreter in it needs; pyenv's root, whose shims run its libexec and
+// versions), for the view.
+std::string path_entry_root(const std::string& dir) {
+  std::error_code ec;
+  fs::path parent = fs::path(dir).parent_path();
+  if (fs::exists(parent / "pyvenv.cfg", ec) || fs::exists(parent / "conda-meta", ec) ||
+      fs::exists(parent / "libexec" / "pyenv", ec))
+    return parent.string();
+  return dir;
+}
+
+// The host paths the model's shell sees, read-only; README.md ("The shell's view") lists them.
+std::vector<std::string> shell_read_only_paths(const std::string& ws) {
+  std::vector<std::string> out(std::begin(kSystemDirs), std::end(kSystemDirs));
+  for (const char* e : kEtcEntries) out.push_back(std::string("/etc/") + e);
+  // The CUDA toolkit kagent uses, wherever it is installed.
+  out.push_back(KAGENT_CUDA_HOME_DEFAULT);
+  if (const char* home = std::getenv("KAGENT_CUDA_HOME"); home != nullptr && *home == '/') out.push_back(home);
+  // The programs on kagent's PATH (a virtualenv's python3 with its torch, a conda install).
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    std::string dir;
+    while (std::getline(dirs, dir, ':'))
+      if (!dir.empty() && dir[0] == '/' && !sandbox::is_within(dir, ws)) out.push_back(path_entry_root(dir));
   }
-  return env;
+  return out;
+}
+
+sandbox::FilesystemView shell_view(const std::string& ws) {
+  sandbox::FilesystemView v;
+  for (const auto& p : shell_read_only_paths(ws)) v.add_read_only(p);
+  // Private scratch space: the host's /tmp, /run (and its sockets) are not there.
+  v.add_tmpfs("/tmp", "mode=1777");
+  v.add_tmpfs("/var/tmp", "mode=1777");
+  v.add_tmpfs("/run", "mode=755");
+  // A small /dev: no disks, no /dev/mem; the GPU's nodes for programs the model builds and runs.
+  v.add_tmpfs("/dev", "mode=755");
+  for (const char* name : kDevNodes) v.add_device(std::string("/dev/") + name);
+  if (DIR* d = opendir("/dev")) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "nvidia", 6) == 0) v.add_device(std::string("/dev/") + e->d_name);
+    closedir(d);
+  }
+  v.add_symlink("/dev/fd", "/proc/self/fd");
+  v.add_symlink("/dev/stdin", "/proc/self/fd/0");
+  v.add_symlink("/dev/stdout", "/proc/self/fd/1");
+  v.add_symlink("/dev/stderr", "/proc/self/fd/2");
+  v.add_tmpfs("/dev/shm", "mode=1777");
+  // Our own /proc, showing only the sandbox's processes (never kagent's, whose environment holds
+  // the API key).
+  v.add_proc("/proc");
+  // The workspace last: a bind of it is the one writable place.
+  v.add_writable(ws);
+  v.finish("/tmp");
+  return v;
 }
 
 void finish_plan(ChildPlan& plan) {
@@ -190,7 +205,6 @@ void finish_plan(ChildPlan& plan) {
   plan.argv.push_back(nullptr);
   for (auto& e : plan.env) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
-  plan.dev_fds.assign(plan.dev.size(), -1);
 }
 
 // ---- the child: raw system calls only ----------------------------------------------------------
@@ -202,43 +216,6 @@ void finish_plan(ChildPlan& plan) {
   r.err = errno;
   [[maybe_unused]] ssize_t n = write(plan.report_w, &r, sizeof r);
   _exit(kSetupFailedExit);
-}
-
-// "/proc/self/fd/N" without snprintf (not async-signal-safe).
-void fd_path(char (&buf)[32], int fd) {
-  const char prefix[] = "/proc/self/fd/";
-  char digits[12];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + fd % 10);
-    fd /= 10;
-  } while (fd > 0 && n < 11);
-  size_t i = 0;
-  for (; prefix[i] != '\0'; ++i) buf[i] = prefix[i];
-  while (n > 0) buf[i++] = digits[--n];
-  buf[i] = '\0';
-}
-
-// Closes every descriptor the parent process had open (other threads' sockets and pipes),
-// except the sorted `keep`.
-void close_all_except(const std::vector<int>& keep) {
-  unsigned int from = 0;
-  for (int fd : keep) {
-    if (static_cast<unsigned int>(fd) > from) syscall(SYS_close_range, from, static_cast<unsigned int>(fd) - 1, 0);
-    from = static_cast<unsigned int>(fd) + 1;
-  }
-  syscall(SYS_close_range, from, ~0U, 0);
-}
-
-// Signals back to default and unblocked: kagent's handlers, and an ignored SIGPIPE (which exec
-// would pass on and which would change how pipelines like `yes | head` end), are not the shell's.
-void reset_signals() {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
 pid_t raw_fork(unsigned long flags) {
@@ -254,75 +231,28 @@ pid_t raw_fork(unsigned long flags) {
   child_fail(plan, "exec", plan.exe.c_str());
 }
 
-// Mounts this mount namespace's view: everything read-only, fresh tmpfs over /tmp and /run, a
-// small /dev, the workspace writable.
-void setup_mounts(ChildPlan& plan) {
-  // Nothing done here may propagate back to the host's mounts.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) child_fail(plan, "make mounts private");
-  // Opened before the masks and the new /dev hide them; bound from /proc/self/fd/N below.
-  int ws_fd = open(plan.ws.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (ws_fd < 0) child_fail(plan, "open the workspace", plan.ws.c_str());
-  for (size_t i = 0; i < plan.dev.size(); ++i) plan.dev_fds[i] = open(plan.dev[i].source.c_str(), O_PATH | O_CLOEXEC);
-
-  for (const auto& m : plan.read_only) {
-    if (mount(nullptr, m.path.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | m.flags, nullptr) == 0) continue;
-    // Gone, hidden under another mount, or not reachable by us: the shell cannot get there either.
-    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EINVAL) continue;
-    child_fail(plan, "remount read-only", m.path.c_str());
-  }
-  for (const auto& m : plan.masks) {
-    const char* mode = m == "/tmp" ? "mode=1777" : "mode=755";
-    if (mount("tmpfs", m.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, mode) != 0) child_fail(plan, "mount tmpfs", m.c_str());
-  }
-
-  if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755") != 0) child_fail(plan, "mount tmpfs", "/dev");
-  char src[32];
-  for (size_t i = 0; i < plan.dev.size(); ++i) {
-    if (plan.dev_fds[i] < 0) continue;
-    const char* target = plan.dev[i].source.c_str();
-    if (plan.dev[i].is_dir) {
-      mkdir(target, 0755);
-    } else {
-      int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-      if (fd >= 0) close(fd);
-    }
-    fd_path(src, plan.dev_fds[i]);
-    if (mount(src, target, nullptr, MS_BIND | MS_REC, nullptr) != 0) child_fail(plan, "bind device", target);
-    close(plan.dev_fds[i]);
-  }
-  if (symlink("/proc/self/fd", "/dev/fd") != 0 || symlink("/proc/self/fd/0", "/dev/stdin") != 0 ||
-      symlink("/proc/self/fd/1", "/dev/stdout") != 0 || symlink("/proc/self/fd/2", "/dev/stderr") != 0)
-    child_fail(plan, "symlink", "/dev/fd");
-  if (mkdir("/dev/shm", 01777) != 0 || mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
-    child_fail(plan, "mount tmpfs", "/dev/shm");
-
-  // The workspace last: a bind of it is the one writable place. Its mount point may have to be
-  // made first, when a tmpfs above hides it (a workspace in /tmp).
-  for (const auto& p : plan.ws_prefixes) mkdir(p.c_str(), 0755);
-  fd_path(src, ws_fd);
-  if (mount(src, plan.ws.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-    child_fail(plan, "bind the workspace", plan.ws.c_str());
-  // The bind copied the read-only flag of the mount it came from; clear it on this mount only.
-  if (mount(nullptr, plan.ws.c_str(), nullptr, MS_REMOUNT | MS_BIND | plan.ws_flags, nullptr) != 0)
-    child_fail(plan, "make the workspace writable", plan.ws.c_str());
-  close(ws_fd);
-  // Our own /proc, read-only, showing only the sandbox's processes. Not possible everywhere (a
-  // container's /proc with masked paths refuses it); the host's, remounted read-only, then stays.
-  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr);
-}
-
 // The first process of the sandbox: pid 1 of its own pid namespace, in its own user, mount and
 // network namespaces. It sets them up, starts bash, reports bash's status and exits, which
 // kills whatever bash left running (a pid namespace ends with its first process).
 [[noreturn]] void sandbox_init(ChildPlan& plan) {
-  close_all_except(plan.keep_fds);
-  reset_signals();
-  if (!apply_child_limits()) child_fail(plan, "process limits");
-  // setgroups "deny" must precede gid_map for an unprivileged writer; older kernels lack the file.
-  if (!write_proc_file("/proc/self/setgroups", "deny") && errno != ENOENT) child_fail(plan, "setgroups deny");
-  if (!write_proc_file("/proc/self/uid_map", plan.uid_map)) child_fail(plan, "write uid_map");
-  if (!write_proc_file("/proc/self/gid_map", plan.gid_map)) child_fail(plan, "write gid_map");
-  setup_mounts(plan);
+  sandbox::close_all_except(plan.keep_fds);
+  sandbox::reset_signals();
+  if (!sandbox::apply_child_limits()) child_fail(plan, "process limits");
+  if (!sandbox::write_id_maps(plan.uid_map.c_str(), plan.gid_map.c_str())) child_fail(plan, "write the id maps");
+  // At most so many processes in this pid namespace, root or not (a fork bomb stops here).
+  if (!plan.pid_max.empty() && !sandbox::limit_pid_namespace(plan.pid_max.c_str()))
+    child_fail(plan, "limit the pid namespace", "/proc/sys/kernel/pid_max");
+  // Nothing done here may propagate back to the host's mounts.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) child_fail(plan, "make mounts private");
+  for (size_t i = 0; i < plan.read_only.size(); ++i) {
+    const char* m = plan.read_only[i].c_str();
+    if (mount(nullptr, m, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | plan.read_only_flags[i], nullptr) == 0) continue;
+    // Gone, hidden under another mount, or not reachable by us: the shell cannot get there either.
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EINVAL) continue;
+    child_fail(plan, "remount read-only", m);
+  }
+  const char* where = nullptr;
+  if (const char* step = plan.view.enter(&where)) child_fail(plan, step, where);
   if (chdir(plan.ws.c_str()) != 0) child_fail(plan, "chdir", plan.ws.c_str());
   // No capabilities for bash: with them (root in this user namespace) it could remount / rw.
   for (int cap = 0; cap <= plan.cap_last; ++cap)
@@ -347,12 +277,11 @@ void setup_mounts(ChildPlan& plan) {
 // bwrap does its own namespace setup (and sets no_new_privs itself: set here, it would keep a
 // setuid bwrap from working), so this child only takes its own process group and executes it.
 [[noreturn]] void bubblewrap_child(const ChildPlan& plan) {
-  reset_signals();
+  sandbox::reset_signals();
   if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(plan, "process group");
   syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
   exec_shell(plan);
 }
-
 // ---- the parent ------------------------------------------------------------------------------
 
 // Keeps the head and tail of output whose middle may be far larger than anything the model will
@@ -426,24 +355,15 @@ SandboxRun run_sandboxed(const std::string& method, const fs::path& ws, const st
 
   ChildPlan plan;
   plan.ws = root;
-  plan.env = shell_environment(ws);
+  const sandbox::SandboxPolicy policy = sandbox::shell_policy(root);
+  plan.env = sandbox::child_environment(*policy.environment);
   bool namespaces = method == kNamespaces;
   if (namespaces) {
-    bool ok = false;
-    plan.ws_flags = locked_flags(root, &ok);
-    if (!ok) {
-      run.setup_error = fmt::format("statvfs {}: {}", root, std::strerror(errno));
-      return run;
-    }
-    for (size_t i = root.find('/', 1); i != std::string::npos; i = root.find('/', i + 1))
-      plan.ws_prefixes.push_back(root.substr(0, i));
-    plan.ws_prefixes.push_back(root);
-    plan.read_only = mounts_outside(root);
-    for (const char* m : {"/tmp", "/run", "/var/run"})
-      if (is_real_dir(m)) plan.masks.emplace_back(m);
-    plan.dev = dev_nodes();
+    mounts_outside(plan);
+    plan.view = shell_view(root);
     plan.uid_map = fmt::format("{} {} 1", getuid(), getuid());
     plan.gid_map = fmt::format("{} {} 1", getgid(), getgid());
+    if (sandbox::pid_limit_support().per_namespace) plan.pid_max = sandbox::pid_max_text(policy.max_processes);
     plan.cap_last = read_cap_last();
     plan.exe = bash;
     plan.args = {"bash", "-c", command};
@@ -453,8 +373,9 @@ SandboxRun run_sandboxed(const std::string& method, const fs::path& ws, const st
       run.setup_error = "bwrap is not in PATH";
       return run;
     }
-    plan.args = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"};
-    if (is_real_dir("/run")) plan.args.insert(plan.args.end(), {"--tmpfs", "/run"});
+    plan.args = {"bwrap"};
+    for (const auto& p : shell_read_only_paths(root)) plan.args.insert(plan.args.end(), {"--ro-bind-try", p, p});
+    plan.args.insert(plan.args.end(), {"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"});
     plan.args.insert(plan.args.end(), {"--bind", root, root, "--unshare-net", "--unshare-pid", "--die-with-parent",
                                        "--cap-drop", "ALL", "--chdir", root, "--", bash, "-c", command});
   }
@@ -568,8 +489,10 @@ class ShellTool : public Tool {
     s.name = "shell";
     s.description = fmt::format(
         "Run a bash command in the workspace (the current directory; HOME and TMPDIR are in it too). "
-        "Sandboxed: no network, and only the workspace is writable (everything else is read-only; /tmp "
-        "is a private scratch space that is discarded). stdin is empty; stdout and stderr are merged. "
+        "Sandboxed: no network; it sees the system directories (/usr, /bin, /lib, /opt, /sys, part of /etc), "
+        "the CUDA toolkit and the workspace, and only the workspace is writable (/tmp is a private scratch "
+        "space that is discarded; there are no home directories); at most 1024 processes. stdin is empty; "
+        "stdout and stderr are merged. "
         "The command is killed, with everything it started, after timeout_s seconds (default {}, at most {}); "
         "background processes end when the command does. Output beyond {} bytes is cut in the middle. "
         "The result starts with the exit status.",
@@ -596,8 +519,13 @@ class ShellTool : public Tool {
     OutputBuffer output(std::max<size_t>(options_.output_cap * 4, size_t{1} << 20));
     SandboxRun r = run_sandboxed(sandbox_.method, ws_.root(), command, timeout, output);
     ToolResult result;
-    result.record = {{"sandbox", sandbox_.method}, {"timed_out", r.timed_out}, {"exit_code", r.exit_code},
-                     {"signal", r.signal},         {"seconds", r.seconds},     {"output_bytes", output.total()}};
+    result.record = {{"sandbox", sandbox_.method},
+                     {"process_limit", sandbox_.process_limit},
+                     {"timed_out", r.timed_out},
+                     {"exit_code", r.exit_code},
+                     {"signal", r.signal},
+                     {"seconds", r.seconds},
+                     {"output_bytes", output.total()}};
     if (!r.setup_error.empty()) {
       result.is_error = true;
       result.text = fmt::format("the command did not run: the {} sandbox failed: {}", sandbox_.method, r.setup_error);
@@ -670,6 +598,15 @@ ShellSandbox probe_uncached() {
     }
   }
   result.available = result.reason.empty();
+  const int max_processes = sandbox::shell_policy("/").max_processes;
+  if (auto pids = sandbox::pid_limit_support(); result.method == kNamespaces && pids.per_namespace) {
+    result.process_limit = fmt::format("pid namespace: at most {} processes", max_processes);
+  } else {
+    result.process_limit = fmt::format("RLIMIT_NPROC only, which does not bind root ({})",
+                                       result.method == kNamespaces ? pids.reason : "bubblewrap sets no pid_max");
+    if (result.available && getuid() == 0)
+      spdlog::warn("shell sandbox: no process limit for root: {}", result.process_limit);
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
   return result;

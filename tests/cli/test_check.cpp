@@ -64,6 +64,21 @@ TEST_F(CheckCli, ACompileErrorFailsWithAnAnnotationOnItsLine) {
   }
 }
 
+// A pull request's kernel that includes the process environment: in CI the secret must never
+// reach the output, the annotations or the step summary.
+TEST_F(CheckCli, ASecretInTheEnvironmentIsNeverPrinted) {
+  const std::string secret = "ci-secret-value-31337";
+  std::string text = read_text_file(example("vector_add/cand_compile_error.cu"));
+  write_file_atomic(tmp / "leak.cu", "#include \"/proc/self/environ\"\n#include \"/proc/1/environ\"\n" + text);
+  auto r = kagent({"check", (tmp / "leak.cu").string(), "--op", example("vector_add/op.json"), "--github"},
+                  {"CI_SECRET=" + secret, "GITHUB_STEP_SUMMARY=" + (tmp / "summary.md").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "::error")) << r.output;
+  EXPECT_FALSE(has(r.output, secret)) << r.output;
+  EXPECT_FALSE(has(r.output, "CI_SECRET")) << r.output;
+  EXPECT_FALSE(has(read_text_file(tmp / "summary.md"), secret));
+}
+
 TEST_F(CheckCli, ACorrectKernelPassesOrIsUncheckedWithoutAGpu) {
   auto r = kagent({"check", example("vector_add/cand_vec4.cu"), "--op", example("vector_add/op.json"), "--json"});
   if (gpu) {

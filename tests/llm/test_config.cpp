@@ -60,16 +60,20 @@ TEST_F(LlmConfigTest, FlagBeatsEnvironmentBeatsOpJsonBeatsConfigFile) {
   auto file = dir.write("config.json",
                         R"({"llm": {"model": "from-file", "base_url": "http://file/v1", "provider": "openai"}})");
   nlohmann::json op = {{"model", "from-op"}, {"base_url", "http://op/v1"}};
+  LlmFlags trusting;  // the op.json's endpoint only with --allow-op-endpoint
+  trusting.allow_op_endpoint = true;
   EXPECT_EQ(resolve(LlmFlags{}, nullptr, file.string()).model, "from-file");
-  EXPECT_EQ(resolve(LlmFlags{}, op, file.string()).model, "from-op");
+  EXPECT_EQ(resolve(trusting, op, file.string()).model, "from-op");
   env["KAGENT_MODEL"] = "from-env";
-  EXPECT_EQ(resolve(LlmFlags{}, op, file.string()).model, "from-env");
-  LlmConfig c = resolve(flags("from-flag"), op, file.string());
+  EXPECT_EQ(resolve(trusting, op, file.string()).model, "from-env");
+  LlmFlags flagged = flags("from-flag");
+  flagged.allow_op_endpoint = true;
+  LlmConfig c = resolve(flagged, op, file.string());
   EXPECT_EQ(c.model, "from-flag");
   EXPECT_EQ(c.base_url, "http://op/v1");
   EXPECT_EQ(c.origin["base_url"], "op.json");
   env["OPENAI_BASE_URL"] = "http://localhost:8000/v1/";
-  c = resolve(LlmFlags{}, op, file.string());
+  c = resolve(trusting, op, file.string());
   EXPECT_EQ(c.base_url, "http://localhost:8000/v1") << "trailing slash dropped";
   EXPECT_EQ(c.origin["base_url"], "env $OPENAI_BASE_URL");
 }
@@ -84,12 +88,40 @@ TEST_F(LlmConfigTest, KeysComeFromVariablesAndNeverShowInDescribe) {
   env["MY_KEY"] = "sk-mine";
   c = resolve(flags("m", "", "MY_KEY"));
   EXPECT_EQ(c.api_key, "sk-mine");
-  c = resolve(flags("m"), {{"api_key_env", "MY_KEY"}});
+  LlmFlags trusting = flags("m");
+  trusting.allow_op_endpoint = true;
+  c = resolve(trusting, {{"api_key_env", "MY_KEY"}});
   EXPECT_EQ(c.api_key, "sk-openai-secret") << "the usual variable beats the op.json's named one";
   env.erase("OPENAI_API_KEY");
-  c = resolve(flags("m"), {{"api_key_env", "MY_KEY"}});
+  c = resolve(trusting, {{"api_key_env", "MY_KEY"}});
   EXPECT_EQ(c.api_key, "sk-mine");
   EXPECT_EQ(c.api_key_source, "$MY_KEY");
+}
+
+// A problem file is data people download: it may not send the user's key somewhere else.
+TEST_F(LlmConfigTest, AnOpJsonCannotRedirectTheKeyWithoutTheFlag) {
+  env["OPENAI_API_KEY"] = "sk-openai-secret";
+  env["GITHUB_TOKEN"] = "ghp_secret";
+  nlohmann::json hostile = {{"base_url", "http://127.0.0.1:9/v1"}, {"model", "m"}, {"api_key_env", "GITHUB_TOKEN"}};
+  std::string msg = error_of([&] { resolve(LlmFlags{}, hostile); });
+  EXPECT_NE(msg.find("op.json: llm.base_url: a problem file may not choose"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--allow-op-endpoint"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("sk-openai-secret"), std::string::npos) << msg;
+  msg = error_of([&] { resolve(LlmFlags{}, {{"model", "m"}, {"api_key_env", "GITHUB_TOKEN"}}); });
+  EXPECT_NE(msg.find("op.json: llm.api_key_env"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("ghp_secret"), std::string::npos) << msg;
+  msg = error_of([&] { resolve(LlmFlags{}, {{"model", "m"}, {"provider", "anthropic"}}); });
+  EXPECT_NE(msg.find("op.json: llm.provider"), std::string::npos) << msg;
+  // The model and generation settings stay the op.json's; an endpoint key that changes nothing is fine.
+  LlmConfig c = resolve(LlmFlags{}, {{"model", "m-op"}, {"stream", false}, {"base_url", "https://api.openai.com/v1/"}});
+  EXPECT_EQ(c.model, "m-op");
+  EXPECT_FALSE(c.stream);
+  EXPECT_EQ(c.api_key, "sk-openai-secret");
+  // With the flag, the user accepted the op.json's endpoint.
+  LlmFlags allow;
+  allow.allow_op_endpoint = true;
+  c = resolve(allow, {{"model", "m"}, {"base_url", "http://127.0.0.1:9/v1"}});
+  EXPECT_EQ(c.base_url, "http://127.0.0.1:9/v1");
 }
 
 TEST_F(LlmConfigTest, NamedKeyVariableThatIsUnsetIsAnEnvironmentError) {

@@ -233,13 +233,74 @@ TEST_F(ShellToolTest, RejectsBadArguments) {
   EXPECT_THROW(tool_->run(json{{"command", 5}}), ToolError);
 }
 
+// The shell's view of the host: system directories, the toolkit, the workspace; no home
+// directories, no /root, no host /tmp, no /run and its sockets, no kagent process in /proc.
+TEST_F(ShellToolTest, SeesNoHomeRootHostTmpOrRun) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "the view is checked for the namespaces sandbox";
+  // A file in the host's /tmp (outside the workspace), and one in /root when we may write there.
+  const fs::path host_tmp = fs::temp_directory_path() / unique_name("kagent-host-secret");
+  std::ofstream(host_tmp) << "host-tmp-secret\n";
+  ToolResult r = run("cat " + host_tmp.string() +
+                     " 2>&1; ls -d /root /home /run/* /var/lib 2>&1; "
+                     "test -e /root/.bashrc && echo ROOT-BASHRC-VISIBLE; test -e /etc/shadow && echo SHADOW-VISIBLE; "
+                     "grep -l MYKEY /proc/[0-9]*/environ 2>/dev/null; echo done");
+  std::error_code ec;
+  fs::remove(host_tmp, ec);
+  EXPECT_FALSE(r.is_error) << r.text;
+  EXPECT_EQ(r.text.find("host-tmp-secret"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("ROOT-BASHRC-VISIBLE"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("SHADOW-VISIBLE"), std::string::npos) << r.text;
+  // /root may exist as the path to a PATH directory (a pyenv in /root/.pyenv), never its files.
+  EXPECT_NE(r.text.find("cannot access '/home'"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("cannot access '/var/lib'"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("cannot access '/run/*'"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("done"), std::string::npos) << r.text;
+  // What a job needs is there: system binaries, python3 if the host has it, the toolkit.
+  r = run("ls /usr/bin/env >/dev/null && echo has-usr; command -v bash");
+  EXPECT_NE(r.text.find("has-usr"), std::string::npos) << r.text;
+}
+
+// RLIMIT_NPROC does not bind root; the pid namespace's pid_max does, for everyone.
+TEST_F(ShellToolTest, AForkBombIsContained) {
+  if (sandbox_.process_limit.rfind("pid namespace", 0) != 0)
+    GTEST_SKIP() << "no per-namespace process limit here: " << sandbox_.process_limit;
+  if (kagent::find_in_path("python3").empty()) GTEST_SKIP() << "python3 not found";
+  // 3000 sleepers asked for; at most the limit can exist at once. python3 reports the failed fork
+  // instead of retrying for seconds as bash's does.
+  ToolResult r =
+      run("python3 -c \"import os, time\n"
+          "n = 0\n"
+          "try:\n"
+          "    for i in range(3000):\n"
+          "        if os.fork() == 0:\n"
+          "            time.sleep(20); os._exit(0)\n"
+          "        n += 1\n"
+          "except OSError:\n"
+          "    pass\n"
+          "print('live', len([p for p in os.listdir('/proc') if p.isdigit()]))\"",
+          60);
+  EXPECT_FALSE(r.is_error) << r.text;
+  size_t at = r.text.find("live ");
+  ASSERT_NE(at, std::string::npos) << r.text;
+  int live = std::atoi(r.text.c_str() + at + 5);
+  EXPECT_GT(live, 100) << r.text;
+  EXPECT_LE(live, 1024) << r.text;
+  // And the classic bomb: its processes end with the command (the pid namespace goes with its
+  // first process) by the time limit at the latest, and the next command runs normally.
+  r = run(":(){ :|:& };:; sleep 2", 5);
+  EXPECT_FALSE(r.is_error) << r.text;
+  EXPECT_LT(r.record["seconds"].get<double>(), 8.0) << r.text;
+  r = run("echo after");
+  EXPECT_NE(r.text.find("after"), std::string::npos) << r.text;
+}
+
 TEST(ShellToolSpec, DescribesTheLimitsAndIsOfferedOnlyWithASandbox) {
   Workspace ws(fs::path(::testing::TempDir()) / unique_name("kagent-shell-spec"));
   ShellSandbox none;
   none.reason = "testing";
   EXPECT_EQ(make_shell_tool(ws, none), nullptr);
 
-  ShellSandbox some{true, "namespaces", ""};
+  ShellSandbox some{true, "namespaces", "", ""};
   ShellOptions options;
   options.default_timeout = std::chrono::seconds(30);
   options.max_timeout = std::chrono::seconds(300);

@@ -17,11 +17,22 @@
 
 #include <gtest/gtest.h>
 
-#include "kagent/eval/sandbox.hpp"
+#include "kagent/sandbox/environment.hpp"
+#include "kagent/sandbox/network.hpp"
+#include "kagent/sandbox/process_setup.hpp"
 #include "test_util.hpp"
 
 namespace kagent {
 namespace {
+
+using namespace sandbox;
+
+// The runner's environment, as the runner client builds it.
+std::vector<std::string> scrubbed_environment(const std::vector<std::string>& extra) {
+  EnvPolicy p = runner_environment();
+  p.set.insert(p.set.end(), extra.begin(), extra.end());
+  return child_environment(p);
+}
 
 using test::ScopedEnv;
 

@@ -23,15 +23,22 @@ struct CompileResult {
   bool cache_hit = false;
   double seconds = 0.0;  // wall time of this call (lookup or compile)
   std::string key;
+  std::string isolation;  // how NVRTC ran: "namespaces", "process" (weaker, logged) or "in-process"; empty on a hit
 };
+
+// Where NVRTC runs. Model-, user- and CI-written sources compile in the worker (kagent-compile:
+// its own process, namespaces and a view of the toolkit's headers only). In-process is for
+// measurements of the difference only (benchmarks/compile_latency).
+enum class CompileIsolation { worker, in_process };
 
 class Compiler {
  public:
   // cache may be null (no caching).
-  Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache);
+  Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache, CompileIsolation isolation = CompileIsolation::worker);
 
   // Compiles cand.source with the harness options for arch plus cand.plan.options. A compile
-  // error is a result with ok=false, not an exception; InputError only for a bad arch.
+  // error is a result with ok=false, not an exception; InputError for a bad arch or a refused
+  // option; EnvError when the compile worker cannot run. A cache hit starts no worker.
   CompileResult compile(const Candidate& cand, const std::string& arch) const;
 
   static std::string nvrtc_version();  // "13.0"
@@ -39,6 +46,7 @@ class Compiler {
  private:
   CudaPaths paths_;
   std::shared_ptr<CompileCache> cache_;
+  CompileIsolation isolation_;
 };
 
 // Compiles a candidate (or native reference) and checks its plan: tensor names against the op

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/sandbox/policy.hpp"
+
 namespace kagent {
 
 struct RunnerOptions {
@@ -32,9 +34,11 @@ struct RunnerOptions {
   std::vector<std::string> args;                   // extra arguments for it
   int gpu = 0;                                     // passed as KAGENT_GPU in its environment
   std::chrono::milliseconds start_timeout{30000};  // until the hello line
-  bool sandbox = true;                             // no_new_privs, rlimits, scrubbed environment (see sandbox.hpp)
-  std::vector<std::string> env;                    // extra "NAME=value" entries for its environment
-  std::string hello_name = "kagent-runner";        // the "hello" value its first line must carry
+  bool sandbox = true;                             // false: kagent's environment, no limits (debugging)
+  kagent::sandbox::SandboxPolicy policy =
+      kagent::sandbox::runner_policy();      // what it may see and do (sandbox/policy.hpp)
+  std::vector<std::string> env;              // extra "NAME=value" entries for its environment
+  std::string hello_name = "kagent-runner";  // the "hello" value its first line must carry
 };
 
 struct RunnerReply {

@@ -35,8 +35,14 @@ struct LlmConfig {
 // What the command line said (empty: not given).
 struct LlmFlags {
   std::string provider, base_url, model, api_key_env, script;
+  // --allow-op-endpoint: the op.json's provider, base_url, api_key_env and script may change the
+  // endpoint. Without it an op.json that would change one is refused (exit 2 naming the key).
+  bool allow_op_endpoint = false;
 };
 
+// Where requests and the key go is the user's choice (flags, environment, config file): an
+// op.json's "llm" section sets the model and generation settings, and its endpoint keys only with
+// flags.allow_op_endpoint (else InputError when they would change anything).
 // Reads the environment through `getenv` (tests pass their own). Throws InputError for an
 // unknown provider, a malformed config file or op.json section (naming the file and key), or a
 // missing model or script; a missing API key is not an error here (local servers need none).

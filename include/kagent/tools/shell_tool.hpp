@@ -1,8 +1,9 @@
 #pragma once
-// shell {command, timeout_s?}: `bash -c command` in the workspace, sandboxed: no network, no
-// write access outside the workspace (Linux user + mount + network namespaces; bubblewrap where
-// installed and namespaces are not), a time limit, an output cap. When no sandbox works the
-// tool is not offered and the model is told why (ShellSandbox::reason).
+// shell {command, timeout_s?}: `bash -c command` in the workspace, sandboxed (Linux user, mount,
+// network and pid namespaces; bubblewrap where installed and namespaces are not): no network, a
+// private view of the host holding only system directories, the CUDA toolkit, the programs on
+// PATH and the workspace (the one writable place), a process limit, a time limit, an output cap. When no sandbox works
+// the tool is not offered and the model is told why (ShellSandbox::reason).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct ShellSandbox {
   bool available = false;
   std::string method;  // "namespaces" or "bubblewrap"
   std::string reason;  // why not, when unavailable
+  // How the number of processes is limited: "pid namespace: at most N processes", or why only
+  // RLIMIT_NPROC (which does not bind root) is left.
+  std::string process_limit;
 };
 
 // Checks once (by running a tiny sandboxed command) which sandbox works here.

@@ -1,0 +1,46 @@
+#pragma once
+// What each of kagent's children may see and do, one policy per use. Every child process is
+// started through sandbox::spawn (spawn.hpp) or, for the shell, through the same pieces under its
+// own namespaces; the tables in README.md ("What a child process sees") follow these presets.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kagent/sandbox/environment.hpp"
+#include "kagent/sandbox/process_setup.hpp"
+
+namespace kagent::sandbox {
+
+struct SandboxPolicy {
+  std::string name;  // "runner", "reference server", "shell", "compile worker", "agent run": for messages
+  // nullopt: kagent's own environment (only `kagent optimize` children of `bench --agent`, which
+  // are kagent itself and need the user's key).
+  std::optional<EnvPolicy> environment;
+  // no_new_privs and these rlimits; false only for children that are kagent itself.
+  bool restricted = true;
+  ProcessLimits limits;
+  // Own network namespace. The runner enters it itself before its first CUDA call; the shell
+  // and the compile worker as part of their file system view.
+  bool network_namespace = false;
+  // A private file system view (mount namespace): only `visible` (read-only) and `writable`
+  // paths exist. Empty lists with private_view false: the host's file system.
+  bool private_view = false;
+  std::vector<std::string> visible;
+  std::vector<std::string> writable;
+  // A limit on live processes that holds for root too (a pid namespace's pid_max), 0 for none.
+  int max_processes = 0;
+};
+
+SandboxPolicy runner_policy();
+SandboxPolicy reference_server_policy();
+// The model's shell in `workspace` (visible paths are worked out by shell_tool.cpp's view).
+SandboxPolicy shell_policy(const std::string& workspace);
+// NVRTC on untrusted source: the toolkit's headers and NVRTC's own libraries, nothing else.
+SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs);
+// `bench --agent`: kagent optimize as a child, in its own process group, dying with the batch.
+SandboxPolicy agent_run_policy();
+// Trusted helper programs kagent runs itself (git, python3 for doctor): default signals and
+// their own process group, kagent's environment.
+SandboxPolicy helper_policy();
+
+}  // namespace kagent::sandbox

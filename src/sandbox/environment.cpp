@@ -1,0 +1,92 @@
+#include "kagent/sandbox/environment.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+extern char** environ;
+
+namespace kagent::sandbox {
+
+namespace {
+
+constexpr std::array<std::string_view, 2> kProfilerVariables = {"LD_PRELOAD", "CUDA_INJECTION64_PATH"};
+constexpr std::array<std::string_view, 4> kProfilerPrefixes = {"NV_", "NSYS_", "NCU_", "NVTX_"};
+
+bool is_profiler_variable(std::string_view name) {
+  for (auto v : kProfilerVariables)
+    if (name == v) return true;
+  for (auto p : kProfilerPrefixes)
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string_view variable_name(std::string_view assignment) {
+  return assignment.substr(0, assignment.find('='));
+}
+
+std::vector<std::string> child_environment(const EnvPolicy& policy) {
+  std::vector<std::string> env;
+  bool has_path = false;
+  for (const auto& name : policy.names) {
+    if (const char* value = std::getenv(name.c_str()); value != nullptr) {
+      env.push_back(name + "=" + value);
+      has_path = has_path || name == "PATH";
+    }
+  }
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view name = variable_name(*e);
+    bool named = std::find(policy.names.begin(), policy.names.end(), name) != policy.names.end();
+    if (named) continue;  // already taken, in the policy's order
+    bool by_prefix = std::any_of(policy.prefixes.begin(), policy.prefixes.end(),
+                                 [&](const std::string& p) { return name.starts_with(p); });
+    if (by_prefix || (policy.profiler_variables && is_profiler_variable(name))) env.emplace_back(*e);
+  }
+  if (!has_path) env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
+  // Set values win over kept ones of the same name (getenv would return the first duplicate).
+  for (const auto& s : policy.set) {
+    auto same = [&](const std::string& kept) { return variable_name(kept) == variable_name(s); };
+    env.erase(std::remove_if(env.begin(), env.end(), same), env.end());
+    env.push_back(s);
+  }
+  return env;
+}
+
+EnvPolicy runner_environment() {
+  EnvPolicy p;
+  p.names = {"PATH",
+             "LD_LIBRARY_PATH",
+             "CUDA_VISIBLE_DEVICES",
+             "CUDA_DEVICE_ORDER",
+             "CUDA_MODULE_LOADING",
+             "NVIDIA_VISIBLE_DEVICES",
+             "NVIDIA_DRIVER_CAPABILITIES",
+             "TMPDIR",
+             "KAGENT_CACHE_DIR",
+             "XDG_CACHE_HOME",
+             "HOME",
+             "SPDLOG_LEVEL",
+             "KAGENT_RUNNER_NETNS"};
+  p.profiler_variables = true;
+  p.set = {"LANG=C"};  // stable, parseable messages from the driver and tools
+  return p;
+}
+
+EnvPolicy shell_environment(const std::string& workspace) {
+  EnvPolicy p;
+  p.names = {"PATH", "LD_LIBRARY_PATH"};
+  p.prefixes = {"CUDA_", "NVIDIA_"};
+  p.set = {"HOME=" + workspace, "TMPDIR=" + workspace + "/.tmp", "LANG=C.UTF-8"};
+  return p;
+}
+
+EnvPolicy compile_worker_environment() {
+  EnvPolicy p;
+  p.names = {"PATH", "LD_LIBRARY_PATH", "SPDLOG_LEVEL"};
+  p.set = {"LANG=C"};
+  return p;
+}
+
+}  // namespace kagent::sandbox

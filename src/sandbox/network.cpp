@@ -1,0 +1,73 @@
+#include "kagent/sandbox/network.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "kagent/sandbox/environment.hpp"
+#include "kagent/sandbox/process_setup.hpp"
+
+extern char** environ;
+
+namespace kagent::sandbox {
+
+namespace {
+
+std::string no_namespace_warning(int err) {
+  return fmt::format("runner sandbox: no network namespace (unshare: {}); the runner can reach the network",
+                     std::strerror(err));
+}
+
+}  // namespace
+
+bool cuda_tool_attached() {
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view var = *e;
+    std::string_view name = variable_name(var);
+    std::string_view value = var.substr(std::min(var.size(), name.size() + 1));
+    if (name == "KAGENT_RUNNER_NETNS" && value == "0") return true;
+    if (value.empty()) continue;
+    if (name == "CUDA_INJECTION64_PATH" || name == "LD_PRELOAD" || name.starts_with("NV_NSIGHT_INJECTION_") ||
+        name.starts_with("NV_TPS_"))
+      return true;
+  }
+  return false;
+}
+
+NetnsResult enter_network_namespace() {
+  NetnsResult result;
+  // Saved before unshare: inside a fresh user namespace they read as the overflow id.
+  const uid_t uid = getuid();
+  const gid_t gid = getgid();
+  if (unshare(CLONE_NEWNET) == 0) {
+    result.entered = true;
+    return result;
+  }
+  int err = errno;
+  if (err != EPERM) {
+    result.warning = no_namespace_warning(err);
+    return result;
+  }
+  // Unprivileged: a user namespace grants CAP_SYS_ADMIN over a network namespace created with it.
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+    result.warning = no_namespace_warning(errno);
+    return result;
+  }
+  // The network namespace exists and is ours now, whatever happens to the id maps below.
+  result.entered = true;
+  std::string uid_map = fmt::format("{} {} 1", uid, uid), gid_map = fmt::format("{} {} 1", gid, gid);
+  if (!write_id_maps(uid_map.c_str(), gid_map.c_str())) {
+    result.warning = fmt::format(
+        "runner sandbox: network namespace entered, but the id map failed ({}); files may show as owned by nobody",
+        std::strerror(errno));
+  }
+  return result;
+}
+
+}  // namespace kagent::sandbox
