@@ -2,6 +2,8 @@
 # Installs the Debian packages kagent builds against, only those whose files are missing (a
 # machine may have cmake or gtest from elsewhere). The CUDA toolkit (NVRTC, headers) is expected in
 # /usr/local/cuda or $CUDA_HOME.
+#   tools/install-deps.sh               what kagent builds against
+#   tools/install-deps.sh --test-tools  also the fuzzing tools CI uses (tests/fuzz/run.sh)
 set -euo pipefail
 
 # package : a file or command that shows it is present
@@ -22,10 +24,18 @@ checks=(
   "libxml2-utils:cmd:xmllint"
   "chromium:cmd:chromium"
 )
+# Test tools: clang with libFuzzer and the sanitizer runtimes (Debian 12 ships clang 14).
+if [ "${1:-}" = "--test-tools" ]; then
+  checks+=(
+    "clang:cmd:clang++"
+    "libclang-rt-14-dev:glob:/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
+  )
+fi
 missing=()
 for c in "${checks[@]}"; do
   IFS=: read -r pkg kind what <<<"$c"
   if [ "$kind" = cmd ]; then command -v "$what" >/dev/null 2>&1 || missing+=("$pkg")
+  elif [ "$kind" = glob ]; then compgen -G "$what" >/dev/null || missing+=("$pkg")
   else [ -e "$what" ] || missing+=("$pkg"); fi
 done
 
