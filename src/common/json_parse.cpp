@@ -156,7 +156,9 @@ class BoundedSax {
         out += (out.empty() ? "" : ".") + f.key;
       }
     }
-    return out;
+    // 64 levels of "[0]" would crowd out the message itself.
+    constexpr size_t kShown = 120;
+    return out.size() > kShown ? out.substr(0, kShown - 3) + "..." : out;
   }
 };
 

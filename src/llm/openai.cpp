@@ -129,9 +129,9 @@ void finish_call(ToolCall& call) {
     }
     reason = fmt::format("a JSON {}, not an object", parsed.type_name());
   } catch (const JsonTextError& e) {
-    reason = e.byte() != std::string::npos ? fmt::format("at byte {}: {}", e.byte() + 1, e.what())
+    reason = e.byte() != std::string::npos ? fmt::format("{} (at byte {})", e.what(), e.byte() + 1)
              : e.path().empty()            ? std::string(e.what())
-                                           : fmt::format("at {}: {}", e.path(), e.what());
+                                           : fmt::format("{} (at {})", e.what(), e.path());
   }
   call.arguments = nullptr;
   call.arguments_error =
