@@ -36,8 +36,7 @@ CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
   // A transcript is read back on resume: a figure out of range (1e300) is not converted (UB).
   auto integer = [&](const char* key, int fallback) {
     auto it = j.find(key);
-    return it == j.end() ? fallback
-                         : static_cast<int>(json_integer(*it, INT_MIN, INT_MAX).value_or(fallback));
+    return it == j.end() ? fallback : static_cast<int>(json_integer(*it, INT_MIN, INT_MAX).value_or(fallback));
   };
   s.number = integer("number", 0);
   s.path = j.value("path", "");
