@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kagent needs, only those whose files are missing (a machine may have
 # cmake or gtest from elsewhere). Plain: what building and running kagent needs (`make demo`).
-# --test: also what the test suite needs (`make test`): GoogleTest, cpp-httplib for the mock LLM
-# servers, xmllint for the JUnit files, headless Chromium for the HTML report, readelf.
+# --test: also what the test suite needs (`make test`, CI): GoogleTest, cpp-httplib for the mock LLM
+# servers, xmllint for the JUnit files, headless Chromium for the HTML report, readelf, and clang
+# with libFuzzer and the sanitizer runtimes for tests/fuzz/run.sh (Debian 12 ships clang 14).
 # The CUDA toolkit (NVRTC, headers) is expected in /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 
@@ -26,10 +27,12 @@ test_checks=(
   # The report tests: xmllint checks the JUnit XML, headless chromium renders the HTML report.
   "libxml2-utils:cmd:xmllint"
   "chromium:cmd:chromium"
+  "clang:cmd:clang++"
+  "libclang-rt-14-dev:glob:/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
 )
 case "${1:-}" in
   "") ;;
-  --test) checks+=("${test_checks[@]}") ;;
+  --test | --test-tools) checks+=("${test_checks[@]}") ;;
   *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac
 
@@ -37,6 +40,7 @@ missing=()
 for c in "${checks[@]}"; do
   IFS=: read -r pkg kind what <<<"$c"
   if [ "$kind" = cmd ]; then command -v "$what" >/dev/null 2>&1 || missing+=("$pkg")
+  elif [ "$kind" = glob ]; then compgen -G "$what" >/dev/null || missing+=("$pkg")
   else [ -e "$what" ] || missing+=("$pkg"); fi
 done
 

@@ -1,10 +1,12 @@
 #include "kagent/agent/agent.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/saturate.hpp"
 
 namespace kagent::agent {
 
@@ -40,8 +42,8 @@ RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
       if (m.role == Role::assistant) {
         ++s.turns;
         ++s.requests;
-        s.usage.input_tokens += e.value("input_tokens", int64_t{0});
-        s.usage.output_tokens += e.value("output_tokens", int64_t{0});
+        s.usage += llm::Usage{json_count(e.value("input_tokens", nlohmann::json())),
+                              json_count(e.value("output_tokens", nlohmann::json()))};
       }
       s.messages.push_back(std::move(m));
     } else if (type == "session_end") {
@@ -85,8 +87,13 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
         "error: the arguments of this {} call are not a JSON object ({}). Call it again with "
         "arguments matching its schema.",
         call.name, call.arguments_error.empty() ? "got " + call.arguments.dump() : call.arguments_error);
+  } else if (deadline_ && Clock::now() >= *deadline_) {
+    // The time budget ran out during this turn: its remaining calls are answered, not run.
+    out.is_error = true;
+    out.content = fmt::format("error: not run: the run's time budget ran out before this {} call", call.name);
   } else {
     try {
+      tool->set_deadline(deadline_);
       tools::ToolResult r = tool->run(call.arguments);
       out.content = tools::cut_middle(r.text, opt_.tool_output_cap);
       out.is_error = r.is_error;
@@ -135,6 +142,11 @@ void Agent::compact(std::vector<Message>& messages) const {
 RunResult Agent::run(RunState state) {
   const auto t0 = Clock::now();
   auto minutes = [&] { return (state.wall_s + std::chrono::duration<double>(Clock::now() - t0).count()) / 60.0; };
+  // Tool calls stop at the budget's end too. Clamped: a budget of 1e300 minutes must not overflow
+  // the clock (10^9 s is over 30 years).
+  double left_s = opt_.max_minutes * 60.0 - state.wall_s;
+  left_s = left_s > 0 ? std::min(left_s, 1e9) : 0.0;  // NaN too: no time
+  deadline_ = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left_s));
   std::vector<llm::ToolSpec> specs;
   for (auto& t : tools_) specs.push_back(t->spec());
   RunResult res;
@@ -173,7 +185,7 @@ RunResult Agent::run(RunState state) {
       res.stop_reason = "time budget";
       break;
     }
-    if (opt_.max_tokens > 0 && state.usage.input_tokens + state.usage.output_tokens >= opt_.max_tokens) {
+    if (opt_.max_tokens > 0 && saturating_add(state.usage.input_tokens, state.usage.output_tokens) >= opt_.max_tokens) {
       res.stop_reason = "token budget";
       break;
     }

@@ -1,8 +1,11 @@
 #include "kagent/agent/run_record.hpp"
 
+#include <climits>
+
 #include <fmt/format.h>
 
 #include "kagent/common/files.hpp"
+#include "kagent/common/saturate.hpp"
 
 namespace kagent::agent {
 
@@ -30,9 +33,14 @@ nlohmann::json CandidateScore::to_json() const {
 
 CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
   CandidateScore s;
-  s.number = j.value("number", 0);
+  // A transcript is read back on resume: a figure out of range (1e300) is not converted (UB).
+  auto integer = [&](const char* key, int fallback) {
+    auto it = j.find(key);
+    return it == j.end() ? fallback : static_cast<int>(json_integer(*it, INT_MIN, INT_MAX).value_or(fallback));
+  };
+  s.number = integer("number", 0);
   s.path = j.value("path", "");
-  s.tier = j.value("tier", -1);
+  s.tier = integer("tier", -1);
   s.speedup_vs_eager = opt_from(j, "speedup_vs_eager");
   s.speedup_vs_compile = opt_from(j, "speedup_vs_compile");
   s.median_ms = opt_from(j, "median_ms");

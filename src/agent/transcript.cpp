@@ -1,19 +1,33 @@
 #include "kagent/agent/transcript.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/jsonl.hpp"
 
 namespace kagent::agent {
 
 Transcript::Transcript(const std::filesystem::path& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "a");
-  if (f_ == nullptr) throw EnvError(fmt::format("{}: cannot open the transcript for writing", path.string()));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw EnvError(fmt::format("{}: cannot open the transcript for writing", path.string()));
+  // A run killed mid-write left a partial last line: cut it, or the next line would continue it
+  // and the resume after this one would fail on the merged line.
+  try {
+    cut_torn_last_line(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  f_ = ::fdopen(fd, "a");
+  if (f_ == nullptr) {
+    ::close(fd);
+    throw EnvError(fmt::format("{}: cannot open the transcript for writing", path.string()));
+  }
 }
 
 Transcript::~Transcript() {
@@ -30,19 +44,11 @@ void Transcript::write(nlohmann::json event) {
 }
 
 std::vector<nlohmann::json> Transcript::read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: no transcript to resume from", path.string()));
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw InputError(fmt::format("{}: no transcript to resume from", path.string()));
   std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      if (in.peek() == EOF) break;  // a line torn by a kill: the run resumes before it
-      throw InputError(fmt::format("{}: line {} is not a JSON object", path.string(), out.size() + 1));
-    }
-    out.push_back(std::move(j));
-  }
+  for (auto& line : read_jsonl(path)) out.push_back(std::move(line.value));  // a torn last line is left out
   return out;
 }
 

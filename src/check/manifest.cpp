@@ -7,6 +7,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "kagent/common/json_text.hpp"
 
 namespace kagent::check {
@@ -97,13 +98,8 @@ int entry_line(const std::string& text, size_t index) {
 
 Manifest load_manifest(const fs::path& path, const Thresholds& flags) {
   const std::string text = read_text_file(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: {}", path.string(), json_error_detail(e)));
-  }
   const std::string file = path.string();
+  const nlohmann::json j = parse_json_input<nlohmann::json>(text, file);
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object with \"checks\"", file));
   for (const auto& [key, v] : j.items())
     if (key != "defaults" && key != "checks")
@@ -132,6 +128,8 @@ Manifest load_manifest(const fs::path& path, const Thresholds& flags) {
     }
     if (c.t.baseline && !fs::is_regular_file(*c.t.baseline))
       throw InputError(fmt::format("{}.baseline: {}: no such file", where, c.t.baseline->string()));
+    if (e.contains("name") && (!e["name"].is_string() || e["name"].get<std::string>().empty()))
+      throw InputError(fmt::format("{}.name: expected a non-empty string, got {}", where, show_json(e["name"])));
     c.name = e.contains("name") ? e["name"].get<std::string>() : c.kernel.stem().string();
     if (!names.insert(c.name).second)
       throw InputError(fmt::format("{}.name: \"{}\" is used twice (names identify entries in reports)", where, c.name));

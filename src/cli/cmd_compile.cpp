@@ -8,7 +8,9 @@
 #include "compile_report.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/compile/options.hpp"
 #include "kagent/spec/op.hpp"
+#include "kagent/spec/plan_limits.hpp"
 
 namespace kagent::cli {
 
@@ -30,7 +32,12 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
                 nlohmann::json& json_out, bool json) {
   CompileResult r;
   try {
-    r = compile_checked(load_candidate(path), op, compiler, arch);
+    Candidate cand = load_candidate(path);
+    // Shapes are known here for native references: evaluate the plan against them and the
+    // architecture's limits, so a plan that could never launch is bad input now.
+    if (op != nullptr && op->signature_known())
+      check_plan_limits(cand, *op, launch_limits(arch_number(arch).value_or(0)));
+    r = compile_checked(cand, op, compiler, arch);
   } catch (const InputError& e) {
     if (json)
       json_out.push_back({{"candidate", path}, {"ok", false}, {"error", e.what()}, {"exit_code", 2}});

@@ -17,6 +17,7 @@
 #include "kagent/agent/run_folder.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
@@ -71,18 +72,23 @@ int run_optimize(OptimizeArgs a) {
     std::error_code ec;
     if (!fs::is_regular_file(out / "run.json", ec))
       throw InputError(fmt::format("--resume {}: no run.json there (not a kagent run folder)", out.string()));
-    run_info = nlohmann::json::parse(read_text_file(out / "run.json"));
-    if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
-    if (a.precision.empty()) a.precision = run_info.value("precision", "");
-    for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
-                             {&a.llm.base_url, "base_url"},
-                             {&a.llm.model, "model"},
-                             {&a.llm.script, "script"}})
-      if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
-    // The run is scored as it started: its tolerance, unless a flag says otherwise.
-    if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
-      if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
-      if (!a.overrides.rtol && t->contains("rtol")) a.overrides.rtol = t->at("rtol").get<double>();
+    const std::string run_json = (out / "run.json").string();
+    run_info = parse_json_input<nlohmann::json>(read_text_file(out / "run.json"), run_json);
+    try {  // a damaged run.json (a key of the wrong type) is bad input, not an internal error
+      if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
+      if (a.precision.empty()) a.precision = run_info.value("precision", "");
+      for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
+                               {&a.llm.base_url, "base_url"},
+                               {&a.llm.model, "model"},
+                               {&a.llm.script, "script"}})
+        if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
+      // The run is scored as it started: its tolerance, unless a flag says otherwise.
+      if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
+        if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
+        if (!a.overrides.rtol && t->contains("rtol")) a.overrides.rtol = t->at("rtol").get<double>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a kagent run record ({})", run_json, e.what()));
     }
   }
   if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
@@ -165,11 +171,15 @@ int run_optimize(OptimizeArgs a) {
   agent::RunState state;
   if (resuming) {
     auto events = agent::Transcript::read(out / "transcript.jsonl");
-    for (const auto& e : events)
-      if (e.value("type", "") == "stop" && e.value("reason", "") == "finish")
-        throw InputError(fmt::format("--resume {}: that run already finished (see result.json)", out.string()));
-    state = agent::RunState::from_transcript(events);
-    record.restore(events);
+    try {  // a damaged transcript (an event of the wrong shape) is bad input, not an internal error
+      for (const auto& e : events)
+        if (e.value("type", "") == "stop" && e.value("reason", "") == "finish")
+          throw InputError(fmt::format("--resume {}: that run already finished (see result.json)", out.string()));
+      state = agent::RunState::from_transcript(events);
+      record.restore(events);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a kagent transcript ({})", (out / "transcript.jsonl").string(), e.what()));
+    }
     transcript.write({{"type", "resume"}, {"turns", state.turns}, {"llm", llm_config.describe()}});
   } else {
     std::map<std::string, std::string> values = task_values(op, ktx.op, baselines_text, a.gpu, opt, tools, shell_note);

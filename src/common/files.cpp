@@ -1,13 +1,14 @@
 #include "kagent/common/files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -15,16 +16,50 @@
 
 namespace kagent {
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: no such file", path.string()));
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory, expected a file", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string read_text_file(const std::filesystem::path& path, size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever before the type check.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw InputError(fmt::format("{}: no such file", path.string()));
+    throw InputError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(err)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    if (dir) throw InputError(fmt::format("{}: is a directory, expected a file", path.string()));
+    throw InputError(fmt::format("{}: not a regular file (a FIFO, device or socket is not read)", path.string()));
+  }
+  auto too_large = [&](size_t size) {
+    ::close(fd);
+    return InputError(fmt::format("{}: {} bytes, more than the {} bytes kagent reads from one input file",
+                                  path.string(), size, max_bytes));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large(static_cast<size_t>(st.st_size));
+  // The size is only a hint (/proc files say 0, a file may grow): read to the end, up to the cap.
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size) + 1);
+  size_t done = 0;
+  for (;;) {
+    if (done == text.size()) {
+      if (text.size() > max_bytes) throw too_large(text.size());
+      text.resize(std::min(std::max<size_t>(text.size() * 2, 4096), max_bytes + 1));
+    }
+    ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done > max_bytes) throw too_large(done);
+  ::close(fd);
+  text.resize(done);
+  return text;
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
@@ -60,6 +95,13 @@ int line_of_offset(std::string_view text, size_t offset) {
   for (size_t i = 0; i < offset; ++i)
     if (text[i] == '\n') ++line;
   return line;
+}
+
+int column_of_offset(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t newline = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  if (offset == 0 || newline == std::string_view::npos) return static_cast<int>(offset) + 1;
+  return static_cast<int>(offset - newline);
 }
 
 }  // namespace kagent

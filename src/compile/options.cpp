@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <regex>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -49,14 +50,29 @@ std::vector<int> supported_archs() {
 }
 }  // namespace
 
+// "sm_" then 2 or 3 digits and an optional 'a' or 'f'; a hand check (std::regex recursed per
+// character and overflowed the stack on "sm_" and 100k digits).
+std::optional<int> arch_number(std::string_view arch) {
+  if (!arch.starts_with("sm_")) return std::nullopt;
+  arch.remove_prefix(3);
+  if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) arch.remove_suffix(1);
+  if (arch.size() < 2 || arch.size() > 3) return std::nullopt;
+  int number = 0;
+  for (char c : arch) {
+    if (c < '0' || c > '9') return std::nullopt;
+    number = number * 10 + (c - '0');
+  }
+  return number;
+}
+
 void check_arch(const std::string& arch) {
-  static const std::regex form(R"(sm_(\d+)[af]?)");
-  std::smatch m;
+  auto number = arch_number(arch);
+  if (!number) {
+    std::string shown = arch.size() > 40 ? arch.substr(0, 37) + "..." : arch;
+    throw InputError(fmt::format("--arch '{}': expected sm_XY, sm_XYa or sm_XYf (e.g. sm_90a)", shown));
+  }
   auto archs = supported_archs();
-  if (!std::regex_match(arch, m, form))
-    throw InputError(fmt::format("--arch '{}': expected sm_XY, sm_XYa or sm_XYf (e.g. sm_90a)", arch));
-  int number = std::stoi(m[1].str());
-  if (!archs.empty() && std::find(archs.begin(), archs.end(), number) == archs.end())
+  if (!archs.empty() && std::find(archs.begin(), archs.end(), *number) == archs.end())
     throw InputError(fmt::format("--arch '{}': this NVRTC supports sm_{}", arch, fmt::join(archs, ", sm_")));
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -254,9 +255,14 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
       return {{"error", e.what()}};
     }
   };
+  auto timeout = opt_.timeout;
+  if (deadline_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
+    timeout = std::min(opt_.timeout, std::max(left, std::chrono::milliseconds(1000)));
+  }
   RunnerReply reply = [&] {
     GpuLock lock = lock_gpu("evaluating " + cand.path.filename().string());
-    return runner_->request(rq, opt_.timeout, on_need);
+    return runner_->request(rq, timeout, on_need);
   }();
   if (server_failure) std::rethrow_exception(server_failure);
   rep.sandbox_warning = runner_->sandbox_warning();

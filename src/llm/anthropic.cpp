@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/json_parse.hpp"
+#include "kagent/common/saturate.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -110,12 +112,16 @@ json request_body(const ChatRequest& request, const std::string& model) {
 
 int64_t token_count(const json& usage, const char* key) {
   auto it = usage.find(key);
-  return it != usage.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  return it != usage.end() ? json_count(*it) : 0;
 }
 
 ChatResponse parse_response(const std::string& url, const HttpResponse& r, const LlmConfig& config) {
-  json doc = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw_unexpected(url, r, config, "a body that is not JSON");
+  json doc;
+  try {
+    doc = parse_json<json>(r.body);
+  } catch (const JsonTextError& e) {
+    throw_unexpected(url, r, config, fmt::format("a body that is not JSON ({})", e.what()));
+  }
   if (!doc.is_object()) throw_unexpected(url, r, config, "JSON that is not an object");
   auto content = doc.find("content");
   if (content == doc.end() || !content->is_array()) {
@@ -154,8 +160,9 @@ ChatResponse parse_response(const std::string& url, const HttpResponse& r, const
   if (usage != doc.end() && usage->is_object()) {
     // Prompt-cache reads and writes are input the model read too; counting them keeps the
     // budget honest should a proxy turn caching on.
-    out.usage.input_tokens = token_count(*usage, "input_tokens") + token_count(*usage, "cache_creation_input_tokens") +
-                             token_count(*usage, "cache_read_input_tokens");
+    out.usage.input_tokens = saturating_add(
+        saturating_add(token_count(*usage, "input_tokens"), token_count(*usage, "cache_creation_input_tokens")),
+        token_count(*usage, "cache_read_input_tokens"));
     out.usage.output_tokens = token_count(*usage, "output_tokens");
   }
   out.latency_s = r.seconds;

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/json_parse.hpp"
+#include "kagent/common/saturate.hpp"
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
 #include "providers.hpp"
@@ -43,9 +45,9 @@ std::string string_field(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
+// 0 for a missing key and for a value that is no integer in range (1e300 would be UB to convert).
 int64_t int_field(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_number() ? v.get<int64_t>() : 0;
+  return json_integer(field(j, key)).value_or(0);
 }
 
 // Message content is a string, null, or (some servers) an array of {"type":"text","text":...}.
@@ -68,8 +70,8 @@ const json* first_choice(const json& response) {
 
 Usage usage_of(const json& u) {
   Usage usage;
-  usage.input_tokens = int_field(u, "prompt_tokens");
-  usage.output_tokens = int_field(u, "completion_tokens");
+  usage.input_tokens = json_count(field(u, "prompt_tokens"));
+  usage.output_tokens = json_count(field(u, "completion_tokens"));
   return usage;
 }
 
@@ -111,21 +113,25 @@ void finish_call(ToolCall& call) {
   }
   std::string reason;
   try {
-    json parsed = json::parse(raw);
+    // Bounded (json_parse.hpp): the model's text, nested 10^4 deep, must not recurse off the stack.
+    json parsed = parse_json<json>(raw);
     // Some servers encode the arguments twice: a JSON string that holds the JSON object.
     if (parsed.is_string()) {
-      json inner = json::parse(parsed.get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (inner.is_object()) parsed = std::move(inner);
+      try {
+        json inner = parse_json<json>(parsed.get<std::string>());
+        if (inner.is_object()) parsed = std::move(inner);
+      } catch (const JsonTextError&) {
+      }
     }
     if (parsed.is_object()) {
       call.arguments = std::move(parsed);
       return;
     }
     reason = fmt::format("a JSON {}, not an object", parsed.type_name());
-  } catch (const json::parse_error& e) {
-    reason = e.what();
-    if (auto p = reason.find("] "); reason.rfind("[json.exception", 0) == 0 && p != std::string::npos)
-      reason.erase(0, p + 2);  // drop nlohmann's "[json.exception.parse_error.101] " prefix
+  } catch (const JsonTextError& e) {
+    reason = e.byte() != std::string::npos ? fmt::format("{} (at byte {})", e.what(), e.byte() + 1)
+             : e.path().empty()            ? std::string(e.what())
+                                           : fmt::format("{} (at {})", e.what(), e.path());
   }
   call.arguments = nullptr;
   call.arguments_error =
@@ -258,8 +264,13 @@ class StreamAssembler {
       done_ = true;
       return;
     }
-    json chunk = json::parse(d, nullptr, /*allow_exceptions=*/false);
-    if (chunk.is_discarded() || !chunk.is_object()) {
+    json chunk;
+    try {
+      chunk = parse_json<json>(d);
+    } catch (const JsonTextError&) {
+      chunk = json();
+    }
+    if (!chunk.is_object()) {
       bad_chunk_ = "a chunk that is not JSON: " + std::string(d.substr(0, 80));
       return;
     }
@@ -373,8 +384,12 @@ class OpenAiProvider : public Provider {
   }
 
   ChatResponse parse_completion(const std::string& body) const {
-    json response = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (response.is_discarded()) invalid_response(body, "the response is not JSON");
+    json response;
+    try {
+      response = parse_json<json>(body);
+    } catch (const JsonTextError& e) {
+      invalid_response(body, fmt::format("the response is not JSON ({})", e.what()));
+    }
     const json* choice = first_choice(response);
     if (choice == nullptr) invalid_response(body, "the response has no choices");
     const json& message = field(*choice, "message");

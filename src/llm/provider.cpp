@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -12,7 +13,11 @@ namespace {
 // The server's own words: OpenAI {"error": {"message"}}, Anthropic {"error": {"type", "message"}},
 // some servers {"error": "text"} or {"detail": "text"}; else the start of the body.
 std::string server_message(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
+  nlohmann::json j;
+  try {
+    j = parse_json<nlohmann::json>(body);
+  } catch (const JsonTextError&) {
+  }
   if (j.is_object()) {
     if (auto e = j.find("error"); e != j.end()) {
       if (e->is_string()) return e->get<std::string>();

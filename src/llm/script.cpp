@@ -10,6 +10,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "kagent/common/json_text.hpp"
 #include "providers.hpp"
 
@@ -35,9 +36,10 @@ bool is_blank(std::string_view line) {
 ChatResponse parse_turn(const std::string& where, std::string_view line, size_t turn) {
   json doc;
   try {
-    doc = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({}); expected {}", where, json_error_detail(e), kTurnShape));
+    doc = parse_json<json>(line);
+  } catch (const JsonTextError& e) {
+    const std::string at = e.path().empty() ? "" : " at " + e.path();
+    throw InputError(fmt::format("{}: not valid JSON{} ({}); expected {}", where, at, e.what(), kTurnShape));
   }
   if (!doc.is_object()) throw InputError(fmt::format("{}: got {}; expected {}", where, show(doc), kTurnShape));
 

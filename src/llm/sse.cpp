@@ -1,5 +1,7 @@
 #include "kagent/llm/sse.hpp"
 
+#include <algorithm>
+
 namespace kagent::llm {
 
 std::vector<SseEvent> SseParser::feed(std::string_view chunk) {
@@ -15,8 +17,12 @@ std::vector<SseEvent> SseParser::feed(std::string_view chunk) {
     start = buf_[1] == '\n' ? 2 : 1;
   }
   while (true) {
-    const size_t end = buf_.find_first_of("\r\n", start);
-    if (end == std::string::npos) break;
+    // Bytes before scanned_ hold no line end (they were searched by an earlier feed()).
+    const size_t end = buf_.find_first_of("\r\n", std::max(start, scanned_));
+    if (end == std::string::npos) {
+      scanned_ = buf_.size();
+      break;
+    }
     line(std::string_view(buf_).substr(start, end - start), out);
     if (buf_[end] == '\n') {
       start = end + 1;
@@ -28,6 +34,7 @@ std::vector<SseEvent> SseParser::feed(std::string_view chunk) {
     }
   }
   buf_.erase(0, start);
+  scanned_ = scanned_ > start ? scanned_ - start : 0;
   return out;
 }
 
@@ -43,6 +50,7 @@ std::vector<SseEvent> SseParser::finish() {
 
 void SseParser::reset() {
   buf_.clear();
+  scanned_ = 0;
   cur_ = {};
   has_data_ = false;
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/saturate.hpp"
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/spec/expr.hpp"
 
@@ -41,7 +42,8 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
     row.grid = dims(l.grid);
     row.block = dims(l.block);
     int64_t threads = 1;
-    for (int64_t b : row.block) threads *= std::max<int64_t>(b, 1);
+    // Saturating: the plan's figures are the candidate's (a block of 2^40 threads is wrong, not UB).
+    for (int64_t b : row.block) threads = saturating_mul(threads, std::max<int64_t>(b, 1));
     int64_t dyn = 0;
     try {
       dyn = l.smem.eval_int(shapes, scalars);
@@ -50,7 +52,7 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
     auto k =
         std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == l.kernel; });
     row.regs = k != r.kernels.end() ? k->registers : 0;
-    row.smem = (k != r.kernels.end() ? k->static_smem : 0) + dyn;
+    row.smem = saturating_add(k != r.kernels.end() ? k->static_smem : 0, dyn);
     row.occupancy = occupancy(threads, row.regs, row.smem);
     if (rep && i < rep->outcome.launch_times.size()) row.time = &rep->outcome.launch_times[i];
     if (rep && i < rep->outcome.metrics.size()) {

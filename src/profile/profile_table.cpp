@@ -13,6 +13,11 @@ namespace kagent::profile {
 Occupancy occupancy(int64_t threads, int regs, int64_t smem) {
   constexpr int kMaxThreads = 2048, kMaxBlocks = 32, kRegs = 65536;
   constexpr int64_t kSmem = 228 * 1024, kReservedPerBlock = 1024;
+  // The figures come from a plan and a cubin: beyond what one SM holds, the answer is the same
+  // (no block fits), so clamping keeps the arithmetic below in range without changing it.
+  threads = std::clamp<int64_t>(threads, 0, 1 << 20);
+  regs = std::clamp(regs, 0, 255);  // a thread has at most 255 registers
+  smem = std::clamp<int64_t>(smem, 0, int64_t{1} << 40);
   const int warps = static_cast<int>((threads + 31) / 32);
   const int regs_per_warp = ((std::max(regs, 1) * 32 + 255) / 256) * 256;  // allocated per warp, 256 at a time
   struct Limit {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -290,7 +291,8 @@ void turn_chart(Out out, const std::vector<ResultRecord>& records) {
   };
   std::vector<Series> series;
   double vmin = 1, vmax = 1;
-  int tmin = 0, tmax = 1;
+  // 64-bit: turns are whatever the results file says (2^31-1 - (-2^31) overflows an int).
+  int64_t tmin = 0, tmax = 1;
   bool first = true;
   for (const auto& r : records) {
     Series s{&r, {}};
@@ -301,8 +303,8 @@ void turn_chart(Out out, const std::vector<ResultRecord>& records) {
     for (const auto& [turn, v] : s.steps) {
       vmin = std::min(vmin, v);
       vmax = std::max(vmax, v);
-      tmin = first ? turn : std::min(tmin, turn);
-      tmax = first ? turn : std::max(tmax, turn);
+      tmin = first ? turn : std::min<int64_t>(tmin, turn);
+      tmax = first ? turn : std::max<int64_t>(tmax, turn);
       first = false;
     }
     series.push_back(std::move(s));
@@ -311,7 +313,7 @@ void turn_chart(Out out, const std::vector<ResultRecord>& records) {
   if (tmax <= tmin) tmax = tmin + 1;
   const double left = 56, right = kWidth - 16, top = 12, height = 340, bottom = height - 34;
   const LogAxis y(vmin, vmax, bottom, top);
-  auto x = [&](int t) { return left + (right - left) * (t - tmin) / static_cast<double>(tmax - tmin); };
+  auto x = [&](int64_t t) { return left + (right - left) * (t - tmin) / static_cast<double>(tmax - tmin); };
   fmt::format_to(out, "<section><h2>Best speedup vs eager by turn (agent runs, log scale)</h2>\n");
   fmt::format_to(out, "<svg id=\"turns\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\">\n", kWidth,
                  height);
@@ -321,8 +323,8 @@ void turn_chart(Out out, const std::vector<ResultRecord>& records) {
                    "<text class=\"tick\" x=\"{5}\" y=\"{6:.1f}\" text-anchor=\"end\">{7:g}x</text>\n",
                    left, y(t), right, t == 1.0 ? "#2b3340" : "#e6e9ed", t == 1.0 ? " stroke-dasharray=\"4 3\"" : "",
                    left - 6, y(t) + 4, t);
-  const int span = tmax - tmin, step = std::max(1, (span + 11) / 12);  // at most about 12 turn labels
-  for (int t = tmin; t <= tmax; t += step)
+  const int64_t span = tmax - tmin, step = std::max<int64_t>(1, (span + 11) / 12);  // at most about 12 turn labels
+  for (int64_t t = tmin; t <= tmax; t += step)
     fmt::format_to(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(t),
                    bottom + 16, t);
   fmt::format_to(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">turn</text>\n",

@@ -7,13 +7,16 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/json_text.hpp"
+#include "kagent/common/jsonl.hpp"
 #include "kagent/common/natural_order.hpp"
+#include "kagent/common/saturate.hpp"
 #include "kagent/common/text_table.hpp"
 
 namespace kagent::report {
@@ -22,6 +25,15 @@ namespace {
 
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+// An integer field in [lo, hi]; nullopt when absent, InputError naming the key when it is something else.
+std::optional<int> integer(const nlohmann::json& j, const char* key, int lo, int hi) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  auto v = json_integer(*it, lo, hi);
+  if (!v) throw InputError(fmt::format("{}: expected an integer from {} to {}, got {}", key, lo, hi, show_json(*it)));
+  return static_cast<int>(*v);
 }
 
 std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
@@ -56,7 +68,7 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.problem = j.at("problem").get<std::string>();
   r.level = j.value("level", "");
   r.status = j.at("status").get<std::string>();
-  r.tier = j.value("tier", -1);
+  r.tier = static_cast<int>(integer(j, "tier", -1, 3).value_or(-1));
   r.candidate_ms = opt_number(j, "candidate_ms");
   r.eager_ms = opt_number(j, "eager_ms");
   r.compile_ms = opt_number(j, "compile_ms");
@@ -66,14 +78,22 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.run_dir = j.value("run_dir", "");
   r.candidate = j.value("candidate", "");
   r.wall_s = opt_number(j, "wall_s");
-  if (auto g = opt_number(j, "gpu")) r.gpu = static_cast<int>(*g);
+  r.gpu = integer(j, "gpu", 0, std::numeric_limits<int>::max());
   r.precision = j.value("precision", "");
   if (auto it = j.find("tolerance"); it != j.end() && it->is_object()) {
     r.atol = opt_number(*it, "atol");
     r.rtol = opt_number(*it, "rtol");
   }
-  if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array())
-    r.best_by_turn = it->get<std::vector<std::pair<int, double>>>();
+  if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array()) {
+    for (const auto& step : *it) {
+      // [turn, speedup]; a turn is a positive int (converting 1e300 to one would be UB).
+      auto turn = step.is_array() && step.size() == 2 ? json_integer(step[0], 0, std::numeric_limits<int>::max())
+                                                      : std::nullopt;
+      if (!turn || !step[1].is_number())
+        throw InputError(fmt::format("best_by_turn: expected [turn, speedup] pairs, got {}", show_json(step)));
+      r.best_by_turn.emplace_back(static_cast<int>(*turn), step[1].get<double>());
+    }
+  }
 }
 
 ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {
@@ -83,12 +103,12 @@ ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)
     throw InputError(fmt::format("{}: cannot open the results file ({})", path_.string(), std::strerror(errno)));
   // A kill in the middle of a write leaves a last line without its newline: cut it off, so that
   // the next record does not continue it.
-  const off_t size = ::lseek(fd_, 0, SEEK_END);
-  off_t keep = size;
-  char c = 0;
-  while (keep > 0 && ::pread(fd_, &c, 1, keep - 1) == 1 && c != '\n') --keep;
-  if (keep != size && ::ftruncate(fd_, keep) != 0)
-    throw InputError(fmt::format("{}: cannot repair a torn last line ({})", path_.string(), std::strerror(errno)));
+  try {
+    cut_torn_last_line(fd_, path_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
 }
 
 ResultsWriter::~ResultsWriter() {
@@ -113,22 +133,13 @@ void ResultsWriter::append(const ResultRecord& r) {
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files) {
   std::map<std::string, ResultRecord> by_problem;
   for (const auto& path : files) {
-    std::ifstream in(path);
-    if (!in) throw InputError(fmt::format("{}: cannot read the results file", path.string()));
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-      ++n;
-      if (line.empty()) continue;
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        if (in.peek() == EOF) break;  // a line torn by a kill
-        throw InputError(fmt::format("{}:{}: not a JSON object", path.string(), n));
-      }
+    for (auto& [n, j] : read_jsonl(path)) {
       try {
         ResultRecord r = j.get<ResultRecord>();
         by_problem[r.problem] = std::move(r);
       } catch (const nlohmann::json::exception& e) {
+        throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), n, e.what()));
+      } catch (const InputError& e) {
         throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), n, e.what()));
       }
     }

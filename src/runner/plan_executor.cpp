@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/spec/plan_limits.hpp"
+
 namespace kagent::runner {
 
 namespace {
@@ -22,31 +24,21 @@ std::vector<size_t> param_sizes(CUfunction fn) {
 
 std::array<unsigned char, 8> scalar_bytes(const PlanArg& a, const ExprValue& v, const std::string& where) {
   std::array<unsigned char, 8> out{};
-  auto need_int = [&] {
-    if (!v.is_int) throw PlanError(fmt::format("{}: '{}' is not an integer", where, a.text));
-  };
-  auto range = [&](int64_t lo, int64_t hi) {
-    if (v.i < lo || v.i > hi)
-      throw PlanError(
-          fmt::format("{}: '{}' = {} does not fit {}", where, a.text, v.i, scalar_type_name(a.scalar_type)));
-  };
+  // The same rule as `kagent compile --op` applies offline (plan_limits.hpp).
+  if (auto problem = scalar_value_problem(a.scalar_type, v))
+    throw PlanError(fmt::format("{}: '{}' {}", where, a.text, *problem));
   switch (a.scalar_type) {
     case ScalarType::i32: {
-      need_int();
-      range(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
       int32_t x = static_cast<int32_t>(v.i);
       std::memcpy(out.data(), &x, 4);
       break;
     }
     case ScalarType::u32: {
-      need_int();
-      range(0, std::numeric_limits<uint32_t>::max());
       uint32_t x = static_cast<uint32_t>(v.i);
       std::memcpy(out.data(), &x, 4);
       break;
     }
     case ScalarType::i64: {
-      need_int();
       std::memcpy(out.data(), &v.i, 8);
       break;
     }
@@ -159,8 +151,9 @@ void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap
       out[d] = static_cast<unsigned>(v.i);
     }
   };
-  dims(l.grid, "grid", p.grid, {2147483647, 65535, 65535});
-  dims(l.block, "block", p.block, {1024, 1024, 64});
+  const LaunchLimits limits;  // the hardware's, for every architecture; shared memory is the device's below
+  dims(l.grid, "grid", p.grid, limits.grid);
+  dims(l.block, "block", p.block, limits.block);
   const int64_t threads = int64_t(p.block[0]) * p.block[1] * p.block[2];
   int max_threads = 0, static_smem = 0;
   check(cu().cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p.fn), where);

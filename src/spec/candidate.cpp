@@ -10,6 +10,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/compile/option_allowlist.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "text_util.hpp"
 
 namespace kagent {
@@ -17,7 +18,6 @@ namespace kagent {
 namespace {
 
 using spec_detail::is_identifier;
-using spec_detail::json_error_detail;
 using spec_detail::show;
 
 // ordered_json keeps the plan's order of scratch buffers, so allocation follows the file.
@@ -126,7 +126,8 @@ class PlanParser {
     try {
       return Expr::parse(text);
     } catch (const ExprError& e) {
-      fail(key, fmt::format("bad expression '{}': {}", text, e.what()));
+      const std::string shown = text.size() > 60 ? text.substr(0, 57) + "..." : text;
+      fail(key, fmt::format("bad expression '{}': {}", shown, e.what()));
     }
   }
 
@@ -287,13 +288,15 @@ Candidate parse_candidate(std::string source, const std::filesystem::path& path)
   std::string_view json_text(source.data() + block.json_begin, block.json_end - block.json_begin);
   Json root;
   try {
-    root = Json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte counts characters read (1-based); map it back into the file to name the real line.
-    size_t offset = block.json_begin + (e.byte > 0 ? e.byte - 1 : 0);
-    offset = std::min(offset, block.json_end);
-    throw InputError(fmt::format("{}:{}: launch plan is not valid JSON: {}", path_text, line_of_offset(source, offset),
-                                 json_error_detail(e)));
+    root = parse_json<Json>(json_text);
+  } catch (const JsonTextError& e) {
+    if (e.byte() == std::string::npos)
+      throw InputError(fmt::format("{}:{}: plan key {}: {}", path_text, block.line,
+                                   e.path().empty() ? "(top)" : e.path(), e.what()));
+    // Map the offset back into the file to name the real line.
+    size_t offset = std::min(block.json_begin + e.byte(), block.json_end);
+    throw InputError(
+        fmt::format("{}:{}: launch plan is not valid JSON: {}", path_text, line_of_offset(source, offset), e.what()));
   }
   Candidate cand;
   cand.path = path;

@@ -17,6 +17,7 @@ struct Expr::Node {
   double f = 0.0;      // decimal literal
   std::string tensor;  // X of X.shape[i] and numel(X)
   std::string scalar;  // a bare name: one of the operator's scalar arguments
+  int height = 1;      // of the subtree: bounds the recursion of eval, the name walks and the destructor
   std::shared_ptr<const Node> lhs;
   std::shared_ptr<const Node> rhs;
 };
@@ -29,6 +30,10 @@ using Kind = Node::Kind;
 
 // Deep enough for any real launch plan, shallow enough that "((((...)))" cannot exhaust the stack.
 constexpr int kMaxDepth = 100;
+// The parse is iterative along a chain "a+b+c+...", but the tree it builds is as tall as the
+// chain, and evaluating, walking and freeing it recurse: both the text and the tree are bounded.
+constexpr size_t kMaxLength = 2000;
+constexpr int kMaxHeight = 100;
 
 bool is_ident_start(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
@@ -49,7 +54,12 @@ NodePtr make_leaf_int(int64_t value, int column) {
 }
 
 NodePtr make_binary(Kind kind, NodePtr lhs, NodePtr rhs, int column) {
+  const int height = 1 + std::max(lhs->height, rhs->height);
+  if (height > kMaxHeight)
+    throw ExprError(
+        fmt::format("expression too complex at column {} (more than {} operations deep)", column, kMaxHeight), column);
   auto node = std::make_shared<Node>();
+  node->height = height;
   node->kind = kind;
   node->lhs = std::move(lhs);
   node->rhs = std::move(rhs);
@@ -68,6 +78,8 @@ class Parser {
   explicit Parser(std::string_view text) : text_(text) {}
 
   NodePtr parse_all() {
+    if (text_.size() > kMaxLength)
+      throw ExprError(fmt::format("expression of {} characters: at most {}", text_.size(), kMaxLength), 0);
     skip_spaces();
     if (at_end()) throw ExprError("empty expression", 1);
     NodePtr root = parse_sum();
@@ -147,6 +159,7 @@ class Parser {
     auto node = std::make_shared<Node>();
     node->kind = Kind::negate;
     node->lhs = parse_unary();
+    node->height = node->lhs->height + 1;
     node->column = op_column;
     --depth_;
     return node;
@@ -379,6 +392,12 @@ int64_t eval_int_binary(const Node& n, int64_t a, int64_t b) {
   }
 }
 
+// Decimal arithmetic that leaves the finite numbers (1e300 * 1e300) is refused like an integer overflow.
+ExprValue finite_value(const Node& n, double f) {
+  if (!std::isfinite(f)) fail_at(n, fmt::format("the result of {} is not a finite number", op_name(n.kind)));
+  return double_value(f);
+}
+
 ExprValue eval_binary(const Node& n, const ExprValue& a, const ExprValue& b) {
   if (a.is_int && b.is_int) return int_value(eval_int_binary(n, a.i, b.i));
   if (n.kind == Kind::mod || n.kind == Kind::cdiv) {
@@ -388,14 +407,14 @@ ExprValue eval_binary(const Node& n, const ExprValue& a, const ExprValue& b) {
   double y = b.as_double();
   switch (n.kind) {
     case Kind::add:
-      return double_value(x + y);
+      return finite_value(n, x + y);
     case Kind::sub:
-      return double_value(x - y);
+      return finite_value(n, x - y);
     case Kind::mul:
-      return double_value(x * y);
+      return finite_value(n, x * y);
     case Kind::div:
       if (y == 0.0) fail_at(n, "division by zero in '/'");
-      return double_value(x / y);
+      return finite_value(n, x / y);
     case Kind::min:
       return double_value(std::min(x, y));
     case Kind::max:
@@ -437,6 +456,7 @@ ExprValue eval_scalar(const Node& n, const ScalarLookup& scalars) {
     fail_at(n, fmt::format("unknown scalar '{}' (a bare name is one of the operator's scalar arguments; a "
                            "tensor's size is written {}.shape[i] or numel({}))",
                            n.scalar, n.scalar, n.scalar));
+  if (!v->is_int && !std::isfinite(v->f)) fail_at(n, fmt::format("scalar '{}' is not a finite number", n.scalar));
   return *v;
 }
 

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
 #include "text_util.hpp"
 
 namespace kagent {
@@ -15,7 +17,6 @@ namespace kagent {
 namespace {
 
 using spec_detail::is_identifier;
-using spec_detail::json_error_detail;
 using spec_detail::show;
 
 // ordered_json keeps inputs and outputs in the file's order: that order is the order the
@@ -25,13 +26,6 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kTopKeys =
     "name, reference, precision, tolerance, correctness_trials, budget, start, inputs, outputs, "
     "compile_baseline_ms, llm, description";
-
-int column_of_offset(std::string_view text, size_t offset) {
-  offset = std::min(offset, text.size());
-  size_t newline = text.rfind('\n', offset == 0 ? 0 : offset - 1);
-  if (offset == 0 || newline == std::string_view::npos) return static_cast<int>(offset) + 1;
-  return static_cast<int>(offset - newline);
-}
 
 // ---- KernelBench .py used directly ----
 
@@ -359,8 +353,10 @@ class OpJsonParser {
   }
 
   static std::string init_expected(const std::string& text) {
-    return fmt::format("unknown init '{}' (expected randn, rand, uniform(a,b), normal(mean,std) or randint(lo,hi))",
-                       text);
+    return fmt::format(
+        "unknown init '{}' (expected randn, rand, uniform(a,b), normal(mean,std) or randint(lo,hi), with finite "
+        "numbers)",
+        text);
   }
 
   // Splits "fn(a,b)" into its name and two numbers; false when the text has another form.
@@ -379,22 +375,13 @@ class OpJsonParser {
     if (s.starts_with('+')) s.remove_prefix(1);  // from_chars takes '-' but not '+'
     if (s.empty()) return false;
     auto result = std::from_chars(s.data(), s.data() + s.size(), out);
-    return result.ec == std::errc() && result.ptr == s.data() + s.size();
+    // from_chars also reads "nan" and "inf": no distribution takes them as a parameter.
+    return result.ec == std::errc() && result.ptr == s.data() + s.size() && std::isfinite(out);
   }
 };
 
 Op load_json_op(const std::filesystem::path& path) {
-  std::string text = read_text_file(path);
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte counts characters read (1-based); the character at fault is the last one read.
-    size_t offset = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    throw InputError(fmt::format("{}:{}:{}: not valid JSON: {}", path.string(), line_of_offset(text, offset),
-                                 column_of_offset(text, offset), json_error_detail(e)));
-  }
-  return OpJsonParser(path).parse(root);
+  return parse_op_json(read_text_file(path), path);
 }
 
 }  // namespace
@@ -502,6 +489,10 @@ std::vector<std::string> Op::scalar_names() const {
   std::vector<std::string> names;
   for (const auto& s : scalars) names.push_back(s.name);
   return names;
+}
+
+Op parse_op_json(std::string_view text, const std::filesystem::path& path) {
+  return OpJsonParser(path).parse(parse_json_input<Json>(text, path.string()));
 }
 
 Op load_op(const std::filesystem::path& path) {

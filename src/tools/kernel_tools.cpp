@@ -89,6 +89,7 @@ class EvaluateTool : public Tool {
               {{"unavailable", ctx_.no_gpu_reason}}};
     EvalReport rep;
     try {
+      ctx_.evaluator->set_deadline(deadline());
       rep = ctx_.evaluator->evaluate(ctx_.op, c);
     } catch (const InputError& e) {
       return {fmt::format("plan error: {}", e.what()), true, {{"error", e.what()}}};
@@ -128,6 +129,7 @@ class ProfileTool : public Tool {
     std::optional<EvalReport> rep;
     if (ctx_.evaluator != nullptr) {
       try {
+        ctx_.evaluator->set_deadline(deadline());
         rep = ctx_.evaluator->evaluate(ctx_.op, c, /*per_launch=*/true);
         ctx_.last_report[rel] = *rep;
         if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, *rep);

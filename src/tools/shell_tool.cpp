@@ -515,6 +515,7 @@ class ShellTool : public Tool {
     if (command.find('\0') != std::string::npos) throw ToolError("argument 'command' contains a NUL character");
     auto timeout_arg = arg_int(args, "timeout_s", 1, options_.max_timeout.count());
     std::chrono::seconds timeout = timeout_arg ? std::chrono::seconds(*timeout_arg) : options_.default_timeout;
+    if (auto left = time_left()) timeout = std::min(timeout, std::chrono::ceil<std::chrono::seconds>(*left));
 
     OutputBuffer output(std::max<size_t>(options_.output_cap * 4, size_t{1} << 20));
     SandboxRun r = run_sandboxed(sandbox_.method, ws_.root(), command, timeout, output);

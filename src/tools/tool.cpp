@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/saturate.hpp"
+
 namespace kagent::tools {
 
 namespace {
@@ -40,6 +42,12 @@ std::string marker(size_t bytes, size_t lines) {
 
 }  // namespace
 
+std::optional<std::chrono::milliseconds> Tool::time_left() const {
+  if (!deadline_) return std::nullopt;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1000));
+}
+
 std::string arg_string(const nlohmann::json& args, const std::string& name) {
   const nlohmann::json* v = find_arg(args, name);
   if (v == nullptr) throw ToolError(fmt::format("argument '{}' is required (a string)", name));
@@ -53,22 +61,9 @@ std::optional<int64_t> arg_int(const nlohmann::json& args, const std::string& na
   auto bad = [&] {
     return ToolError(fmt::format("argument '{}' must be an integer from {} to {}, got {}", name, lo, hi, shown(*v)));
   };
-  int64_t n = 0;
-  if (v->is_number_unsigned()) {
-    uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) throw bad();
-    n = static_cast<int64_t>(u);
-  } else if (v->is_number_integer()) {
-    n = v->get<int64_t>();
-  } else if (v->is_number_float()) {
-    // JSON has one number type; some models write 400.0 for 400. Whole values are fine.
-    double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || d < -9.2e18 || d > 9.2e18) throw bad();
-    n = static_cast<int64_t>(d);
-  } else {
-    throw bad();
-  }
-  if (n < lo || n > hi) throw bad();
+  // JSON has one number type; some models write 400.0 for 400. Whole values are fine.
+  auto n = json_integer(*v, lo, hi);
+  if (!n) throw bad();
   return n;
 }
 

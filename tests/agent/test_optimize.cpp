@@ -19,6 +19,7 @@
 
 #include "../llm/mock_server.hpp"
 #include "kagent/agent/agent.hpp"
+#include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
@@ -397,5 +398,100 @@ TEST(AgentLoop, OldToolOutputsAreSummarizedNearTheContextBudget) {
     if (m.role == llm::Role::tool) {
       EXPECT_LE(m.content.size(), opt.tool_output_cap + 200);
     }
+  }
+}
+
+namespace {
+
+// Two calls in one turn: a slow tool that overruns the time budget, then another.
+class TwoCallsProvider : public llm::Provider {
+ public:
+  llm::ChatResponse chat(const llm::ChatRequest& rq) override {
+    requests.push_back(rq);
+    llm::ChatResponse r;
+    r.message.role = llm::Role::assistant;
+    r.message.tool_calls.push_back({"call_slow", "slow", json::object(), "{}", ""});
+    r.message.tool_calls.push_back({"call_next", "slow", json::object(), "{}", ""});
+    return r;
+  }
+  std::string name() const override { return "two-calls"; }
+  std::vector<llm::ChatRequest> requests;
+};
+
+// Sleeps until the deadline the loop gave it (as the shell and evaluate tools are cut off then).
+class SlowTool : public tools::Tool {
+ public:
+  llm::ToolSpec spec() const override { return {"slow", "sleeps", {{"type", "object"}}}; }
+  tools::ToolResult run(const json&) override {
+    ++runs;
+    seen = deadline();
+    if (seen) std::this_thread::sleep_until(*seen + std::chrono::milliseconds(50));
+    return {"slept", false, {}};
+  }
+  int runs = 0;
+  std::optional<tools::Deadline> seen;
+};
+
+}  // namespace
+
+// The time budget holds inside a turn (issue 16: `--minutes 0.05` ran 32 s): tools get the budget's
+// end as their deadline, and calls after it are answered without running.
+TEST(AgentLoop, TheTimeBudgetIsEnforcedInsideToolCalls) {
+  test::TempDir dir;
+  tools::ToolSet set;
+  auto slow = std::make_unique<SlowTool>();
+  SlowTool* slow_tool = slow.get();
+  set.push_back(std::move(slow));
+  agent::Transcript transcript(dir.path() / "transcript.jsonl");
+  agent::RunRecord record(dir.path(), transcript);
+  agent::AgentOptions opt;
+  opt.max_minutes = 0.02;  // 1.2 s
+  TwoCallsProvider provider;
+  agent::Agent ag(provider, set, transcript, record, opt);
+  agent::RunState state;
+  state.messages.push_back({llm::Role::user, "go", {}, "", "", false});
+  const auto t0 = std::chrono::steady_clock::now();
+  agent::RunResult res = ag.run(state);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(res.stop_reason, "time budget");
+  EXPECT_EQ(provider.requests.size(), 1u);
+  EXPECT_EQ(slow_tool->runs, 1) << "the second call came after the budget's end";
+  ASSERT_TRUE(slow_tool->seen);
+  EXPECT_LT(*slow_tool->seen - t0, std::chrono::milliseconds(1300));
+  EXPECT_LT(took, std::chrono::seconds(10));
+  auto events = agent::Transcript::read(dir.path() / "transcript.jsonl");
+  bool answered = false;
+  for (const auto& e : events)
+    if (e.value("type", "") == "message" && e["message"].value("tool_call_id", "") == "call_next")
+      answered = e["message"].value("content", "").find("time budget ran out") != std::string::npos;
+  EXPECT_TRUE(answered);
+}
+
+// A kill during a write leaves a partial last line: it is cut before the next append, so the
+// resume after that one still reads the whole transcript (it failed for good: "line 15 is not a
+// JSON object").
+TEST(Transcript, ATornTailIsRepairedBeforeAppending) {
+  test::TempDir dir;
+  const auto path = dir.path() / "transcript.jsonl";
+  {
+    agent::Transcript t(path);
+    t.write({{"type", "message"}, {"n", 1}});
+  }
+  { std::ofstream(path, std::ios::app) << R"({"type": "message", "n": 2, "mess)"; }  // torn
+  EXPECT_EQ(agent::Transcript::read(path).size(), 1u);
+  {
+    agent::Transcript t(path);  // the resume
+    t.write({{"type", "resume"}});
+  }
+  auto events = agent::Transcript::read(path);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["type"], "resume");
+  // A complete line that is not JSON is not a torn write: an error naming the file and line.
+  { std::ofstream(path, std::ios::app) << "garbage\n"; }
+  try {
+    agent::Transcript::read(path);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("transcript.jsonl:3"), std::string::npos) << e.what();
   }
 }

@@ -96,3 +96,17 @@ TEST_F(CheckManifest, ErrorsNameTheFileAndKey) {
   e = error_of("{\"checks\": [\n  {" + op + ",\n  " + k + "\n");
   EXPECT_TRUE(has(e, "kagent.json")) << e;  // a parse error names the file (and where)
 }
+
+// Hostile manifests (issue 16): bad input naming the key, never an internal error.
+TEST_F(CheckManifest, WrongTypesHugeNumbersAndDuplicateKeysNameTheKey) {
+  auto has = [](const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; };
+  const std::string op = R"("op": "ops/softmax/op.json")", k = R"("kernel": "kernels/softmax.cu")";
+  std::string e = error_of("{\"checks\": [{" + op + ", " + k + ", \"name\": 5}]}");
+  EXPECT_TRUE(has(e, "kagent.json: checks[0].name: expected a non-empty string, got 5")) << e;
+  e = error_of("{\"checks\": [{" + op + ", " + k + ", \"min_speedup\": 1e400}]}");
+  EXPECT_TRUE(has(e, "kagent.json: key checks[0].min_speedup: number out of range")) << e;
+  e = error_of("{\"checks\": [{" + op + ", " + k + ", " + k + "}]}");
+  EXPECT_TRUE(has(e, "key checks[0].kernel: duplicate key")) << e;
+  e = error_of("{\"checks\": " + std::string(10000, '[') + "}");
+  EXPECT_TRUE(has(e, "nested deeper")) << e;
+}

@@ -1,5 +1,7 @@
 // The kagent binary end to end: exit codes (0 ok, 1 failed, 2 bad input, 3 environment),
 // messages that name the file, --json output, and no load-time dependency on the GPU driver.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -363,4 +365,70 @@ TEST_F(Cli, ProfilePrintsThePerLaunchTable) {
   EXPECT_EQ(
       kagent({"profile", example("vector_add/cand_compile_error.cu"), "--op", example("vector_add/op.json")}).exit_code,
       1);
+}
+
+// Hostile inputs (issue 16): bad input is exit 2 naming the file and key; nothing hangs or crashes.
+TEST_F(Cli, AHugeArchIsExit2NotAStackOverflow) {
+  auto r = kagent({"compile", "--arch", "sm_" + std::string(100000, '9'), tmp.write("good.cu", kGoodKernel).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output.substr(0, 500);
+  EXPECT_TRUE(has(r.output, "expected sm_XY")) << r.output.substr(0, 500);
+  EXPECT_EQ(kagent({"compile", "--arch", "sm_9999999999", tmp.write("g.cu", kGoodKernel).string()}).exit_code, 2);
+}
+
+TEST_F(Cli, AFifoOrDevZeroIsExit2NotAHang) {
+  auto fifo = tmp / "fifo.cu";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = kagent({"compile", "--arch", "sm_90a", fifo.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "not a regular file")) << r.output;
+  r = kagent({"report", "/dev/zero"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "/dev/zero")) << r.output;
+}
+
+TEST_F(Cli, PlansThatCouldNeverLaunchAreExit2NamingTheLaunch) {
+  auto op = example("vector_add/op.json");
+  auto with_grid = [&](const std::string& name, const std::string& grid, const std::string& block) {
+    std::string src = kGoodKernel;
+    src.replace(src.find("[\"cdiv(numel(out), 256)\"]"), 25, "[" + grid + "]");
+    src.replace(src.find("[256]"), 5, "[" + block + "]");
+    return tmp.write(name, src).string();
+  };
+  auto r = kagent({"compile", "--arch", "sm_90a", "--op", op, with_grid("grid.cu", "99999999999", "256")});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "grid.cu:1: plan key launch[0].grid[0]")) << r.output;
+  r = kagent({"compile", "--arch", "sm_90a", "--op", op, with_grid("block.cu", "1", "4096")});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "launch[0].block[0]")) << r.output;
+  r = kagent({"compile", "--arch", "sm_90a", "--op", op, with_grid("div.cu", "\"numel(out) / 0\"", "256")});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "division by zero")) << r.output;
+  r = kagent(
+      {"compile", "--arch", "sm_90a", "--op", op, with_grid("ovf.cu", "\"numel(out) * 9223372036854775807\"", "256")});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "overflow")) << r.output;
+  EXPECT_EQ(kagent({"compile", "--arch", "sm_90a", "--op", op, tmp.write("ok.cu", kGoodKernel).string()}).exit_code, 0);
+}
+
+TEST_F(Cli, BadNumbersAndDuplicateKeysInAnOpAreExit2NamingTheKey) {
+  tmp.write("ref.cu", "/*kagent {} */\n");
+  auto op = tmp.write("op.json", R"({"name": "t", "reference": {"cuda": "ref.cu"}, "budget": {"turns": 1e400},
+    "inputs": {"a": {"shape": [4], "dtype": "f32"}}, "outputs": {"out": {"shape": [4], "dtype": "f32"}}})");
+  auto r = kagent({"compile", "--arch", "sm_90a", "--op", op.string(), tmp.write("good.cu", kGoodKernel).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "key budget.turns: number out of range")) << r.output;
+  EXPECT_FALSE(has(r.output, "internal error")) << r.output;
+}
+
+TEST_F(Cli, ACorruptRunJsonOnResumeIsExit2NamingIt) {
+  auto run = tmp.path() / "run";
+  std::filesystem::create_directories(run);
+  tmp.write("run/run.json", "{\"op\": ");
+  auto r = kagent({"optimize", "--resume", run.string(), "--provider", "script"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "run.json")) << r.output;
+  tmp.write("run/run.json", "{\"op\": 5}");
+  r = kagent({"optimize", "--resume", run.string(), "--provider", "script"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "run.json: not a kagent run record")) << r.output;
 }

@@ -604,5 +604,29 @@ TEST(OpenAiErrors, NotFoundIsBadInput) {
   EXPECT_NE(e.what.find("does not exist"), std::string::npos) << e.what;
 }
 
+// A hostile endpoint (issue 16): token counts of 1e300 were converted to int64 (UB) and summed
+// (overflow); tool-call arguments nested 10^4 deep recursed off the stack.
+TEST(OpenAiChat, HugeUsageSaturatesAndDeepArgumentsAreTheModelsError) {
+  MockServer server;
+  const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  server.http().Post(kPath, [&](const httplib::Request&, httplib::Response& res) {
+    json message = {{"role", "assistant"},
+                    {"content", nullptr},
+                    {"tool_calls", json::array({tool_call("call_1", "read_file", R"({"path": )" + deep + "}")})}};
+    json u = {{"prompt_tokens", 1e300}, {"completion_tokens", -5}};
+    res.set_content(completion(message, "tool_calls", u).dump(), "application/json");
+  });
+  server.start();
+  ChatResponse res = make_provider(config_for(server, /*stream=*/false))->chat(request_with_tools());
+  EXPECT_EQ(res.usage.input_tokens, int64_t{1} << 53);
+  EXPECT_EQ(res.usage.output_tokens, 0);
+  Usage total = res.usage;
+  for (int i = 0; i < 2000; ++i) total += res.usage;  // saturates, never wraps
+  EXPECT_GT(total.input_tokens, 0);
+  ASSERT_EQ(res.message.tool_calls.size(), 1u);
+  EXPECT_NE(res.message.tool_calls[0].arguments_error.find("nested deeper"), std::string::npos)
+      << res.message.tool_calls[0].arguments_error;
+}
+
 }  // namespace
 }  // namespace kagent::llm

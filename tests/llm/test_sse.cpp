@@ -156,3 +156,21 @@ TEST(Sse, ResetDropsAPartialEvent) {
   EXPECT_EQ(events[0].event, "");
   EXPECT_EQ(events[0].data, "fresh");
 }
+
+// One event of 32 MB (a model's huge tool arguments) arriving in 256-byte chunks: the parser
+// rescanned its whole buffer per chunk, about 2*10^12 byte visits here (many minutes); linear,
+// it is well under a second. Not a timed assertion: the test's CTest TIMEOUT catches the
+// quadratic version.
+TEST(Sse, ALargeEventInSmallChunksIsLinear) {
+  const size_t size = size_t{32} << 20;
+  std::string stream = "data: {\"arguments\": \"" + std::string(size, 'x') + "\"}\n\n";
+  kagent::llm::SseParser parser;
+  std::vector<kagent::llm::SseEvent> events;
+  for (size_t at = 0; at < stream.size(); at += 256) {
+    auto got = parser.feed(std::string_view(stream).substr(at, 256));
+    events.insert(events.end(), got.begin(), got.end());
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].data.size(), size + 17);
+  EXPECT_TRUE(parser.finish().empty());
+}

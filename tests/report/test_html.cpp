@@ -135,3 +135,13 @@ TEST(Html, TurnChartHasOneLinePerAgentRun) {
   EXPECT_EQ(count(d, "V"), 2u) << d;
   expect_finite(html);
 }
+
+// A best_by_turn turn of 2^31-1 (and one of -2^31 from a record built in code) overflowed the
+// turn axis' int arithmetic (UBSan aborted).
+TEST(Html, ExtremeTurnsRender) {
+  auto r = rec("level1/a", "correct", 2, 1.5);
+  r.best_by_turn = {{std::numeric_limits<int>::min(), 1.1}, {0, 1.2}, {std::numeric_limits<int>::max(), 1.5}};
+  auto html = render({r});
+  EXPECT_NE(html.find(">-2147483648<"), std::string::npos);  // the first turn label
+  expect_finite(html);
+}

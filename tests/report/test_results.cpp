@@ -1,5 +1,7 @@
 // results.jsonl records and the CUDA Agent paper's summary statistics, against hand-computed
 // values; merging shards and resumed runs.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -156,4 +158,47 @@ TEST(Results, MarkdownTable) {
   EXPECT_EQ(md.rfind("| group | problems | pass |", 0), 0u) << md;
   EXPECT_NE(md.find("| level1 | 1 | 100.0% | 100.0% | 0.0% | 1.500x | - | 100.0% | 0.0% | 0.0% |"), std::string::npos)
       << md;
+}
+
+// Only an unterminated last line is a torn write; a complete one that does not parse is an error
+// (it was dropped silently as if torn).
+TEST(Results, ACompleteInvalidLastLineIsAnError) {
+  test::TempDir dir;
+  auto f = dir.write("r.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) + "{\"problem\": \"level1/\n");
+  try {
+    read_results({f});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.jsonl:2: not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
+// Figures a hand-edited or hostile file may hold: refused naming the line, never UB on conversion.
+TEST(Results, OutOfRangeNumbersAreRefusedNamingTheLine) {
+  test::TempDir dir;
+  auto error_of = [&](const std::string& record) {
+    try {
+      read_results({dir.write("r.jsonl", record + "\n")});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string head = R"({"problem": "p", "status": "correct", )";
+  EXPECT_NE(error_of(head + R"("tier": 1e300})").find("r.jsonl:1: not a result record (tier:"), std::string::npos);
+  EXPECT_NE(error_of(head + R"("gpu": -1e300})").find("gpu:"), std::string::npos);
+  EXPECT_NE(error_of(head + R"("best_by_turn": [[1e300, 2.0]]})").find("best_by_turn"), std::string::npos);
+  EXPECT_NE(error_of(head + R"("tier": 1e400})").find("key tier: number out of range"), std::string::npos);
+  auto records =
+      read_results({dir.write("ok.jsonl", head + R"("tier": 3, "best_by_turn": [[2147483647, 2.0]]})" + "\n")});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].best_by_turn[0].first, 2147483647);
+}
+
+TEST(Results, AFifoIsRefusedNotReadForever) {
+  test::TempDir dir;
+  auto fifo = dir / "results.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(read_results({fifo}), InputError);
+  EXPECT_THROW(read_results({"/dev/zero"}), InputError);
 }

@@ -320,3 +320,19 @@ TEST(ShellToolSpec, DescribesTheLimitsAndIsOfferedOnlyWithASandbox) {
 }
 
 }  // namespace
+
+// The run's time budget bounds a command (issue 16: `--minutes 0.05` ran 32 s): the deadline the
+// agent loop sets cuts the command's own timeout down to what is left.
+TEST_F(ShellToolTest, TheDeadlineCapsTheTimeout) {
+  tool_->set_deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(1500));
+  const auto t0 = std::chrono::steady_clock::now();
+  ToolResult r = run("sleep 30", 60);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_NE(r.text.find("killed after 2 s (timeout)"), std::string::npos) << r.text;
+  EXPECT_LT(took, std::chrono::seconds(15));
+  // A call started with (almost) no time left still gets a second, and answers.
+  tool_->set_deadline(std::chrono::steady_clock::now());
+  EXPECT_NE(run("sleep 30", 60).text.find("killed after 1 s (timeout)"), std::string::npos);
+  tool_->set_deadline(std::nullopt);
+  EXPECT_EQ(run("true").text.rfind("exit 0", 0), 0u);
+}

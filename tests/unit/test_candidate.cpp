@@ -348,5 +348,22 @@ TEST(CandidateOption, AcceptsOrdinaryOptions) {
   EXPECT_NO_THROW(check_candidate_option("-dopt=on", "x"));
 }
 
+// Hostile plans (issue 16): refused with the plan key, never a crash or an internal error.
+TEST(CandidateBounds, DeepNestingDuplicateKeysAndHugeNumbers) {
+  std::string msg = error_of(with_plan(R"("launch": [{"kernel": "k", "grid": [1], "block": [32], "args": )" +
+                                       std::string(10000, '[') + std::string(10000, ']') + "}]"));
+  EXPECT_NE(msg.find("plan key launch[0].args"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nested deeper"), std::string::npos) << msg;
+  msg = error_of(with_plan(R"("launch": [{"kernel": "k", "grid": [1e400], "block": [32], "args": []}])"));
+  EXPECT_NE(msg.find("plan key launch[0].grid[0]: number out of range"), std::string::npos) << msg;
+  msg = error_of(with_plan(R"("launch": [{"kernel": "k", "kernel": "j", "grid": [1], "block": [32], "args": []}])"));
+  EXPECT_NE(msg.find("plan key launch[0].kernel: duplicate key"), std::string::npos) << msg;
+  std::string chain = "1";
+  for (int i = 0; i < 100000; ++i) chain += "+1";
+  msg = error_of(with_plan(R"("launch": [{"kernel": "k", "grid": [")" + chain + R"("], "block": [32], "args": []}])"));
+  EXPECT_NE(msg.find("plan key launch[0].grid[0]"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 400u) << "the expression is shown shortened";
+}
+
 }  // namespace
 }  // namespace kagent

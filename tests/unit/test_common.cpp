@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "kagent/common/error.hpp"
@@ -31,6 +33,36 @@ TEST(Files, MissingFileIsInputErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("/no/such/kagent/file.cu"), std::string::npos);
     EXPECT_EQ(e.code(), ExitCode::bad_input);
   }
+}
+
+// A FIFO, /dev/zero or a huge file given as input must not hang kagent or exhaust its memory.
+TEST(Files, OnlyRegularFilesOfBoundedSizeAreRead) {
+  test::TempDir tmp;
+  auto error_of = [](const std::filesystem::path& p, size_t cap = kMaxInputFileBytes) {
+    try {
+      read_text_file(p, cap);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "no error for " << p;
+    return std::string();
+  };
+  auto fifo = tmp / "fifo.cu";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(error_of(fifo).find("not a regular file"), std::string::npos);  // no writer: would block
+  EXPECT_NE(error_of("/dev/zero").find("/dev/zero: not a regular file"), std::string::npos);
+  EXPECT_NE(error_of(tmp.path()).find("is a directory"), std::string::npos);
+  auto big = tmp.write("big.json", std::string(2000, 'x'));
+  EXPECT_NE(error_of(big, 1000).find("big.json: 2000 bytes, more than the 1000"), std::string::npos);
+  EXPECT_EQ(read_text_file(big, 2000).size(), 2000u);
+  EXPECT_EQ(read_text_file(tmp.write("empty", "")), "");
+  // /proc files report size 0 but have contents.
+  EXPECT_FALSE(read_text_file("/proc/self/status").empty());
+}
+
+TEST(Files, ColumnOfOffset) {
+  EXPECT_EQ(column_of_offset("ab\ncd", 0), 1);
+  EXPECT_EQ(column_of_offset("ab\ncd", 4), 2);
 }
 
 TEST(Files, AtomicWriteReplaces) {

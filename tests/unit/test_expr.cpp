@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -279,6 +280,35 @@ TEST(ExprError, Overflow) {
 TEST(ExprError, DeepNestingIsAnErrorNotACrash) {
   std::string deep(10000, '(');
   EXPECT_THROW(Expr::parse(deep + "1"), ExprError);
+}
+
+// Hostile expressions (issue 16): 10^5 '+' terms built a tree as tall as the chain, whose
+// evaluation and destruction recursed off the stack.
+TEST(ExprBounds, LongChainsAreRefusedNotACrash) {
+  std::string chain = "1";
+  for (int i = 0; i < 100'000; ++i) chain += "+1";
+  auto e = error_of(chain);
+  EXPECT_NE(std::string(e.what()).find("at most 2000"), std::string::npos) << e.what();
+  // Within the length bound, a chain deeper than 100 operations is refused by its height.
+  std::string deep = "1";
+  for (int i = 0; i < 150; ++i) deep += "+1";
+  e = error_of(deep);
+  EXPECT_NE(std::string(e.what()).find("too complex"), std::string::npos) << e.what();
+  std::string fine = "1";
+  for (int i = 0; i < 90; ++i) fine += "+1";
+  EXPECT_EQ(eval(fine), 91);
+  EXPECT_NE(std::string(error_of(std::string(150, '-') + "1").what()).find("too"), std::string::npos);
+}
+
+TEST(ExprBounds, DecimalsThatLeaveTheFiniteNumbersAreRefused) {
+  auto e = error_of("1e300 * 1e300");
+  EXPECT_NE(std::string(e.what()).find("not a finite number"), std::string::npos) << e.what();
+  EXPECT_EQ(e.column(), 7);
+  EXPECT_NE(std::string(error_of("1e400").what()).find("out of range"), std::string::npos);
+  const ScalarLookup inf = [](std::string_view) -> std::optional<ExprValue> {
+    return ExprValue{false, 0, std::numeric_limits<double>::infinity()};
+  };
+  EXPECT_THROW(Expr::parse("s * 2").eval(lookup, inf), ExprError);
 }
 
 }  // namespace

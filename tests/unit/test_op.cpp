@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -467,6 +469,43 @@ TEST(OpDefaults, PrecisionRuleSaysWhatIsAllowed) {
   EXPECT_NE(tf32.find("TF32 tensor-core math is allowed"), std::string::npos) << tf32;
   EXPECT_NE(tf32.find("atol 0.01, rtol 0.02"), std::string::npos) << tf32;
   EXPECT_NE(precision_rule(Precision::bf16, Tolerance{}).find("bf16 tensor-core math is allowed"), std::string::npos);
+}
+
+// Hostile op.json files (issue 16): bad input named by its key, exit 2, never an internal error.
+TEST_F(OpTest, NumbersOutOfRangeNameTheKey) {
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("budget": {"minutes": 1e400}, )"));
+  EXPECT_TRUE(contains(msg, prefix() + "key budget.minutes: number out of range")) << msg;
+}
+
+TEST_F(OpTest, DuplicateKeysAreRefused) {
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "f32", "dtype": "f16"})"));
+  EXPECT_TRUE(contains(msg, "key inputs.a.dtype: duplicate key")) << msg;
+}
+
+TEST_F(OpTest, DeepNestingIsRefusedNamingTheKey) {
+  std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  std::string msg = error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("description": )" + deep + ", "));
+  EXPECT_TRUE(contains(msg, "key description")) << msg;
+  EXPECT_TRUE(contains(msg, "nested deeper than")) << msg;
+}
+
+TEST_F(OpTest, NonFiniteInitParametersAreRefused) {
+  for (const char* init :
+       {"uniform(nan,1)", "uniform(-inf,inf)", "normal(0,inf)", "normal(nan,1)", "randint(0,1e400)"}) {
+    std::string msg = error_of(native(std::string(R"({"shape": [4], "dtype": "f32", "init": ")") + init + "\"}"));
+    EXPECT_TRUE(contains(msg, "key inputs.a.init")) << init << ": " << msg;
+  }
+}
+
+TEST_F(OpTest, AFifoOrADeviceIsRefusedNotReadForever) {
+  fs::path fifo = dir_.path() / "fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    load_op(fifo);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "fifo.json")) << e.what();
+  }
 }
 
 }  // namespace

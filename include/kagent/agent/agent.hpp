@@ -76,6 +76,7 @@ class Agent {
   AgentOptions opt_;
   std::function<void(const TurnStatus&)> on_turn_;
   std::optional<int> last_tier_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // the time budget's end (run())
 };
 
 }  // namespace kagent::agent

@@ -13,7 +13,8 @@ namespace kagent::agent {
 
 class Transcript {
  public:
-  // Opens (creating, or appending when resuming) the file; throws EnvError when it cannot.
+  // Opens (creating, or appending when resuming) the file, cutting a torn last line first; throws
+  // EnvError when it cannot.
   explicit Transcript(const std::filesystem::path& path);
   ~Transcript();
   Transcript(const Transcript&) = delete;
@@ -22,7 +23,8 @@ class Transcript {
   // Adds "t" (seconds since the epoch) and writes one line, then fflush + fsync.
   void write(nlohmann::json event);
 
-  // Every complete line of a transcript; a torn last line (killed mid-write) is skipped.
+  // Every line of a transcript; a torn last line (unterminated, killed mid-write) is skipped, any
+  // other bad line is InputError naming the file and line.
   static std::vector<nlohmann::json> read(const std::filesystem::path& path);
 
  private:

@@ -5,14 +5,21 @@
 
 namespace kagent {
 
-// Reads a whole file; throws InputError naming the path when it is missing or unreadable.
-std::string read_text_file(const std::filesystem::path& path);
+// The most bytes read_text_file reads unless told otherwise: far above any op.json, candidate,
+// manifest, results file or transcript kagent meets, far below what would exhaust memory.
+constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
+
+// Reads a whole regular file (a FIFO, a device such as /dev/zero or a socket would block or never
+// end) of at most max_bytes; throws InputError naming the path when it is missing, not a regular
+// file, too large or unreadable.
+std::string read_text_file(const std::filesystem::path& path, size_t max_bytes = kMaxInputFileBytes);
 
 // Writes a file atomically: a temporary file in the same folder, then rename(2), so readers
 // (and other kagent processes) never see a half-written file. Throws Error on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
-// 1-based line number of a byte offset in text.
+// 1-based line number of a byte offset in text, and its 1-based column.
 int line_of_offset(std::string_view text, size_t offset);
+int column_of_offset(std::string_view text, size_t offset);
 
 }  // namespace kagent

@@ -1,6 +1,8 @@
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kagent {
@@ -16,6 +18,8 @@ CudaPaths find_cuda_paths();
 // The harness's NVRTC options for an architecture such as "sm_90a", followed by the candidate's.
 std::vector<std::string> harness_options(const std::string& arch, const CudaPaths& paths);
 
+// The number of an "sm_90a" style name (90); nullopt when the text has another form.
+std::optional<int> arch_number(std::string_view arch);
 // "sm_90a" style names: checked against what this NVRTC supports; throws InputError otherwise.
 void check_arch(const std::string& arch);
 // The architecture name for a compute capability: Hopper and newer get their "a" target.

@@ -71,6 +71,10 @@ class Evaluator {
 
   const std::string& arch() const { return arch_; }
 
+  // Evaluations end by this moment (the agent's time budget): the runner's timeout is cut to
+  // what is left, at least a second. nullopt: only EvalOptions::timeout.
+  void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) { deadline_ = deadline; }
+
   // This GPU's copy bandwidth and FP32 matrix-product throughput: from the cache (one file per GPU
   // and driver under the compile cache's folder), else measured by the runner (about a second) and
   // cached. nullopt with *why when they cannot be measured; a failure is not retried.
@@ -99,6 +103,7 @@ class Evaluator {
   std::string harness_cubin();
 
   EvalOptions opt_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::string arch_;
   Compiler compiler_;
   std::unique_ptr<RunnerClient> runner_;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/saturate.hpp"
+
 namespace kagent::llm {
 
 // One call of a tool the model asked for.
@@ -43,9 +45,10 @@ struct ToolSpec {
 struct Usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  // Saturating: the counts come from an endpoint, which may send anything.
   Usage& operator+=(const Usage& o) {
-    input_tokens += o.input_tokens;
-    output_tokens += o.output_tokens;
+    input_tokens = saturating_add(input_tokens, o.input_tokens);
+    output_tokens = saturating_add(output_tokens, o.output_tokens);
     return *this;
   }
 };

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -104,5 +105,7 @@ Op with_precision(Op op, Precision p);
 
 // Loads an op.json or a .py. Throws InputError naming the file, the key and what was expected.
 Op load_op(const std::filesystem::path& path);
+// The op.json text of a file at path (paths in it are relative to path's folder); as load_op.
+Op parse_op_json(std::string_view text, const std::filesystem::path& path);
 
 }  // namespace kagent

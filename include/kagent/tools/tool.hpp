@@ -2,6 +2,7 @@
 // A tool the model may call: its JSON-schema'd spec and what running it does. Tools never throw
 // for the model's mistakes: bad arguments, a missing file, a compile error are results the model
 // reads (is_error) and can correct. Only kagent's own failures (no GPU, ...) are exceptions.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,12 +28,27 @@ class ToolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+using Deadline = std::chrono::steady_clock::time_point;
+
 class Tool {
  public:
   virtual ~Tool() = default;
   virtual llm::ToolSpec spec() const = 0;
   // Throws ToolError for the model's mistakes; the agent loop turns them into error results.
   virtual ToolResult run(const nlohmann::json& args) = 0;
+
+  // When the run's time budget ends. The agent loop sets it before each call; a tool that can
+  // take long (a shell command, an evaluation) is cut off by then, not only the turn after.
+  void set_deadline(std::optional<Deadline> deadline) { deadline_ = deadline; }
+  std::optional<Deadline> deadline() const { return deadline_; }
+
+ protected:
+  // The time left until the deadline, at least a second (a call that was started gets to
+  // answer); nullopt when there is no deadline.
+  std::optional<std::chrono::milliseconds> time_left() const;
+
+ private:
+  std::optional<Deadline> deadline_;
 };
 
 using ToolSet = std::vector<std::unique_ptr<Tool>>;

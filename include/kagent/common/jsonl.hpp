@@ -1,0 +1,27 @@
+#pragma once
+// JSON Lines files kagent appends to and reads back (results.jsonl, transcript.jsonl). A kill in
+// the middle of a write leaves a last line without its newline: the one kind of damage that is
+// expected. Writers cut it off before appending; readers leave it out. Any other bad line is an
+// error: a complete line was written whole, so if it does not parse, the file is not ours.
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kagent {
+
+// Cuts a last line that has no newline off the file open as fd (O_RDWR), so that the next append
+// starts a line of its own. Throws InputError naming path when it cannot.
+void cut_torn_last_line(int fd, const std::filesystem::path& path);
+
+struct JsonlLine {
+  int number = 0;  // 1-based line number in the file
+  nlohmann::json value;
+};
+
+// Every line of a JSON Lines file as a JSON object (bounded: json_parse.hpp; empty lines are
+// skipped). An unterminated last line that is not a JSON object is a torn write and left out;
+// any other bad line throws InputError "<path>:<line>: <what>".
+std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path);
+
+}  // namespace kagent

@@ -1,0 +1,28 @@
+// A model's tool-call arguments: the bounded parse the providers use, then the tools' argument
+// readers on the object.
+#include <nlohmann/json.hpp>
+
+#include "fuzz_util.hpp"
+#include "kagent/common/json_parse.hpp"
+#include "kagent/tools/tool.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nlohmann::json args;
+  try {
+    args = kagent::parse_json<nlohmann::json>(kagent::fuzz::text_of(data, size));
+  } catch (const kagent::JsonTextError&) {
+    return 0;
+  }
+  for (const char* name : {"path", "command", "timeout_s", "old", "new"}) {
+    try {
+      kagent::tools::arg_string(args, name);
+    } catch (const kagent::tools::ToolError&) {
+    }
+    try {
+      kagent::tools::arg_int(args, name, 1, 600);
+    } catch (const kagent::tools::ToolError&) {
+    }
+  }
+  args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return 0;
+}

@@ -1,0 +1,114 @@
+// A plan evaluated against the operator's shapes and the architecture's launch limits before
+// anything runs (`kagent compile --op`): what could never launch is bad input naming the launch.
+#include <gtest/gtest.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
+#include "kagent/spec/plan_limits.hpp"
+
+using namespace kagent;
+
+namespace {
+
+Op vector_op() {
+  Op op;
+  op.name = "v";
+  op.ref_kind = RefKind::cuda;
+  op.inputs = {TensorSpec{"x", {1 << 20}, DType::f32, {}}};
+  op.outputs = {TensorSpec{"out", {1 << 20}, DType::f32, {}}};
+  return op;
+}
+
+Candidate plan(const std::string& launch, const std::string& extra = "") {
+  return parse_candidate("/*kagent\n{" + extra + "\"launch\": [" + launch + "]}\n*/\n", "cand.cu");
+}
+
+std::string launch(const std::string& grid, const std::string& block, const std::string& rest = "") {
+  return R"({"kernel": "k", "grid": [)" + grid + R"(], "block": [)" + block + "]" + rest + R"(, "args": ["x", "out"]})";
+}
+
+std::string error_of(const Candidate& c, int sm = 90) {
+  try {
+    check_plan_limits(c, vector_op(), launch_limits(sm));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(PlanLimits, AValidPlanPasses) {
+  EXPECT_NO_THROW(check_plan_limits(plan(launch("\"cdiv(numel(out), 256)\"", "256", R"(, "smem": 4096)")), vector_op(),
+                                    launch_limits(90)));
+  EXPECT_NO_THROW(check_plan_limits(plan(launch("2147483647, 65535, 65535", "1024")), vector_op(), launch_limits(90)));
+}
+
+TEST(PlanLimits, DivisionByZeroAndOverflowAreBadInputNamingTheKey) {
+  auto msg = error_of(plan(launch("\"numel(x) / (x.shape[0] - 1048576)\"", "256")));
+  EXPECT_TRUE(has(msg, "cand.cu:1: plan key launch[0].grid[0]")) << msg;
+  EXPECT_TRUE(has(msg, "division by zero")) << msg;
+  msg = error_of(plan(launch("1", "\"numel(x) * 9223372036854775807\"")));
+  EXPECT_TRUE(has(msg, "launch[0].block[0]")) << msg;
+  EXPECT_TRUE(has(msg, "integer overflow")) << msg;
+}
+
+TEST(PlanLimits, GridBlockAndSharedMemoryBeyondTheArchitecture) {
+  auto msg = error_of(plan(launch("99999999999", "256")));
+  EXPECT_TRUE(has(msg, "launch[0].grid[0]")) << msg;
+  EXPECT_TRUE(has(msg, "from 1 to 2147483647")) << msg;
+  EXPECT_TRUE(has(error_of(plan(launch("1, 65536", "32"))), "launch[0].grid[1]"));
+  msg = error_of(plan(launch("1", "4096")));
+  EXPECT_TRUE(has(msg, "launch[0].block[0]")) << msg;
+  msg = error_of(plan(launch("1", "64, 64")));  // each dimension fits, the product does not
+  EXPECT_TRUE(has(msg, "a block of 4096 threads")) << msg;
+  EXPECT_TRUE(has(error_of(plan(launch("1", "1, 1, 65"))), "launch[0].block[2]"));
+  EXPECT_TRUE(has(error_of(plan(launch("\"0 * numel(x)\"", "32"))), "from 1 to"));
+  // 227 KiB on sm_90; 99 KiB on sm_89.
+  const std::string smem = R"(, "smem": 120000)";
+  EXPECT_NO_THROW(check_plan_limits(plan(launch("1", "32", smem)), vector_op(), launch_limits(90)));
+  msg = error_of(plan(launch("1", "32", smem)), 89);
+  EXPECT_TRUE(has(msg, "launch[0].smem")) << msg;
+  EXPECT_TRUE(has(msg, "from 0 to 101376")) << msg;
+  EXPECT_TRUE(has(error_of(plan(launch("1", "32", R"(, "smem": 232449)"))), "launch[0].smem"));
+}
+
+TEST(PlanLimits, ScalarArgumentsMustFitTheirType) {
+  auto c = parse_candidate(R"(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x", "i32:numel(x) * 4096"]}]}
+*/)",
+                           "cand.cu");
+  auto msg = error_of(c);
+  EXPECT_TRUE(has(msg, "launch[0].args[1]")) << msg;
+  EXPECT_TRUE(has(msg, "does not fit i32")) << msg;
+  c = parse_candidate(R"(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x", "f32:1e300 * 10.0"]}]}
+*/)",
+                      "cand.cu");
+  EXPECT_TRUE(has(error_of(c), "does not fit f32"));
+  EXPECT_EQ(scalar_value_problem(ScalarType::u32, ExprValue{true, -1, 0}).value_or(""), "= -1 does not fit u32");
+  EXPECT_FALSE(scalar_value_problem(ScalarType::i64, ExprValue{true, INT64_MIN, 0}));
+}
+
+TEST(PlanLimits, ScratchShapesAreEvaluatedToo) {
+  const std::string huge =
+      R"~("scratch": {"t": {"dtype": "f32", "shape": ["numel(x)", "numel(x)", "numel(x)", 9]}}, )~";
+  auto msg = error_of(plan(launch("1", "32"), huge));
+  EXPECT_TRUE(has(msg, "scratch.t.shape")) << msg;
+  EXPECT_TRUE(has(msg, "overflows")) << msg;
+  msg = error_of(plan(launch("\"t.shape[0] / 0\"", "32"), R"~("scratch": {"t": {"dtype": "f32", "shape": [8]}}, )~"));
+  EXPECT_TRUE(has(msg, "division by zero")) << msg;
+}
+
+TEST(PlanLimits, UnknownArchitecturesGetTheLargestSharedMemory) {
+  EXPECT_EQ(launch_limits(90).dynamic_smem, 232448);
+  EXPECT_EQ(launch_limits(75).dynamic_smem, 65536);
+  EXPECT_EQ(launch_limits(0).dynamic_smem, 232448);
+  EXPECT_EQ(launch_limits(90).threads_per_block, 1024);
+}
