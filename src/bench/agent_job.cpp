@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +18,8 @@
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
+#include "kagent/common/saturate.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent::bench {
@@ -155,12 +158,10 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   r.problem = p.id;
   r.level = p.level;
   r.run_dir = dir.string();
-  nlohmann::json result;
-  try {
-    result = nlohmann::json::parse(read_text_file(dir / "result.json"));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not JSON ({})", (dir / "result.json").string(), e.what()));
-  }
+  // Bounded like every reader of text kagent did not write in this process (json_parse.hpp).
+  const nlohmann::json result =
+      parse_json_input<nlohmann::json>(read_text_file(dir / "result.json"), (dir / "result.json").string());
+  if (!result.is_object()) throw InputError(fmt::format("{}: expected a JSON object", (dir / "result.json").string()));
   const std::string stopped = result.value("stop_reason", "");
   const int evaluations = result.value("evaluations", 0);
   if (result.contains("wall_s") && result["wall_s"].is_number()) r.wall_s = result["wall_s"].get<double>();
@@ -178,7 +179,8 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   nlohmann::json best_report;
   for (const auto& ev : events) {
     const std::string type = ev.value("type", "");
-    if (type == "message" && ev.contains("turn")) turn = ev["turn"].get<int>();
+    if (type == "message" && ev.contains("turn"))  // converting 1e300 to an int would be UB
+      turn = static_cast<int>(json_integer(ev["turn"], 0, std::numeric_limits<int>::max()).value_or(turn));
     if (type != "evaluation") continue;
     const auto& score = ev.value("score", nlohmann::json::object());
     if (ev.value("best", false)) best_report = ev.value("report", nlohmann::json::object());

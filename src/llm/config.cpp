@@ -9,6 +9,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
 
 namespace kagent::llm {
 
@@ -68,8 +69,7 @@ Layer checked_layer(std::string name, const nlohmann::json& j) {
 Layer config_file_layer(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return Layer{path};
-  auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
-  if (j.is_discarded()) throw InputError(fmt::format("{}: not valid JSON", path));
+  auto j = parse_json_input<nlohmann::json>(read_text_file(path), path);  // bounded: depth, keys, numbers
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", path));
   // The file may hold other sections later; the LLM settings are its "llm" object, or the top level.
   return checked_layer(path, j.contains("llm") ? j["llm"] : j);

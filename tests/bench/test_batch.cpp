@@ -217,6 +217,19 @@ TEST(BenchBatch, AgentRunsBecomeRecordsWithTheBestByTurn) {
   r = record_from_run(p, t / "run");
   EXPECT_EQ(r.status, "unsolved");
   EXPECT_NE(r.error.find("turn budget"), std::string::npos);
+
+  // A transcript's turn out of int's range is not converted (undefined behaviour under UBSan), and
+  // a result.json nested past the bound is bad input naming the file.
+  t.write("run/transcript.jsonl", event({{"type", "message"}, {"turn", 1e300}}) + eval(1, 1.5, true));
+  t.write("run/result.json", nlohmann::json({{"stop_reason", "finish"}, {"evaluations", 1}, {"best", nullptr}}).dump());
+  EXPECT_EQ(record_from_run(p, t / "run").status, "incorrect");
+  t.write("run/result.json", std::string(5000, '[') + std::string(5000, ']'));
+  try {
+    record_from_run(p, t / "run");
+    FAIL() << "a result.json nested 5000 deep was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("result.json"), std::string::npos) << e.what();
+  }
 }
 
 TEST(BenchBatch, ResultsWriterRepairsATornLineAndKeepsConcurrentLinesWhole) {

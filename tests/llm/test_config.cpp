@@ -165,3 +165,15 @@ TEST_F(LlmConfigTest, TransportSettingsFromTheFiles) {
   EXPECT_EQ(c.http.idle_timeout.count(), 5000) << "op.json beats the config file";
   EXPECT_FALSE(c.stream);
 }
+
+// The config file is read with the same bounds as every other JSON kagent reads: nesting 10^4
+// deep and duplicate keys are exit-2 errors naming the file, not a stack overflow or a silent pick.
+TEST_F(LlmConfigTest, ConfigFileIsReadWithBounds) {
+  auto deep = dir.write("deep.json", std::string(10000, '[') + std::string(10000, ']'));
+  std::string e = error_of([&] { resolve(flags("m"), nullptr, deep.string()); });
+  EXPECT_NE(e.find("deep.json"), std::string::npos) << e;
+  auto dup = dir.write("dup.json", R"({"llm": {"model": "a", "model": "b"}})");
+  e = error_of([&] { resolve(flags(""), nullptr, dup.string()); });
+  EXPECT_NE(e.find("dup.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("model"), std::string::npos) << e;
+}
