@@ -114,7 +114,7 @@ TEST_F(EveryGpu, BenchSpreadsAKernelBenchFolderOverAllGpusWithoutErrors) {
   const fs::path level1 = test::kernelbench_dir() / "level1";
   if (!fs::exists(level1)) GTEST_SKIP() << "no KernelBench problems at " << level1;
   std::string gpus;
-  for (size_t i = 0; i < inv.gpus.size(); ++i) gpus += (i ? "," : "") + std::to_string(i);
+  for (size_t i = 0; i < inv.gpus.size(); ++i) gpus += fmt::format("{}{}", i ? "," : "", i);
   const fs::path out = dir.path() / "results.jsonl";
   // Four small problems examples/kernelbench solves (the others would be recorded "unsolved"
   // without touching a GPU). The caller's cache, when it names one, keeps the torch.compile
