@@ -6,7 +6,8 @@ weights and inputs. Per problem and output it prints the max abs and max rel err
 against fp64, the share of elements outside kagent's fp32 tolerance (|d| > 1e-4 + 1e-4 |r64|), and
 the tolerance each would need (the smallest t with |d| <= t + t |r64| everywhere); then the
 distribution over problems (median, p90, p99, max) and a proposed default tolerance for `tf32`
-(the largest need, with a margin of 2, rounded up to 1, 2 or 5 times a power of ten).
+(the largest need among the problems whose fp32 reference is within 1e-4 of fp64, with a margin of
+1.5, rounded up to 1, 2 or 5 times a power of ten).
 
 Needs a GPU and torch. Problems come from $KAGENT_KERNELBENCH_DIR (or --kernelbench), every
 level*/ folder. Records go to --out as JSON lines, one per problem, and --resume skips the ones
@@ -29,6 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 
 ATOL = RTOL = 1e-4  # kagent's fp32 tolerance
+MARGIN = 1.5  # over the largest TF32 need: a TF32 candidate rounds differently from the TF32 reference
 CHUNK = 1 << 25
 
 
@@ -161,13 +163,22 @@ def summary(records):
                            ("outside_1e-4", "share outside 1e-4"), ("need", "tolerance needed")):
             v = [worst(r, side, key) for r in ok]
             print(f"{side + ' ' + label:<26} " + " ".join(f"{percentile(v, q):10.3g}" for q in (0.5, 0.9, 0.99, 1.0)))
-    need = [worst(r, "tf32", "need") for r in ok]
-    if need:
-        top = sorted(((worst(r, "tf32", "need"), r["problem"]) for r in ok), reverse=True)[:5]
-        print("largest tf32 needs: " + ", ".join(f"{p} {n:.3g}" for n, p in top))
-        print(f"proposed tf32 tolerance: atol = rtol = {round_up_125(2 * max(need)):g} "
-              f"(2 x the largest need {max(need):.3g}, rounded up to 1-2-5)")
-
+    # The tf32 default is sized on the well-conditioned problems: those whose fp32 reference is
+    # within fp32's own tolerance of fp64. Where even IEEE fp32 is farther than that (overflowing
+    # recurrences, dropout's random mask, long reductions of cancelling terms), no tolerance of a
+    # TF32-sized order separates right from wrong; the compare rule's fp64 clause judges those.
+    ill = sorted(((worst(r, "fp32", "need"), r["problem"]) for r in ok if worst(r, "fp32", "need") > ATOL),
+                 reverse=True)
+    if ill:
+        print(f"{len(ill)} ill-conditioned (fp32 reference itself beyond {ATOL:g} of fp64; left out of the "
+              "proposal): " + ", ".join(f"{p} {n:.3g}" for n, p in ill))
+    well = [r for r in ok if worst(r, "fp32", "need") <= ATOL]
+    if well:
+        top = sorted(((worst(r, "tf32", "need"), r["problem"]) for r in well), reverse=True)[:5]
+        need = top[0][0]
+        print("largest tf32 needs of the rest: " + ", ".join(f"{p} {n:.3g}" for n, p in top))
+        print(f"proposed tf32 tolerance: atol = rtol = {round_up_125(MARGIN * need):g} "
+              f"({MARGIN:g} x the largest need {need:.3g}, rounded up to 1-2-5)")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
-# Usage: benchmarks/run_on_gpu.sh [tests|cpu-tests|bench|kernelbench|fixtures|ncu|roofline|level1|check|problems|precision|precision-tests|multigpu|all]
-#   (default all; multigpu needs two GPUs: the nvidia-h200-x2 kind)
+# Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
+#   ncu roofline level1 check problems precision precision-tests multigpu all (default all; several
+#   modes run in this script's order; multigpu needs two GPUs: the nvidia-h200-x2 kind)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-gpu-out}
 mkdir -p "$OUT"
 B=build-gpu
-what=${1:-all}
+modes=" ${*:-all} "
+# want MODE...: whether any of these modes was asked for.
+want() { local m; for m; do [[ $modes == *" $m "* ]] && return 0; done; return 1; }
 export KAGENT_CACHE_DIR=/tmp/kagent-cache
 KB=${KAGENT_KERNELBENCH_DIR:-../shared/kernelbench}
 export KAGENT_KERNELBENCH_DIR=$KB
@@ -22,17 +25,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
-if [ "$what" = all ] || [ "$what" = tests ]; then
+if want all tests; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
   gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds)'
-  step tests 500 bash -c "cd $B && ctest --output-on-failure -j 4 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
+  step tests ${TESTS_LIMIT:-500} bash -c "cd $B && ctest --output-on-failure -j 12 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi
-if [ "$what" = cpu-tests ]; then
+if want cpu-tests; then
   # The suites that need no GPU code of their own (bench, report, CLI), run where a GPU is present.
   step tests 300 bash -c "cd $B && ctest --output-on-failure -j 8 -L 'kagent_unit_tests|kagent_cli_tests'"
 fi
-if [ "$what" = level1 ] || [ "$what" = cpu-tests ]; then
+if want level1 cpu-tests; then
   # `kagent bench` over the whole of KernelBench level 1 with the fixtures as solutions: a first
   # run from an empty cache (kernels compiled, eager and torch.compile baselines measured), then a
   # second with the cache warm. Both resume across calls of this script on a warm machine (the
@@ -51,11 +54,11 @@ if [ "$what" = level1 ] || [ "$what" = cpu-tests ]; then
   done
   [ -f $L1/second.jsonl ] && $B/kagent report --md $L1/second.jsonl > $OUT/level1-report.md 2>&1
 fi
-if [ "$what" = all ] || [ "$what" = bench ]; then
+if want all bench; then
   step bench 200 $B/benchmarks/compile_latency --reps 5
   step bench 200 $B/benchmarks/eval_latency --reps 5 --repeat 10
 fi
-if [ "$what" = all ] || [ "$what" = kernelbench ]; then
+if want all kernelbench; then
   step kernelbench 400 python3 benchmarks/kernelbench_compare.py baselines --kagent $B/kagent --kb-timing "$KB_TIMING" \
     $KB/level1/19_ReLU.py $KB/level1/23_Softmax.py $KB/level1/1_Square_matrix_multiplication_.py \
     $KB/level1/47_Sum_reduction_over_a_dimension.py $KB/level1/40_LayerNorm.py
@@ -65,7 +68,7 @@ if [ "$what" = all ] || [ "$what" = kernelbench ]; then
     --pytorch examples/kernelbench/level1/23_Softmax.cu $KB/level1/23_Softmax.py
   step kernelbench 120 $B/tests/kagent_gpu_tests --gtest_filter='PyTorchEval.SixGigabyte*'
 fi
-if [ "$what" = precision ]; then
+if want precision; then
   # The references' own error against fp64, fp32 (TF32 off) and tf32 (TF32 on), over every KernelBench
   # problem (issue #15): resumable, new problems started for 520 s per call; call again until the
   # summary covers all (a problem killed at the step's limit is recorded as such, not retried).
@@ -73,30 +76,30 @@ if [ "$what" = precision ]; then
   step precision 590 python3 benchmarks/reference_precision.py --kernelbench "$KB" --out $PR --resume --budget-s 520
   cp $PR $OUT/reference_precision.jsonl
 fi
-if [ "$what" = precision-tests ]; then
+if want precision-tests; then
   # The GPU tests of the precision work: exact fp32 convolution, the fp64 rule, weak references.
   step precision 400 $B/tests/kagent_gpu_tests \
     --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*'
 fi
-if [ "$what" = all ] || [ "$what" = fixtures ]; then
+if want all fixtures; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
 fi
-if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = tests ]; then
+if want all check; then
   step check 400 python3 benchmarks/check_gate.py --kagent $B/kagent --runs 10
 fi
-if [ "$what" = all ] || [ "$what" = problems ]; then
+if want all problems; then
   # Every KernelBench problem of levels 1-3: signature and one reference run (no baselines).
-  step problems 580 python3 benchmarks/load_all_problems.py --kernelbench "$KB"
+  step problems ${PROBLEMS_LIMIT:-580} python3 benchmarks/load_all_problems.py --kernelbench "$KB"
 fi
-if [ "$what" = multigpu ]; then
+if want multigpu; then
   # The level-1 fixture bench on GPU 0 alone, then on GPUs 0,1: same tiers, wall times, speedup.
   step multigpu 580 python3 benchmarks/multi_gpu_bench.py --kagent $B/kagent --kernelbench "$KB" --gpus 0,1
   step multigpu 300 $B/tests/kagent_gpu_tests --gtest_filter='EveryGpu.*'
 fi
-if [ "$what" = all ] || [ "$what" = ncu ]; then
+if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
-if [ "$what" = all ] || [ "$what" = ncu ] || [ "$what" = roofline ]; then
+if want all ncu roofline; then
   step roofline 200 python3 benchmarks/device_peaks.py --kagent $B/kagent
   step roofline 400 python3 benchmarks/metrics_agreement.py --kagent $B/kagent
 fi

@@ -411,11 +411,11 @@ Tolerance default_tolerance(Precision p) {
     case Precision::fp32:
       return Tolerance{1e-4, 1e-4};  // KernelBench's value (MEASUREMENT.md)
     case Precision::tf32:
-      // Provisional: TF32 keeps 10 mantissa bits (unit roundoff 4.9e-4), and the issue's
-      // measurements put TF32 convolutions 5e-4 to 5e-3 off IEEE fp32. This awaits the measurement
-      // of benchmarks/reference_precision.py over KernelBench (largest deviation of TF32
-      // references from fp64 ones, with margin; benchmarks/RESULTS.md).
-      return Tolerance{1e-2, 1e-2};
+      // Measured (benchmarks/reference_precision.py, H100, 2026-11-23; benchmarks/RESULTS.md):
+      // over the 239 KernelBench problems whose IEEE fp32 reference is within 1e-4 of fp64, the
+      // TF32 reference needs up to 0.0327 (level3/50_ReLUSelfAttention; p90 1.3e-3). 1.5 times
+      // that, rounded up to 1-2-5: a TF32 candidate as accurate as PyTorch's TF32 passes.
+      return Tolerance{5e-2, 5e-2};
     case Precision::fp16:
     case Precision::bf16:
       return Tolerance{1e-2, 1e-2};  // KernelBench's value

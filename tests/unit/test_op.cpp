@@ -456,7 +456,7 @@ TEST(OpDefaults, PrecisionNamesAndTolerances) {
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp32).atol, 1e-4);
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::fp16).rtol, 1e-2);
   EXPECT_DOUBLE_EQ(default_tolerance(Precision::bf16).atol, 1e-2);
-  EXPECT_DOUBLE_EQ(default_tolerance(Precision::tf32).atol, 1e-2);  // provisional, see op.cpp
+  EXPECT_DOUBLE_EQ(default_tolerance(Precision::tf32).atol, 5e-2);  // measured, see op.cpp
 }
 
 // The sentence the task prompt and the reports carry: what each precision allows.
