@@ -44,7 +44,7 @@ TEST_F(CompileToolTest, SassSummaryFollowsTheResourceTable) {
   ASSERT_FALSE(r.is_error) << r.text;
   const bool have = find_nvdisasm(find_cuda_paths()).has_value();
   if (have) {
-    EXPECT_NE(r.text.find("kernel vector_add: "), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("kernel vector_add_grid_stride: "), std::string::npos) << r.text;
     EXPECT_NE(r.text.find("local memory: 0 loads (LDL), 0 stores (STL)"), std::string::npos) << r.text;
   } else {
     EXPECT_NE(r.text.find("no SASS: no nvdisasm"), std::string::npos) << r.text;
