@@ -22,6 +22,30 @@
 namespace kagent::report {
 
 namespace {
+constexpr std::pair<Status, std::string_view> kStatusNames[] = {
+    {Status::correct, "correct"}, {Status::incorrect, "incorrect"}, {Status::compile_error, "compile_error"},
+    {Status::crash, "crash"},     {Status::timeout, "timeout"},     {Status::error, "error"},
+    {Status::unsolved, "unsolved"}};
+}  // namespace
+
+Status parse_status(std::string_view text) {
+  for (const auto& [s, name] : kStatusNames)
+    if (name == text) return s;
+  return Status::other;
+}
+
+std::string_view status_name(Status s) {
+  for (const auto& [k, name] : kStatusNames)
+    if (k == s) return name;
+  return "other";
+}
+
+bool candidate_failure(Status s) {
+  return s == Status::incorrect || s == Status::compile_error || s == Status::crash || s == Status::timeout;
+}
+
+
+namespace {
 
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();

@@ -13,10 +13,22 @@
 
 namespace kagent::report {
 
+// What became of a problem. The candidate's failures (incorrect, compile_error, crash: its run
+// killed the harness's child, timeout) are verdicts on the candidate; error is the harness's or the
+// environment's; unsolved: an agent run that ended with no correct candidate. `other` stands for a
+// status written by another version of kagent, kept as text in the record.
+enum class Status { correct, incorrect, compile_error, crash, timeout, error, unsolved, other };
+
+Status parse_status(std::string_view text);
+// The name written in results.jsonl ("compile_error"); "other" for Status::other.
+std::string_view status_name(Status s);
+// Whether the status is a verdict on the candidate's own failure (JUnit <failure>, not <error>).
+bool candidate_failure(Status s);
+
 struct ResultRecord {
   std::string problem;  // e.g. "level1/19_ReLU"
   std::string level;    // e.g. "level1" ("" when the problem has none)
-  std::string status;   // "correct", "incorrect", "compile_error", "error", "timeout", "unsolved"
+  std::string status;   // a Status by name (status_name); kept as text so other versions' names survive
   int tier = -1;
   std::optional<double> candidate_ms, eager_ms, compile_ms;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
@@ -31,6 +43,7 @@ struct ResultRecord {
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
+  Status kind() const { return parse_status(status); }
 };
 
 // Appends records to a results file, one JSON line each, flushed to disk before returning, so a
