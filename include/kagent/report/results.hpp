@@ -40,11 +40,34 @@ struct ResultRecord {
   // What correctness was judged under (absent for problems that were never evaluated).
   std::string precision;             // "fp32", ...
   std::optional<double> atol, rtol;  // the tolerance
+  // How it was measured, so that results measured differently are not summed up together
+  // (kagent report): the GPU's name, the timing's stopping rule (stop_rule_text), the kagent
+  // version that wrote the record. Empty when not recorded (records of older versions; problems
+  // that failed before anything was measured).
+  std::string device, stop_rule, kagent_version;
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
   Status kind() const { return parse_status(status); }
 };
+
+// The version of the record format this kagent writes ("record_version"); records without one are
+// version 1. A reader refuses a newer version than its own, naming the file and line.
+constexpr int kRecordVersion = 2;
+
+// What a result was measured under; results that differ in it are not comparable.
+struct MeasurementSetting {
+  std::string device, precision, stop_rule, kagent_version;
+  std::optional<double> atol, rtol;
+  auto operator<=>(const MeasurementSetting&) const = default;
+};
+MeasurementSetting setting_of(const ResultRecord& r);
+// "NVIDIA H100 80GB HBM3, fp32 (atol 0.0001, rtol 0.0001), stop rule >= 20 samples ..., kagent 0.1.0";
+// what was not recorded is said so.
+std::string setting_text(const MeasurementSetting& s);
+// The settings of the records that were measured (a device or a precision recorded), with their
+// record counts, in first-seen order.
+std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records);
 
 // Appends records to a results file, one JSON line each, flushed to disk before returning, so a
 // killed batch loses nothing it had finished. Opening repairs a line torn by an earlier kill (it
