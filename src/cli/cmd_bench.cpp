@@ -44,6 +44,7 @@ struct BenchArgs {
   int64_t max_tokens = 0;
   bool no_shell = false;
   OpOverrides overrides;  // --atol/--rtol/--tolerance for every problem
+  MeasureFlags measure;   // solutions: the stopping rule and knobs (agent runs use the defaults)
 };
 
 std::atomic<bool> g_stop{false};
@@ -67,6 +68,10 @@ nlohmann::json summary_array(const std::vector<report::ResultRecord>& records) {
 int run_bench(BenchArgs a) {
   if (a.agent == !a.solutions.empty())
     throw InputError("bench: give either --solutions DIR (evaluate existing kernels) or --agent (run the agent)");
+  if (a.agent && (nlohmann::json(a.measure.stop_rule) != nlohmann::json(StopRule{}) ||
+                  nlohmann::json(a.measure.knobs) != nlohmann::json(MeasureKnobs{})))
+    throw InputError("bench: the measurement flags (--min-samples, --check-every, ...) apply to --solutions; agent "
+                     "runs time with the defaults");
   std::vector<fs::path> paths(a.paths.begin(), a.paths.end());
   std::vector<bench::Problem> all = bench::discover_problems(paths);
   if (!a.filter.empty()) all = bench::filter_problems(all, a.filter);
@@ -186,6 +191,7 @@ int run_bench(BenchArgs a) {
     if (!a.precision.empty()) so.precision = precision_option(a.precision);
     so.eval.refresh_baselines = a.refresh_baselines;
     so.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>((a.timeout_s > 0 ? a.timeout_s : 120) * 1000));
+    a.measure.apply(so.eval);
     so.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
     fmt::print(info, "  evaluation: full protocol (the ops' correctness trials, timing), {} s limit each{}{}\n",
                so.eval.timeout.count() / 1000, a.refresh_baselines ? ", baselines re-measured" : "",
@@ -291,6 +297,7 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--max-tokens", a->max_tokens, "--agent: token budget per problem");
   sub->add_flag("--no-shell", a->no_shell, "--agent: no shell tool");
   add_op_flags(sub, &a->overrides);
+  add_measure_flags(sub, &a->measure);
   return {sub, [a]() { return run_bench(*a); }};
 }
 

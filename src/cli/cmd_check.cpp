@@ -29,6 +29,7 @@ struct CheckArgs {
   double min_speedup = -1, max_regression = -1, timeout_s = 120;
   bool github = false, json = false;
   OpOverrides overrides;
+  MeasureFlags measure;
 };
 
 int run_check(const CheckArgs& a) {
@@ -81,6 +82,7 @@ int run_check(const CheckArgs& a) {
   o.eval.arch = a.arch;
   o.overrides = a.overrides;
   o.eval.timeout = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000));
+  a.measure.apply(o.eval);
   o.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
 
   fmt::print(stderr, "kagent check: {} entr{}{} on GPU(s) {}\n", entries.size(), entries.size() == 1 ? "y" : "ies",
@@ -146,6 +148,7 @@ Command add_check_command(CLI::App& app) {
                 "Print GitHub Actions annotations; append a Markdown summary to $GITHUB_STEP_SUMMARY");
   sub->add_flag("--json", a->json, "Print the verdicts as JSON");
   add_op_flags(sub, &a->overrides);
+  add_measure_flags(sub, &a->measure);
   return {sub, [a]() { return run_check(*a); }};
 }
 

@@ -27,6 +27,7 @@ struct EvalArgs {
   bool refresh_baselines = false;
   bool json = false;
   OpOverrides overrides;
+  MeasureFlags measure;
 };
 
 }  // namespace
@@ -48,6 +49,7 @@ Command add_eval_command(CLI::App& app) {
                 "PyTorch references: re-measure torch eager and torch.compile instead of using the cache");
   sub->add_flag("--json", args->json, "Print JSON");
   add_op_flags(sub, &args->overrides);
+  add_measure_flags(sub, &args->measure);
 
   return {
       sub, [args]() {
@@ -62,6 +64,7 @@ Command add_eval_command(CLI::App& app) {
         opt.timing = !args->no_timing;
         opt.refresh_baselines = args->refresh_baselines;
         opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
+        args->measure.apply(opt);
         auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
         // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
         std::unique_ptr<Evaluator> ev;

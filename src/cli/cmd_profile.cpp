@@ -25,6 +25,7 @@ Command add_profile_command(CLI::App& app) {
     double timeout_s = 60;
     bool json = false, compact = false, refresh_peaks = false;
     OpOverrides overrides;
+    MeasureFlags measure;
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
@@ -40,6 +41,7 @@ Command add_profile_command(CLI::App& app) {
   sub->add_flag("--refresh-peaks", a->refresh_peaks,
                 "Measure the GPU's copy bandwidth and FP32 peak again instead of reading the cache");
   add_op_flags(sub, &a->overrides);
+  add_measure_flags(sub, &a->measure);
   return {sub, [a]() {
             Op op = load_op(a->op);
             a->overrides.apply(op);
@@ -50,6 +52,7 @@ Command add_profile_command(CLI::App& app) {
             opt.arch = a->arch;
             opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(a->timeout_s * 1000));
             opt.refresh_peaks = a->refresh_peaks;
+            a->measure.apply(opt);
             auto print = [&](const profile::ProfileOutput& out) {
               if (a->json)
                 print_json(out.record);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/op_overrides.hpp"
@@ -40,6 +41,14 @@ std::string default_arch(int gpu, std::string* source);
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
 // --atol, --rtol and --tolerance (exclusive with the other two), written into *o when given.
 void add_op_flags(CLI::App* sub, OpOverrides* o);
+// The stopping rule and the measurement knobs a command's flags set (measure_flags.cpp).
+struct MeasureFlags {
+  StopRule stop_rule;
+  MeasureKnobs knobs;
+  void validate() const;             // InputError for contradictory bounds (max below min)
+  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule and o.knobs
+};
+void add_measure_flags(CLI::App* sub, MeasureFlags* m);
 // --precision fp32|tf32|fp16|bf16; InputError naming the flag otherwise.
 Precision precision_option(const std::string& text);
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.

@@ -209,6 +209,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   rq.harness_cubin_path = harness_cubin();
   rq.timing = opt_.timing;
   rq.stop_rule = opt_.stop_rule;
+  rq.knobs = opt_.knobs;
   rq.per_launch = per_launch;
   rq.ab_rule = opt_.ab_rule;
   rq.cupti_check = opt_.cupti_check;
@@ -235,6 +236,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
                   .add_field(nlohmann::json(op.inputs).dump())
                   .add_field(nlohmann::json(op.outputs).dump())
                   .add_field(nlohmann::json(opt_.stop_rule).dump())
+                  .add_field(nlohmann::json(opt_.knobs).dump())
                   .hex();
     cached_ref = reference_times_.find(ref_key);
     rq.time_reference = cached_ref == reference_times_.end();
@@ -342,8 +344,8 @@ std::string render_report(const EvalReport& r) {
       out += fmt::format("torch.compile: no time ({}); tier 3 is out of reach\n", r.torch->compile_error);
     out += fmt::format("bandwidth: {:.0f} GB/s achieved ({:.1f}% of peak), memory floor {:.4f} ms for {} bytes\n",
                        o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
-    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\n", o.flush_bytes >> 20,
-                       stop_rule_text(o.stop_rule));
+    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\nknobs: {}\n",
+                       o.flush_bytes >> 20, stop_rule_text(o.stop_rule), knobs_text(o.knobs));
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

@@ -92,7 +92,7 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"timing", r.timing},
        {"time_reference", r.time_reference},
        {"stop_rule", r.stop_rule},
-       {"check_every", r.check_every},
+       {"knobs", r.knobs},
        {"per_launch", r.per_launch},
        {"ab_rule", r.ab_rule},
        {"cupti_check", r.cupti_check},
@@ -123,7 +123,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("timing").get_to(r.timing);
   j.at("time_reference").get_to(r.time_reference);
   j.at("stop_rule").get_to(r.stop_rule);
-  j.at("check_every").get_to(r.check_every);
+  j.at("knobs").get_to(r.knobs);
   r.per_launch = j.value("per_launch", false);
   if (j.contains("ab_rule")) j.at("ab_rule").get_to(r.ab_rule);
   r.cupti_check = j.value("cupti_check", true);
@@ -189,7 +189,8 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
        {"achieved_gbs", o.achieved_gbs}, {"bandwidth_share", o.bandwidth_share},
        {"trials_run", o.trials_run},     {"rechecks", o.rechecks},
        {"launch_times", o.launch_times}, {"flush_bytes", o.flush_bytes},
-       {"stop_rule", o.stop_rule},       {"device", o.device}};
+       {"stop_rule", o.stop_rule},       {"knobs", o.knobs},
+       {"device", o.device}};
   opt_to(j, "mismatch", o.mismatch);
   opt_to(j, "candidate_time", o.candidate_time);
   opt_to(j, "reference_time", o.reference_time);
@@ -214,6 +215,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   o.launch_times = j.value("launch_times", std::vector<LaunchTime>{});
   j.at("flush_bytes").get_to(o.flush_bytes);
   j.at("stop_rule").get_to(o.stop_rule);
+  if (j.contains("knobs")) j.at("knobs").get_to(o.knobs);  // absent in transcripts of older versions
   j.at("device").get_to(o.device);
   opt_from(j, "mismatch", o.mismatch);
   opt_from(j, "candidate_time", o.candidate_time);

@@ -98,8 +98,15 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
   return {false, ""};
 }
 
-bool warmup_done(int runs, double gpu_ms) {
-  return runs >= 3 && gpu_ms >= 50.0;
+bool warmup_done(int runs, double gpu_ms, const MeasureKnobs& knobs) {
+  return runs >= knobs.warmup_runs && gpu_ms >= knobs.warmup_ms;
+}
+
+std::string knobs_text(const MeasureKnobs& k) {
+  return fmt::format(
+      "warm-up >= {} samples and >= {} ms GPU busy; outputs re-checked every {} sample(s); CUPTI cross-check {} "
+      "samples; per-launch timing {} samples",
+      k.warmup_runs, k.warmup_ms, k.check_every, k.cupti_samples, k.per_launch_samples);
 }
 
 RatioEstimate paired_ratio(const std::vector<double>& num, const std::vector<double>& den, double z) {

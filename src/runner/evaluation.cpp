@@ -399,7 +399,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   phase(label + ": warm-up");
   int runs = 0;
   double warm_ms = 0;
-  while (!warmup_done(runs, warm_ms) && wall_s() < rq_.stop_rule.max_wall_s) {
+  while (!warmup_done(runs, warm_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
     warm_ms += sample().busy_ms;
     ++runs;
   }
@@ -409,7 +409,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   while (!d.stop) {
     samples.push_back(sample().plan_ms);
     // Outputs checked right after the stop event: deferred or racy work cannot hide.
-    if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.check_every)) == 0) {
+    if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.knobs.check_every)) == 0) {
       ++o.rechecks;
       if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
         recheck_failed = true;
@@ -549,7 +549,7 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   KernelActivity* act = KernelActivity::get(&c.not_run);
   if (!act) return c;
   phase("CUPTI cross-check");
-  constexpr int kSamples = 5;
+  const int kSamples = std::max(1, rq_.knobs.cupti_samples);
   Events ev;
   try {
     act->start();  // refused when another profiler (Nsight Compute, say) holds CUPTI
@@ -703,6 +703,7 @@ EvaluationResult Evaluation::run() {
   EvalOutcome& o = res.outcome;
   o.device = dev_.summary();
   o.stop_rule = rq_.stop_rule;
+  o.knobs = rq_.knobs;
   try {
     allocate();
     o.flush_bytes = static_cast<int64_t>(flush_.bytes());
@@ -778,7 +779,7 @@ EvaluationResult Evaluation::run() {
       return res;
     }
     if (rq_.per_launch) {
-      o.launch_times = time_launches(cand_plan, 21);
+      o.launch_times = time_launches(cand_plan, std::max(1, rq_.knobs.per_launch_samples));
       check_candidate_writes("the per-launch timing");
     }
     if (rq_.metrics) {

@@ -358,6 +358,24 @@ TEST_F(Cli, ReportRefusesResultsMeasuredDifferentlyUnlessSeparate) {
   EXPECT_EQ(kagent({"report", a.string()}).exit_code, 0);
 }
 
+// The measurement flags: out-of-range values and contradictory bounds are bad input (exit 2) before
+// anything runs; bench refuses them for agent runs, which time with the defaults.
+TEST_F(Cli, MeasurementFlagsAreCheckedBeforeAnythingRuns) {
+  const std::string cand = example("vector_add/cand_naive.cu"), op = example("vector_add/op.json");
+  auto r = kagent({"eval", cand, "--op", op, "--check-every", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--check-every")) << r.output;
+  r = kagent({"profile", cand, "--op", op, "--min-samples", "50", "--max-samples", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--max-samples 10 is below --min-samples 50")) << r.output;
+  r = kagent({"bench", example("kernelbench_tiny"), "--agent", "--check-every", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "apply to --solutions")) << r.output;
+  r = kagent({"eval", "--help"});
+  EXPECT_TRUE(has(r.output, "--warmup-ms")) << r.output;
+  EXPECT_TRUE(has(r.output, "--launch-samples")) << r.output;
+}
+
 TEST_F(Cli, ProfilePrintsThePerLaunchTable) {
   const bool gpu = !query_gpus().gpus.empty();
   auto r = kagent({"profile", (test::source_dir() / "tests/gpu/kernels/fifty_launches.cu").string(), "--op",

@@ -237,3 +237,20 @@ TEST_F(GpuEval, RunnerRefusesARequestForAnotherGpu) {
   EXPECT_FALSE(reply.body.value("ok", true));
   EXPECT_TRUE(has(reply.body.value("error", ""), "serves GPU")) << reply.body.dump();
 }
+
+// The measurement knobs are what the runner measures with: a re-check after every 2nd sample, 3
+// CUPTI samples, 4 per-launch samples, echoed in the outcome and the report's "knobs:" line.
+TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
+  opts.knobs = MeasureKnobs{1, 0.0, 2, 3, 4};
+  Op op = load_op(test::examples_dir() / "vector_add/op.json");
+  EvalReport r = ev().evaluate(op, load_candidate(example("vector_add/cand_naive.cu")), /*per_launch=*/true);
+  ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.outcome.knobs.check_every, 2);
+  ASSERT_TRUE(r.outcome.candidate_time.has_value());
+  // One re-check per 2 samples, and one after the last.
+  EXPECT_EQ(r.outcome.rechecks, r.outcome.candidate_time->n / 2 + 1) << r.outcome.candidate_time->n;
+  if (r.outcome.cupti && r.outcome.cupti->ran) EXPECT_EQ(r.outcome.cupti->samples, 3);
+  EXPECT_TRUE(has(render_report(r), "knobs: warm-up >= 1 samples and >= 0 ms GPU busy; outputs re-checked every 2 "
+                                    "sample(s); CUPTI cross-check 3 samples; per-launch timing 4 samples"))
+      << render_report(r);
+}

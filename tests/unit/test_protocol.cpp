@@ -39,6 +39,29 @@ TEST(Protocol, EvalRequestRoundTrips) {
   EXPECT_EQ(b.candidate.cubin_path, "/tmp/c.cubin");
 }
 
+// The measurement knobs travel to the runner and come back in the outcome (the report echoes them).
+TEST(Protocol, MeasureKnobsRoundTripAndReadAsWords) {
+  EvalRequest a = sample_request();
+  a.knobs = MeasureKnobs{7, 12.5, 3, 9, 31};
+  EvalRequest b = nlohmann::json(a).get<EvalRequest>();
+  EXPECT_EQ(b.knobs.warmup_runs, 7);
+  EXPECT_DOUBLE_EQ(b.knobs.warmup_ms, 12.5);
+  EXPECT_EQ(b.knobs.check_every, 3);
+  EXPECT_EQ(b.knobs.cupti_samples, 9);
+  EXPECT_EQ(b.knobs.per_launch_samples, 31);
+  EvalOutcome o;
+  o.knobs = a.knobs;
+  EXPECT_EQ(nlohmann::json(o).get<EvalOutcome>().knobs.per_launch_samples, 31);
+  nlohmann::json old = nlohmann::json(EvalOutcome{});
+  old.erase("knobs");  // transcripts of older versions
+  EXPECT_EQ(old.get<EvalOutcome>().knobs.check_every, 4);
+  EXPECT_EQ(knobs_text(MeasureKnobs{}),
+            "warm-up >= 3 samples and >= 50 ms GPU busy; outputs re-checked every 4 sample(s); CUPTI cross-check 5 "
+            "samples; per-launch timing 21 samples");
+  EXPECT_FALSE(warmup_done(6, 100.0, a.knobs));
+  EXPECT_TRUE(warmup_done(7, 12.5, a.knobs));
+}
+
 TEST(Protocol, BaselineAndAbComparisonRoundTrip) {
   EvalRequest a = sample_request();
   EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().baseline.has_value());

@@ -26,6 +26,7 @@ struct EvalOptions {
   bool timing = true;
   std::chrono::milliseconds timeout{60000};  // wall-clock limit for one evaluation on the GPU
   StopRule stop_rule;
+  MeasureKnobs knobs;              // warm-up, re-check cadence, CUPTI and per-launch sample counts
   std::string runner_path;         // empty: kagent-runner beside kagent, or $KAGENT_RUNNER
   bool refresh_baselines = false;  // PyTorch references: re-measure eager and compile
   AbRule ab_rule;                  // A/B comparisons against a baseline kernel (kagent check)

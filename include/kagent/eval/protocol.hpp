@@ -47,7 +47,7 @@ struct EvalRequest {
   bool timing = true;
   bool time_reference = true;
   StopRule stop_rule;
-  int check_every = 4;      // re-check outputs after every N-th timed sample (and after the last)
+  MeasureKnobs knobs;       // warm-up, re-check cadence, CUPTI and per-launch sample counts
   bool per_launch = false;  // also time each launch of the candidate's plan on its own (profile)
   // `kagent check --baseline`: the previous version of the kernel, timed against the candidate in
   // alternation (A B B A ...) after the candidate's own timing.
@@ -183,11 +183,14 @@ struct EvalOutcome {
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;
+  MeasureKnobs knobs;  // what the runner measured with (echoed)
   DeviceSummary device;
 };
 
 // Plain records: nlohmann's macro writes their JSON with the field names as keys.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse, max_samples, max_gpu_s, max_wall_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples,
+                                   per_launch_samples)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms, rse_median,
                                    gpu_time_s, stop_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)

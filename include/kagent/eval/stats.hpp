@@ -40,8 +40,22 @@ struct StopDecision {
 // SEM/mean <= target)), or when any cap is reached.
 StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule);
 
-// Warm-up: at least 3 runs and at least 50 ms of GPU time.
-bool warmup_done(int runs, double gpu_ms);
+// The measurement's knobs beside the stopping rule: explicit, settable (the measurement flags of
+// eval, profile, check and bench) and echoed in every report, as nvbench echoes its own.
+struct MeasureKnobs {
+  int warmup_runs = 3;         // warm-up lasts at least this many samples ...
+  double warmup_ms = 50.0;     // ... and at least this much GPU busy time (clocks ramp up)
+  int check_every = 4;         // outputs re-checked after every N-th timed sample (and after the last)
+  int cupti_samples = 5;       // timed samples of the CUPTI cross-check
+  int per_launch_samples = 21; // samples of the per-launch timing (the profile)
+};
+
+// Warm-up: at least knobs.warmup_runs runs and knobs.warmup_ms of GPU time.
+bool warmup_done(int runs, double gpu_ms, const MeasureKnobs& knobs = {});
+
+// The knobs in words: "warm-up >= 3 samples and >= 50 ms GPU busy; outputs re-checked every 4th
+// sample; CUPTI cross-check 5 samples; per-launch timing 21 samples".
+std::string knobs_text(const MeasureKnobs& k);
 
 // A/B comparison of two kernels timed in alternation (`kagent check --baseline`): the median of
 // the paired ratios new/old and a distribution-free confidence interval for it (order

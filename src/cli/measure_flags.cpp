@@ -1,0 +1,66 @@
+// The measurement's knobs as flags, declared once for every command that times a candidate
+// (eval, profile, check, bench with solutions): the stopping rule and the knobs beside it. Every
+// value is echoed in the report's "timing:" and "knobs:" lines, and recorded in the outcome.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "kagent/common/error.hpp"
+
+namespace kagent::cli {
+
+void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
+  const std::string g = "Measurement";
+  StopRule& s = m->stop_rule;
+  MeasureKnobs& k = m->knobs;
+  sub->add_option("--min-samples", s.min_samples, "Timed samples at least (default 20)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--max-samples", s.max_samples, "Timed samples at most (default 1000)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--min-gpu-s", s.min_gpu_s, "Timed GPU seconds at least (default 0.1)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g);
+  sub->add_option("--max-gpu-s", s.max_gpu_s, "Timed GPU seconds at most (default 2)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--max-wall-s", s.max_wall_s, "Wall seconds of timing at most (default 10)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--target-rse", s.target_rse,
+                  "Stop once the median's relative standard error is at most this (default 0.005)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(g);
+  sub->add_option("--warmup-samples", k.warmup_runs, "Warm-up samples at least (default 3)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g);
+  sub->add_option("--warmup-ms", k.warmup_ms, "Warm-up GPU busy milliseconds at least (default 50)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g);
+  sub->add_option("--check-every", k.check_every,
+                  "Re-check the outputs after every N-th timed sample, and after the last (default 4)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--cupti-samples", k.cupti_samples, "Samples of the CUPTI cross-check (default 5)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+  sub->add_option("--launch-samples", k.per_launch_samples, "Samples of the per-launch timing (default 21)")
+      ->check(CLI::PositiveNumber)
+      ->group(g);
+}
+
+void MeasureFlags::validate() const {
+  if (stop_rule.max_samples < stop_rule.min_samples)
+    throw InputError(fmt::format("--max-samples {} is below --min-samples {}", stop_rule.max_samples,
+                                 stop_rule.min_samples));
+  if (stop_rule.max_gpu_s < stop_rule.min_gpu_s)
+    throw InputError(fmt::format("--max-gpu-s {} is below --min-gpu-s {}", stop_rule.max_gpu_s, stop_rule.min_gpu_s));
+}
+
+void MeasureFlags::apply(EvalOptions& o) const {
+  validate();
+  o.stop_rule = stop_rule;
+  o.knobs = knobs;
+}
+
+}  // namespace kagent::cli
