@@ -249,7 +249,9 @@ TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
   ASSERT_TRUE(r.outcome.candidate_time.has_value());
   // One re-check per 2 samples, and one after the last.
   EXPECT_EQ(r.outcome.rechecks, r.outcome.candidate_time->n / 2 + 1) << r.outcome.candidate_time->n;
-  if (r.outcome.cupti && r.outcome.cupti->ran) EXPECT_EQ(r.outcome.cupti->samples, 3);
+  if (r.outcome.cupti && r.outcome.cupti->ran) {
+    EXPECT_EQ(r.outcome.cupti->samples, 3);
+  }
   EXPECT_TRUE(has(render_report(r), "knobs: warm-up >= 1 samples and >= 0 ms GPU busy; outputs re-checked every 2 "
                                     "sample(s); CUPTI cross-check 3 samples; per-launch timing 4 samples"))
       << render_report(r);
