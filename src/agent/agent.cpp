@@ -194,6 +194,7 @@ RunResult Agent::run(RunState state) {
     rq.messages = state.messages;
     rq.tools = specs;
     rq.max_tokens = opt_.reply_tokens;
+    rq.tool_choice = opt_.tool_choice;
     llm::ChatResponse reply = provider_.chat(rq);  // unrecoverable endpoint errors end the run (exit 2/3)
     ++state.turns;
     ++state.requests;

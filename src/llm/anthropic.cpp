@@ -9,6 +9,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/llm/tool_choice.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -93,6 +94,7 @@ json request_body(const ChatRequest& request, const std::string& model) {
       tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", std::move(schema)}});
     }
     body["tools"] = std::move(tools);
+    body["tool_choice"] = anthropic_tool_choice(request.tool_choice);
   }
   body["messages"] = std::move(messages);
   return body;
@@ -186,7 +188,7 @@ class AnthropicProvider : public Provider {
     // bad bytes rather than fail the whole turn.
     std::string body = request_body(request, config_.model).dump(-1, ' ', false, json::error_handler_t::replace);
     HttpResponse r = client_.post(url_, headers, body);
-    if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_);
+    if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_, &request);
     return parse_response(url_, r, config_);
   }
 

@@ -19,6 +19,7 @@
 #include "kagent/common/saturate.hpp"
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
+#include "kagent/llm/tool_choice.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -202,7 +203,7 @@ json request_json(const ChatRequest& request, const std::string& model, bool str
                        {"function", {{"name", t.name}, {"description", t.description}, {"parameters", parameters}}}});
     }
     body["tools"] = std::move(tools);
-    body["tool_choice"] = "auto";
+    body["tool_choice"] = openai_tool_choice(request.tool_choice);
   }
   if (request.max_tokens > 0) body["max_tokens"] = request.max_tokens;
   if (request.temperature) body["temperature"] = *request.temperature;
@@ -351,7 +352,7 @@ class OpenAiProvider : public Provider {
       stream_attempts = r.attempts;
     }
     HttpResponse r = http_.post(url_, headers(false), request_json(request, config_.model, false).dump());
-    if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_);
+    if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_, &request);
     return finished(parse_completion(r.body), r, stream_attempts);
   }
 
@@ -372,7 +373,7 @@ class OpenAiProvider : public Provider {
         [&stream] { stream = StreamAssembler(); });  // a retry starts the stream afresh
     bool transport_failed = r.status == 0 || !r.transport_error.empty();
     if (r.cancelled || (r.status == 0 && !stream.started()) || (r.status != 0 && (r.status < 200 || r.status >= 300)))
-      throw_http_error(kWhat, r, config_);
+      throw_http_error(kWhat, r, config_, &request);
     stream.finish();
     return stream.problem(transport_failed ? (r.transport_error.empty() ? "no response" : r.transport_error) : "");
   }

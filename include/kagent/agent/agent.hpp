@@ -22,6 +22,7 @@ struct AgentOptions {
   double max_minutes = 60;
   int64_t max_tokens = 0;              // input + output over the run; 0: no limit
   int reply_tokens = 8192;             // max_tokens of each request
+  std::string tool_choice = "auto";    // each request's (llm/tool_choice.hpp): auto, required or a tool's name
   int max_malformed = 3;               // consecutive malformed tool calls before giving up
   size_t tool_output_cap = 24 * 1024;  // bytes of one tool result the model sees (head + tail)
   size_t context_chars = 360 * 1024;   // beyond this, old tool outputs become one-line summaries

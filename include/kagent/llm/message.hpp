@@ -58,6 +58,8 @@ struct ChatRequest {
   std::vector<ToolSpec> tools;
   int max_tokens = 4096;
   std::optional<double> temperature;
+  // Whether the model must call a tool (tool_choice.hpp): "" or "auto", "required", or a tool's name.
+  std::string tool_choice;
 };
 
 struct ChatResponse {
