@@ -43,8 +43,10 @@ RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
       if (m.role == Role::assistant) {
         ++s.turns;
         ++s.requests;
+        const auto estimated = e.find("tokens_estimated");
         s.usage += llm::Usage{json_count(e.value("input_tokens", nlohmann::json())),
-                              json_count(e.value("output_tokens", nlohmann::json()))};
+                              json_count(e.value("output_tokens", nlohmann::json())),
+                              estimated != e.end() && estimated->is_boolean() && estimated->get<bool>()};
       }
       s.messages.push_back(std::move(m));
     } else if (type == "session_end") {
@@ -213,6 +215,7 @@ RunResult Agent::run(RunState state) {
                        {"stop_reason", reply.stop_reason},
                        {"input_tokens", reply.usage.input_tokens},
                        {"output_tokens", reply.usage.output_tokens},
+                       {"tokens_estimated", reply.usage.estimated},
                        {"latency_s", reply.latency_s},
                        {"attempts", reply.attempts},
                        {"empty", empty}});

@@ -59,6 +59,12 @@ std::string timestamp() {
   return buf;
 }
 
+// "1200+80", or "~1200+~80" when some figure is kagent's estimate (the server sent no usage).
+std::string tokens_text(const llm::Usage& u, const char* sep) {
+  const char* mark = u.estimated ? "~" : "";
+  return fmt::format("{}{}{}{}{}", mark, u.input_tokens, sep, mark, u.output_tokens);
+}
+
 std::string speed(const std::optional<double>& s) {
   return s ? fmt::format("{:.3f}x", *s) : "-";
 }
@@ -230,12 +236,12 @@ int run_optimize(OptimizeArgs a) {
 
   auto on_turn = [&](const agent::TurnStatus& s) {
     if (a.quiet || a.json) return;
-    fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}+{}\n", s.turn, s.max_turns, s.tools,
+    fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}{}\n", s.turn, s.max_turns, s.tools,
                s.last_tier ? std::to_string(*s.last_tier) : "-",
                s.best ? fmt::format("tier {} ({} vs compile, {} vs eager)", s.best->tier,
                                     speed(s.best->speedup_vs_compile), speed(s.best->speedup_vs_eager))
                       : "-",
-               s.usage.input_tokens, s.usage.output_tokens);
+               tokens_text(s.usage, "+"), s.usage.estimated ? " (estimated)" : "");
   };
   llm::cancel_flag().store(false);
   auto previous = std::signal(SIGINT, on_sigint);
@@ -255,6 +261,7 @@ int run_optimize(OptimizeArgs a) {
                            {"requests", res.requests},
                            {"input_tokens", res.usage.input_tokens},
                            {"output_tokens", res.usage.output_tokens},
+                           {"tokens_estimated", res.usage.estimated},
                            {"wall_s", res.wall_s},
                            {"evaluations", record.evaluations()},
                            {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
@@ -269,10 +276,9 @@ int run_optimize(OptimizeArgs a) {
   } else {
     TextTable t(
         {"run", "stopped", "turns", "tokens in/out", "wall s", "evaluations", "best tier", "vs eager", "vs compile"});
-    t.add_row({out.string(), res.stop_reason, std::to_string(res.turns),
-               fmt::format("{}/{}", res.usage.input_tokens, res.usage.output_tokens), fmt::format("{:.1f}", res.wall_s),
-               std::to_string(record.evaluations()), res.best ? std::to_string(res.best->tier) : "-",
-               res.best ? speed(res.best->speedup_vs_eager) : "-",
+    t.add_row({out.string(), res.stop_reason, std::to_string(res.turns), tokens_text(res.usage, "/"),
+               fmt::format("{:.1f}", res.wall_s), std::to_string(record.evaluations()),
+               res.best ? std::to_string(res.best->tier) : "-", res.best ? speed(res.best->speedup_vs_eager) : "-",
                res.best ? speed(res.best->speedup_vs_compile) : "-"});
     fmt::print("{}", t.render());
     if (res.best) fmt::print("best: {}/best.cu (from {})\n", out.string(), res.best->path);

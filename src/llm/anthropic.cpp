@@ -10,6 +10,7 @@
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
 #include "kagent/llm/tool_choice.hpp"
+#include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -189,7 +190,10 @@ class AnthropicProvider : public Provider {
     std::string body = request_body(request, config_.model).dump(-1, ' ', false, json::error_handler_t::replace);
     HttpResponse r = client_.post(url_, headers, body);
     if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_, &request);
-    return parse_response(url_, r, config_);
+    ChatResponse out = parse_response(url_, r, config_);
+    // A proxy or compatible server that sends no usage: estimated, and marked so.
+    out.usage = usage_.account(request, out.message, out.usage);
+    return out;
   }
 
   std::string name() const override { return "anthropic"; }
@@ -198,6 +202,7 @@ class AnthropicProvider : public Provider {
   LlmConfig config_;
   HttpClient client_;
   std::string url_;
+  UsageEstimator usage_;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
 #include "kagent/llm/tool_choice.hpp"
+#include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -343,7 +344,7 @@ class OpenAiProvider : public Provider {
       HttpResponse r;
       StreamAssembler stream;
       std::string problem = chat_streaming(request, r, stream);
-      if (problem.empty()) return finished(stream.response(), r, 0);
+      if (problem.empty()) return finished(request, stream.response(), r, 0);
       // A proxy or server that cannot stream (or streams badly) usually answers a plain request
       // well; stop asking it to stream so every later call does not pay for a broken stream.
       spdlog::warn("{} at {}: {}; using non-streaming requests from now on", kWhat, url_,
@@ -353,7 +354,7 @@ class OpenAiProvider : public Provider {
     }
     HttpResponse r = http_.post(url_, headers(false), request_json(request, config_.model, false).dump());
     if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_, &request);
-    return finished(parse_completion(r.body), r, stream_attempts);
+    return finished(request, parse_completion(r.body), r, stream_attempts);
   }
 
  private:
@@ -409,9 +410,11 @@ class OpenAiProvider : public Provider {
     return out;
   }
 
-  static ChatResponse finished(ChatResponse out, const HttpResponse& r, int earlier_attempts) {
+  // A reply without usage (llama-cpp-python's streams) gets the figures estimated, and marked so.
+  ChatResponse finished(const ChatRequest& request, ChatResponse out, const HttpResponse& r, int earlier_attempts) {
     out.latency_s = r.seconds;
     out.attempts = r.attempts + earlier_attempts;
+    out.usage = usage_.account(request, out.message, out.usage);
     return out;
   }
 
@@ -419,6 +422,7 @@ class OpenAiProvider : public Provider {
   HttpClient http_;
   std::string url_;
   bool stream_;  // false once a stream broke: this server is then asked plainly
+  UsageEstimator usage_;
 };
 
 }  // namespace
