@@ -161,7 +161,11 @@ std::string stop_reason_of(const std::string& finish_reason, bool has_tool_calls
 // ---------------------------------------------------------------------------------------------
 // The request.
 
-json message_json(const Message& m) {
+// null_content: how an assistant turn with tool calls and no text says so. OpenAI's format is
+// "content": null; llama-cpp-python's server answers that (and a missing content) with HTTP 500
+// and takes only "" (seen with 0.3.36). The provider starts with null and switches to "" for good
+// when a server refuses a request that has such a turn (OpenAiProvider::chat).
+json message_json(const Message& m, bool null_content) {
   switch (m.role) {
     case Role::system:
     case Role::user:
@@ -170,8 +174,7 @@ json message_json(const Message& m) {
       return {{"role", "tool"}, {"tool_call_id", m.tool_call_id}, {"content", m.content}};
     case Role::assistant: {
       json out = {{"role", "assistant"}};
-      // Servers reject an empty string beside tool calls more often than null.
-      out["content"] = m.content.empty() && !m.tool_calls.empty() ? json(nullptr) : json(m.content);
+      out["content"] = m.content.empty() && !m.tool_calls.empty() && null_content ? json(nullptr) : json(m.content);
       if (!m.tool_calls.empty()) {
         json calls = json::array();
         for (const ToolCall& c : m.tool_calls) {
@@ -189,10 +192,17 @@ json message_json(const Message& m) {
   return {};
 }
 
-json request_json(const ChatRequest& request, const std::string& model, bool stream) {
+// Whether a request has an assistant turn whose content message_json writes as null.
+bool has_textless_tool_turn(const ChatRequest& request) {
+  for (const Message& m : request.messages)
+    if (m.role == Role::assistant && m.content.empty() && !m.tool_calls.empty()) return true;
+  return false;
+}
+
+json request_json(const ChatRequest& request, const std::string& model, bool stream, bool null_content = true) {
   json body = {{"model", model}};
   json messages = json::array();
-  for (const Message& m : request.messages) messages.push_back(message_json(m));
+  for (const Message& m : request.messages) messages.push_back(message_json(m, null_content));
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
     json tools = json::array();
@@ -339,6 +349,22 @@ class OpenAiProvider : public Provider {
   std::string name() const override { return "openai"; }
 
   ChatResponse chat(const ChatRequest& request) override {
+    try {
+      return chat_once(request);
+    } catch (const Error&) {
+      // A server that refuses "content": null beside tool calls (llama-cpp-python) fails every
+      // request from the first tool call on: ask once more with "", and keep "" from then on.
+      if (!null_content_ || !refused_ || !has_textless_tool_turn(request)) throw;
+      spdlog::warn("{} at {} refused a request with \"content\": null beside tool calls; sending \"\" from now on",
+                   kWhat, url_);
+      null_content_ = false;
+      return chat_once(request);
+    }
+  }
+
+ private:
+  ChatResponse chat_once(const ChatRequest& request) {
+    refused_ = false;
     int stream_attempts = 0;
     if (stream_) {
       HttpResponse r;
@@ -352,12 +378,19 @@ class OpenAiProvider : public Provider {
       stream_ = false;
       stream_attempts = r.attempts;
     }
-    HttpResponse r = http_.post(url_, headers(false), request_json(request, config_.model, false).dump());
-    if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_, &request);
+    HttpResponse r =
+        http_.post(url_, headers(false), request_json(request, config_.model, false, null_content_).dump());
+    if (r.cancelled || r.status < 200 || r.status >= 300) fail(r, request);
     return finished(request, parse_completion(r.body), r, stream_attempts);
   }
 
- private:
+  // An HTTP error, remembering whether the server refused the request (400, 422, 5xx) rather than
+  // the key, the URL or the network.
+  [[noreturn]] void fail(const HttpResponse& r, const ChatRequest& request) {
+    refused_ = !r.cancelled && (r.status == 400 || r.status == 422 || r.status >= 500);
+    throw_http_error(kWhat, r, config_, &request);
+  }
+
   std::vector<std::string> headers(bool stream) const {
     std::vector<std::string> h = {"Content-Type: application/json"};
     if (!config_.api_key.empty()) h.push_back("Authorization: Bearer " + config_.api_key);
@@ -369,12 +402,12 @@ class OpenAiProvider : public Provider {
   // for what a non-streaming request would not heal: no answer at all, an HTTP error, Ctrl-C.
   std::string chat_streaming(const ChatRequest& request, HttpResponse& r, StreamAssembler& stream) {
     r = http_.post(
-        url_, headers(true), request_json(request, config_.model, true).dump(),
+        url_, headers(true), request_json(request, config_.model, true, null_content_).dump(),
         [&stream](std::string_view chunk) { return stream.feed(chunk); },
         [&stream] { stream = StreamAssembler(); });  // a retry starts the stream afresh
     bool transport_failed = r.status == 0 || !r.transport_error.empty();
     if (r.cancelled || (r.status == 0 && !stream.started()) || (r.status != 0 && (r.status < 200 || r.status >= 300)))
-      throw_http_error(kWhat, r, config_, &request);
+      fail(r, request);
     stream.finish();
     return stream.problem(transport_failed ? (r.transport_error.empty() ? "no response" : r.transport_error) : "");
   }
@@ -421,7 +454,9 @@ class OpenAiProvider : public Provider {
   LlmConfig config_;
   HttpClient http_;
   std::string url_;
-  bool stream_;  // false once a stream broke: this server is then asked plainly
+  bool stream_;               // false once a stream broke: this server is then asked plainly
+  bool null_content_ = true;  // "content": null beside tool calls, until a server refuses it
+  bool refused_ = false;      // the last failure was the server refusing the request
   UsageEstimator usage_;
 };
 

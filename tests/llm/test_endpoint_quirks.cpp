@@ -278,6 +278,48 @@ TEST(LlamaCppStream, EmptyEventStreamFallsBackToAPlainRequest) {
   EXPECT_FALSE(streamed(bodies[2])) << "no second try at streaming";
 }
 
+// llama-cpp-python answers HTTP 500 to "content": null beside tool calls (and to a missing
+// content), and takes "": the provider asks once more with "" and keeps it, streaming or not; a
+// request without such a turn, or a server that also refuses "", still fails with the server's word.
+TEST(LlamaCppContent, NullContentBesideToolCallsIsRetriedWithAnEmptyString) {
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streaming" : "plain");
+    MockServer server;
+    Received received;
+    server.http().Post(kPath, [&](const httplib::Request& req, httplib::Response& res) {
+      json body = received.add(req);
+      for (const auto& m : body["messages"])
+        if (m["role"] == "assistant" && (!m.contains("content") || m["content"].is_null())) {
+          res.status = 500;
+          res.set_content(R"({"detail": "Internal Server Error"})", "application/json");
+          return;
+        }
+      json message = {{"role", "assistant"}, {"content", "ok"}};
+      if (streamed(body)) return stream_body(res, text_chunk("ok", "stop") + "data: [DONE]\n\n");
+      res.set_content(completion(message, "stop", {{"prompt_tokens", 10}, {"completion_tokens", 1}}).dump(),
+                      "application/json");
+    });
+    server.start();
+    auto provider = make_provider(openai_config(server, stream));
+    ChatRequest r = request_with_tools();
+    EXPECT_EQ(provider->chat(r).message.content, "ok") << "no tool turn yet: content null never sent";
+    Message turn = msg(Role::assistant, "");
+    turn.tool_calls.push_back(ToolCall{"call_1", "evaluate", json({{"path", "k.cu"}}), "", ""});
+    r.messages.push_back(turn);
+    Message result = msg(Role::tool, "tier 1");
+    result.tool_call_id = "call_1";
+    r.messages.push_back(result);
+    EXPECT_EQ(provider->chat(r).message.content, "ok");
+    EXPECT_EQ(provider->chat(r).message.content, "ok");
+    auto bodies = received.all();
+    // 1 before the tool turn; 2 attempts refused (max_attempts 2), 1 with ""; then "" at once.
+    ASSERT_EQ(bodies.size(), 5u);
+    EXPECT_TRUE(bodies[1]["messages"][2]["content"].is_null());
+    EXPECT_EQ(bodies[3]["messages"][2]["content"], "");
+    EXPECT_EQ(bodies[4]["messages"][2]["content"], "") << "kept for the rest of the session";
+  }
+}
+
 // A named tool choice, streamed: every chunk repeats the call's index, id and name beside the next
 // piece of the arguments (and a legacy function_call). One call, its name once, the arguments whole.
 TEST(LlamaCppStream, NamedToolChoiceRepeatingIdAndNameIsOneCall) {
