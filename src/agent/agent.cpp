@@ -203,7 +203,18 @@ RunResult Agent::run(RunState state) {
     rq.tools = specs;
     rq.max_tokens = opt_.reply_tokens;
     rq.tool_choice = opt_.tool_choice;
-    llm::ChatResponse reply = provider_.chat(rq);  // unrecoverable endpoint errors end the run (exit 2/3)
+    llm::ChatResponse reply;
+    try {
+      reply = provider_.chat(rq);
+    } catch (const Error& e) {
+      // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
+      // transcript says why, not only stderr. The provider's messages have the key redacted.
+      transcript_.write({{"type", "endpoint_error"},
+                         {"turn", state.turns + 1},
+                         {"exit_code", static_cast<int>(e.code())},
+                         {"message", e.what()}});
+      throw;
+    }
     ++state.turns;
     ++state.requests;
     state.usage += reply.usage;

@@ -6,6 +6,8 @@
 // and reply is in the transcript, and the API key nowhere in the run folder or the output.
 #include <gtest/gtest.h>
 
+#include "kagent/agent/transcript.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -417,6 +419,15 @@ TEST_F(EndpointLoop, ServerErrorOnRequiredSaysWhy) {
   EXPECT_NE(r.output.find("tool_choice 'required' (from flag)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("likely cause"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--tool-choice auto"), std::string::npos) << r.output;
+  // The transcript says why the run ended, not only stderr.
+  bool recorded = false;
+  for (const auto& ev : agent::Transcript::read(run / "transcript.jsonl"))
+    if (ev.value("type", "") == "endpoint_error") {
+      recorded = true;
+      EXPECT_EQ(ev.value("exit_code", 0), 3);
+      EXPECT_NE(ev.value("message", "").find("HTTP 500"), std::string::npos) << ev.dump();
+    }
+  EXPECT_TRUE(recorded) << "no endpoint_error event";
   expect_no_key(run, r);
 }
 
