@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/nudges.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/saturate.hpp"
 
@@ -42,8 +43,10 @@ RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
       if (m.role == Role::assistant) {
         ++s.turns;
         ++s.requests;
+        const auto estimated = e.find("tokens_estimated");
         s.usage += llm::Usage{json_count(e.value("input_tokens", nlohmann::json())),
-                              json_count(e.value("output_tokens", nlohmann::json()))};
+                              json_count(e.value("output_tokens", nlohmann::json())),
+                              estimated != e.end() && estimated->is_boolean() && estimated->get<bool>()};
       }
       s.messages.push_back(std::move(m));
     } else if (type == "session_end") {
@@ -148,9 +151,14 @@ RunResult Agent::run(RunState state) {
   left_s = left_s > 0 ? std::min(left_s, 1e9) : 0.0;  // NaN too: no time
   deadline_ = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left_s));
   std::vector<llm::ToolSpec> specs;
-  for (auto& t : tools_) specs.push_back(t->spec());
+  std::vector<std::string> tool_names;
+  for (auto& t : tools_) {
+    specs.push_back(t->spec());
+    tool_names.push_back(specs.back().name);
+  }
   RunResult res;
   int malformed_in_a_row = 0;
+  int empty_in_a_row = 0;  // replies with neither text nor a tool call: a model that has stopped working
 
   // A run killed between the model's reply and the last of its tool results: finish that turn.
   auto pending = [&]() -> std::vector<llm::ToolCall> {
@@ -194,29 +202,41 @@ RunResult Agent::run(RunState state) {
     rq.messages = state.messages;
     rq.tools = specs;
     rq.max_tokens = opt_.reply_tokens;
+    rq.tool_choice = opt_.tool_choice;
     llm::ChatResponse reply = provider_.chat(rq);  // unrecoverable endpoint errors end the run (exit 2/3)
     ++state.turns;
     ++state.requests;
     state.usage += reply.usage;
+    const bool empty = is_empty_reply(reply.message.content, reply.message.tool_calls.size());
+    empty_in_a_row = empty ? empty_in_a_row + 1 : 0;
     transcript_.write({{"type", "message"},
                        {"message", reply.message},
                        {"turn", state.turns},
                        {"stop_reason", reply.stop_reason},
                        {"input_tokens", reply.usage.input_tokens},
                        {"output_tokens", reply.usage.output_tokens},
+                       {"tokens_estimated", reply.usage.estimated},
                        {"latency_s", reply.latency_s},
-                       {"attempts", reply.attempts}});
+                       {"attempts", reply.attempts},
+                       {"empty", empty}});
     state.messages.push_back(reply.message);
 
     turn_summary.clear();
     if (reply.message.tool_calls.empty()) {
-      // Text only: the work happens through tools, so say so (not a malformed call, but a turn spent).
-      Message nudge{Role::user, "Continue with a tool call; call finish with your best candidate when you are done.",
-                    {},         "",
-                    "",         false};
+      // No tool call: the work happens through tools, so say so (not a malformed call, but a turn
+      // spent). An empty reply gets the exact next step: a vague "continue" did not help there.
+      std::optional<std::string> best_path;
+      if (record_.best()) best_path = record_.best()->path;
+      Message nudge{
+          Role::user,
+          empty ? empty_reply_nudge(tool_names, best_path, empty_in_a_row, opt_.max_empty) : text_only_nudge(),
+          {},
+          "",
+          "",
+          false};
       transcript_.write({{"type", "message"}, {"message", nudge}});
       state.messages.push_back(nudge);
-      turn_summary = "(text only)";
+      turn_summary = empty ? "(empty reply)" : "(text only)";
     }
     for (const auto& call : reply.message.tool_calls) {
       bool bad = false;
@@ -224,6 +244,10 @@ RunResult Agent::run(RunState state) {
       malformed_in_a_row = bad ? malformed_in_a_row + 1 : 0;
     }
     if (on_turn_) on_turn_({state.turns, opt_.max_turns, turn_summary, last_tier_, record_.best(), state.usage});
+    if (empty_in_a_row >= opt_.max_empty) {
+      res.stop_reason = fmt::format("{} empty replies in a row", empty_in_a_row);
+      break;
+    }
     if (malformed_in_a_row >= opt_.max_malformed) {
       res.stop_reason = fmt::format("{} malformed tool calls in a row", malformed_in_a_row);
       break;

@@ -21,6 +21,7 @@
 #include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/llm/config.hpp"
+#include "kagent/llm/tool_choice.hpp"
 #include "progress.hpp"
 
 namespace kagent::cli {
@@ -67,6 +68,8 @@ nlohmann::json summary_array(const std::vector<report::ResultRecord>& records) {
 int run_bench(BenchArgs a) {
   if (a.agent == !a.solutions.empty())
     throw InputError("bench: give either --solutions DIR (evaluate existing kernels) or --agent (run the agent)");
+  // Refused here, once, rather than by every agent child.
+  if (!a.llm.tool_choice.empty()) llm::check_tool_choice(a.llm.tool_choice, "flag --tool-choice");
   std::vector<fs::path> paths(a.paths.begin(), a.paths.end());
   std::vector<bench::Problem> all = bench::discover_problems(paths);
   if (!a.filter.empty()) all = bench::filter_problems(all, a.filter);
@@ -166,6 +169,7 @@ int run_bench(BenchArgs a) {
     add("--model", a.llm.model);
     add("--api-key-env", a.llm.api_key_env);
     add("--script", a.llm.script.empty() ? "" : fs::absolute(a.llm.script).string());
+    add("--tool-choice", a.llm.tool_choice);
     add("--arch", a.arch);
     add("--precision", a.precision);
     if (a.turns > 0) add("--turns", std::to_string(a.turns));
@@ -286,6 +290,8 @@ Command add_bench_command(CLI::App& app) {
   sub->add_flag("--allow-op-endpoint", a->llm.allow_op_endpoint,
                 "--agent: let an op.json's llm section choose the endpoint (see kagent optimize)");
   sub->add_option("--script", a->llm.script, "--agent: JSONL file of assistant turns (provider script)");
+  sub->add_option("--tool-choice", a->llm.tool_choice,
+                  "--agent: auto, required or a tool's name (see kagent optimize)");
   sub->add_option("--turns", a->turns, "--agent: turn budget per problem")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", a->minutes, "--agent: time budget per problem")->check(CLI::Range(0.01, 100000.0));
   sub->add_option("--max-tokens", a->max_tokens, "--agent: token budget per problem");

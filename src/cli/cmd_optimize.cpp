@@ -59,8 +59,29 @@ std::string timestamp() {
   return buf;
 }
 
+// "1200+80", or "~1200+~80" when some figure is kagent's estimate (the server sent no usage).
+std::string tokens_text(const llm::Usage& u, const char* sep) {
+  const char* mark = u.estimated ? "~" : "";
+  return fmt::format("{}{}{}{}{}", mark, u.input_tokens, sep, mark, u.output_tokens);
+}
+
 std::string speed(const std::optional<double>& s) {
   return s ? fmt::format("{:.3f}x", *s) : "-";
+}
+
+// A tool choice that names a tool must name one this run offers (the shell is off with --no-shell):
+// a server would refuse the request, or force a call of a tool kagent cannot run, on every turn.
+void check_tool_choice_names_a_tool(const llm::LlmConfig& c, const tools::ToolSet& tools) {
+  if (c.tool_choice == "auto" || c.tool_choice == "required") return;
+  std::vector<std::string> names;
+  for (const auto& t : tools) {
+    names.push_back(t->spec().name);
+    if (names.back() == c.tool_choice) return;
+  }
+  throw InputError(fmt::format(
+      "tool_choice '{}' (from {}): this run offers no such tool; expected auto, required or "
+      "one of: {}",
+      c.tool_choice, c.origin.count("tool_choice") ? c.origin.at("tool_choice") : "default", fmt::join(names, ", ")));
 }
 
 int run_optimize(OptimizeArgs a) {
@@ -80,7 +101,8 @@ int run_optimize(OptimizeArgs a) {
       for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
                                {&a.llm.base_url, "base_url"},
                                {&a.llm.model, "model"},
-                               {&a.llm.script, "script"}})
+                               {&a.llm.script, "script"},
+                               {&a.llm.tool_choice, "tool_choice"}})
         if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
       // The run is scored as it started: its tolerance, unless a flag says otherwise.
       if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
@@ -112,6 +134,7 @@ int run_optimize(OptimizeArgs a) {
   opt.max_turns = a.turns > 0 ? a.turns : op.budget.turns;
   opt.max_minutes = a.minutes > 0 ? a.minutes : op.budget.minutes;
   opt.max_tokens = a.max_tokens > 0 ? a.max_tokens : op.budget.tokens;
+  opt.tool_choice = llm_config.tool_choice;
 
   // The GPU side is optional: without one, compile still works and evaluations say why not.
   auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
@@ -161,6 +184,7 @@ int run_optimize(OptimizeArgs a) {
     }
   }
   for (auto& t : tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
+  check_tool_choice_names_a_tool(llm_config, tools);
 
   agent::Transcript transcript(out / "transcript.jsonl");
   agent::RunRecord record(out, transcript);
@@ -191,7 +215,8 @@ int run_optimize(OptimizeArgs a) {
                  {{"provider", std::string(llm::provider_name(llm_config.provider))},
                   {"base_url", llm_config.base_url},
                   {"model", llm_config.model},
-                  {"script", llm_config.script}}},
+                  {"script", llm_config.script},
+                  {"tool_choice", llm_config.tool_choice}}},
                 {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
                 {"started", timestamp()}};
     write_file_atomic(out / "run.json", run_info.dump(2) + "\n");
@@ -211,12 +236,12 @@ int run_optimize(OptimizeArgs a) {
 
   auto on_turn = [&](const agent::TurnStatus& s) {
     if (a.quiet || a.json) return;
-    fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}+{}\n", s.turn, s.max_turns, s.tools,
+    fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}{}\n", s.turn, s.max_turns, s.tools,
                s.last_tier ? std::to_string(*s.last_tier) : "-",
                s.best ? fmt::format("tier {} ({} vs compile, {} vs eager)", s.best->tier,
                                     speed(s.best->speedup_vs_compile), speed(s.best->speedup_vs_eager))
                       : "-",
-               s.usage.input_tokens, s.usage.output_tokens);
+               tokens_text(s.usage, "+"), s.usage.estimated ? " (estimated)" : "");
   };
   llm::cancel_flag().store(false);
   auto previous = std::signal(SIGINT, on_sigint);
@@ -236,6 +261,7 @@ int run_optimize(OptimizeArgs a) {
                            {"requests", res.requests},
                            {"input_tokens", res.usage.input_tokens},
                            {"output_tokens", res.usage.output_tokens},
+                           {"tokens_estimated", res.usage.estimated},
                            {"wall_s", res.wall_s},
                            {"evaluations", record.evaluations()},
                            {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
@@ -250,10 +276,9 @@ int run_optimize(OptimizeArgs a) {
   } else {
     TextTable t(
         {"run", "stopped", "turns", "tokens in/out", "wall s", "evaluations", "best tier", "vs eager", "vs compile"});
-    t.add_row({out.string(), res.stop_reason, std::to_string(res.turns),
-               fmt::format("{}/{}", res.usage.input_tokens, res.usage.output_tokens), fmt::format("{:.1f}", res.wall_s),
-               std::to_string(record.evaluations()), res.best ? std::to_string(res.best->tier) : "-",
-               res.best ? speed(res.best->speedup_vs_eager) : "-",
+    t.add_row({out.string(), res.stop_reason, std::to_string(res.turns), tokens_text(res.usage, "/"),
+               fmt::format("{:.1f}", res.wall_s), std::to_string(record.evaluations()),
+               res.best ? std::to_string(res.best->tier) : "-", res.best ? speed(res.best->speedup_vs_eager) : "-",
                res.best ? speed(res.best->speedup_vs_compile) : "-"});
     fmt::print("{}", t.render());
     if (res.best) fmt::print("best: {}/best.cu (from {})\n", out.string(), res.best->path);
@@ -276,6 +301,8 @@ Command add_optimize_command(CLI::App& app) {
                 "Let the op.json's llm section choose provider, base_url, api_key_env and script (by default a "
                 "problem file may set the model and generation settings only)");
   sub->add_option("--script", a->llm.script, "JSONL file of assistant turns (provider script)");
+  sub->add_option("--tool-choice", a->llm.tool_choice,
+                  "auto (default), required, or a tool's name: whether the model must call a tool each turn");
   sub->add_option("--turns", a->turns, "Turn budget (default: the op's)")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", a->minutes, "Time budget (default: the op's)")->check(CLI::Range(0.01, 100000.0));
   sub->add_option("--max-tokens", a->max_tokens, "Token budget, input + output (default: the op's; 0 none)");

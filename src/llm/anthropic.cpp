@@ -9,6 +9,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/llm/tool_choice.hpp"
+#include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -93,6 +95,7 @@ json request_body(const ChatRequest& request, const std::string& model) {
       tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", std::move(schema)}});
     }
     body["tools"] = std::move(tools);
+    body["tool_choice"] = anthropic_tool_choice(request.tool_choice);
   }
   body["messages"] = std::move(messages);
   return body;
@@ -186,8 +189,11 @@ class AnthropicProvider : public Provider {
     // bad bytes rather than fail the whole turn.
     std::string body = request_body(request, config_.model).dump(-1, ' ', false, json::error_handler_t::replace);
     HttpResponse r = client_.post(url_, headers, body);
-    if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_);
-    return parse_response(url_, r, config_);
+    if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_, &request);
+    ChatResponse out = parse_response(url_, r, config_);
+    // A proxy or compatible server that sends no usage: estimated, and marked so.
+    out.usage = usage_.account(request, out.message, out.usage);
+    return out;
   }
 
   std::string name() const override { return "anthropic"; }
@@ -196,6 +202,7 @@ class AnthropicProvider : public Provider {
   LlmConfig config_;
   HttpClient client_;
   std::string url_;
+  UsageEstimator usage_;
 };
 
 }  // namespace

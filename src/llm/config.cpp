@@ -10,6 +10,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "kagent/llm/tool_choice.hpp"
 
 namespace kagent::llm {
 
@@ -17,9 +18,9 @@ namespace {
 
 // Keys an op.json "llm" section or the config file may set. Keys are never values here: a file
 // names the variable that holds the key (api_key_env), so no secret lives in a checked-in file.
-const std::set<std::string> kKeys = {"provider",      "base_url", "model",        "api_key_env",
-                                     "script",        "stream",   "max_attempts", "connect_timeout_s",
-                                     "idle_timeout_s"};
+const std::set<std::string> kKeys = {"provider",       "base_url",   "model",        "api_key_env",
+                                     "script",         "stream",     "max_attempts", "connect_timeout_s",
+                                     "idle_timeout_s", "tool_choice"};
 
 std::optional<ProviderKind> parse_provider(const std::string& s) {
   if (s == "openai") return ProviderKind::openai;
@@ -61,7 +62,7 @@ Layer checked_layer(std::string name, const nlohmann::json& j) {
     if (!kKeys.count(k))
       throw InputError(
           fmt::format("{}: llm.{}: unknown key (known: provider, base_url, model, api_key_env, script, "
-                      "stream, max_attempts, connect_timeout_s, idle_timeout_s)",
+                      "stream, max_attempts, connect_timeout_s, idle_timeout_s, tool_choice)",
                       l.name, k));
   return l;
 }
@@ -104,8 +105,9 @@ std::string default_config_path() {
 
 std::string LlmConfig::describe() const {
   if (provider == ProviderKind::script) return fmt::format("script {}", script);
-  return fmt::format("{} {} model {} ({})", provider_name(provider), base_url, model,
-                     api_key_source.empty() ? "no API key" : "key from " + api_key_source);
+  return fmt::format("{} {} model {} ({}){}", provider_name(provider), base_url, model,
+                     api_key_source.empty() ? "no API key" : "key from " + api_key_source,
+                     is_auto_tool_choice(tool_choice) ? "" : fmt::format(", tool_choice {}", tool_choice));
 }
 
 namespace {
@@ -171,6 +173,13 @@ LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& fi
   while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
   if (auto m = pick("model", flags.model, {"KAGENT_MODEL"}, "model")) c.model = *m;
   if (auto s = pick("script", flags.script, {}, "script")) c.script = *s;
+  // A generation setting like the model: an op.json may set it without --allow-op-endpoint.
+  if (auto t = pick("tool_choice", flags.tool_choice, {"KAGENT_TOOL_CHOICE"}, "tool_choice")) {
+    check_tool_choice(*t, c.origin["tool_choice"]);
+    c.tool_choice = *t;
+  } else {
+    c.origin["tool_choice"] = "default";
+  }
 
   // The key: a variable named by --api-key-env, else the usual variables, else the variable an
   // op.json or the config file names.

@@ -19,6 +19,8 @@
 #include "kagent/common/saturate.hpp"
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
+#include "kagent/llm/tool_choice.hpp"
+#include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -202,7 +204,7 @@ json request_json(const ChatRequest& request, const std::string& model, bool str
                        {"function", {{"name", t.name}, {"description", t.description}, {"parameters", parameters}}}});
     }
     body["tools"] = std::move(tools);
-    body["tool_choice"] = "auto";
+    body["tool_choice"] = openai_tool_choice(request.tool_choice);
   }
   if (request.max_tokens > 0) body["max_tokens"] = request.max_tokens;
   if (request.temperature) body["temperature"] = *request.temperature;
@@ -342,7 +344,7 @@ class OpenAiProvider : public Provider {
       HttpResponse r;
       StreamAssembler stream;
       std::string problem = chat_streaming(request, r, stream);
-      if (problem.empty()) return finished(stream.response(), r, 0);
+      if (problem.empty()) return finished(request, stream.response(), r, 0);
       // A proxy or server that cannot stream (or streams badly) usually answers a plain request
       // well; stop asking it to stream so every later call does not pay for a broken stream.
       spdlog::warn("{} at {}: {}; using non-streaming requests from now on", kWhat, url_,
@@ -351,8 +353,8 @@ class OpenAiProvider : public Provider {
       stream_attempts = r.attempts;
     }
     HttpResponse r = http_.post(url_, headers(false), request_json(request, config_.model, false).dump());
-    if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_);
-    return finished(parse_completion(r.body), r, stream_attempts);
+    if (r.cancelled || r.status < 200 || r.status >= 300) throw_http_error(kWhat, r, config_, &request);
+    return finished(request, parse_completion(r.body), r, stream_attempts);
   }
 
  private:
@@ -372,7 +374,7 @@ class OpenAiProvider : public Provider {
         [&stream] { stream = StreamAssembler(); });  // a retry starts the stream afresh
     bool transport_failed = r.status == 0 || !r.transport_error.empty();
     if (r.cancelled || (r.status == 0 && !stream.started()) || (r.status != 0 && (r.status < 200 || r.status >= 300)))
-      throw_http_error(kWhat, r, config_);
+      throw_http_error(kWhat, r, config_, &request);
     stream.finish();
     return stream.problem(transport_failed ? (r.transport_error.empty() ? "no response" : r.transport_error) : "");
   }
@@ -408,9 +410,11 @@ class OpenAiProvider : public Provider {
     return out;
   }
 
-  static ChatResponse finished(ChatResponse out, const HttpResponse& r, int earlier_attempts) {
+  // A reply without usage (llama-cpp-python's streams) gets the figures estimated, and marked so.
+  ChatResponse finished(const ChatRequest& request, ChatResponse out, const HttpResponse& r, int earlier_attempts) {
     out.latency_s = r.seconds;
     out.attempts = r.attempts + earlier_attempts;
+    out.usage = usage_.account(request, out.message, out.usage);
     return out;
   }
 
@@ -418,6 +422,7 @@ class OpenAiProvider : public Provider {
   HttpClient http_;
   std::string url_;
   bool stream_;  // false once a stream broke: this server is then asked plainly
+  UsageEstimator usage_;
 };
 
 }  // namespace

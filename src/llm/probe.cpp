@@ -25,11 +25,11 @@ ProbeResult probe_tool_calling(Provider& provider) {
     r.answered = true;
     for (const auto& c : resp.message.tool_calls)
       if (c.name == "ping" && c.arguments_error.empty()) r.tool_called = true;
-    r.detail = fmt::format("{} in {:.2f} s, {} + {} tokens; {}", provider.name(), resp.latency_s,
-                           resp.usage.input_tokens, resp.usage.output_tokens,
-                           r.tool_called
-                               ? "tool calling works"
-                               : "answered without calling the offered tool (is tool calling enabled on the server?)");
+    r.detail = fmt::format(
+        "{} in {:.2f} s, {} + {} tokens{}; {}", provider.name(), resp.latency_s, resp.usage.input_tokens,
+        resp.usage.output_tokens, resp.usage.estimated ? " (estimated: the server sent no usage)" : "",
+        r.tool_called ? "tool calling works"
+                      : "answered without calling the offered tool (is tool calling enabled on the server?)");
   } catch (const std::exception& e) {
     r.detail = e.what();  // providers' errors never hold the key
   }

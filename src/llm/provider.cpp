@@ -4,6 +4,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "kagent/llm/tool_choice.hpp"
 #include "providers.hpp"
 
 namespace kagent::llm {
@@ -47,7 +48,8 @@ std::unique_ptr<Provider> make_provider(const LlmConfig& config) {
   return make_openai_provider(config);
 }
 
-void throw_http_error(const std::string& what, const HttpResponse& r, const LlmConfig& config) {
+void throw_http_error(const std::string& what, const HttpResponse& r, const LlmConfig& config,
+                      const ChatRequest* request) {
   const std::string where = fmt::format("{} at {} (model {})", what, config.base_url, config.model);
   std::string msg;
   ExitCode code = ExitCode::environment;
@@ -68,6 +70,13 @@ void throw_http_error(const std::string& what, const HttpResponse& r, const LlmC
       msg = fmt::format("{}: HTTP {}: the server rejected the request: {}", where, r.status, said);
     } else {
       msg = fmt::format("{}: HTTP {} after {} attempt(s): {}", where, r.status, r.attempts, said);
+    }
+    // llama-cpp-python answers tool_choice "required" with HTTP 500: say so rather than leave the
+    // user to guess from "Internal Server Error".
+    const bool refused = r.status >= 500 || r.status == 400 || r.status == 422;
+    if (refused && request != nullptr && !is_auto_tool_choice(request->tool_choice)) {
+      const bool configured = request->tool_choice == config.tool_choice && config.origin.count("tool_choice");
+      msg += "; " + tool_choice_hint(request->tool_choice, configured ? config.origin.at("tool_choice") : "");
     }
   }
   throw Error(code, redact(msg, config.api_key));

@@ -12,6 +12,9 @@ std::unique_ptr<Provider> make_script_provider(const LlmConfig& config);     // 
 
 // For providers: the error a final HTTP response means (exit codes in provider.hpp), with the
 // server's own message and never the key. `what` names the request ("openai chat completions").
-[[noreturn]] void throw_http_error(const std::string& what, const HttpResponse& r, const LlmConfig& config);
+// `request`, when given: a server error (5xx) or a rejected request (400, 422) answering a tool
+// choice other than auto names the choice as the likely cause.
+[[noreturn]] void throw_http_error(const std::string& what, const HttpResponse& r, const LlmConfig& config,
+                                   const ChatRequest* request = nullptr);
 
 }  // namespace kagent::llm

@@ -177,3 +177,44 @@ TEST_F(LlmConfigTest, ConfigFileIsReadWithBounds) {
   EXPECT_NE(e.find("dup.json"), std::string::npos) << e;
   EXPECT_NE(e.find("model"), std::string::npos) << e;
 }
+
+// tool_choice like the model: flag, then $KAGENT_TOOL_CHOICE, then the op.json (a generation
+// setting: no --allow-op-endpoint needed), then the config file; a bad value names its source.
+TEST_F(LlmConfigTest, ToolChoiceFromEachSourceInOrder) {
+  EXPECT_EQ(resolve(flags("m")).tool_choice, "auto");
+  EXPECT_EQ(resolve(flags("m")).origin["tool_choice"], "default");
+  auto file = dir.write("tc.json", R"({"llm": {"tool_choice": "finish"}})");
+  LlmConfig c = resolve(flags("m"), nullptr, file.string());
+  EXPECT_EQ(c.tool_choice, "finish");
+  EXPECT_EQ(c.origin["tool_choice"], "config file " + file.string());
+  c = resolve(flags("m"), {{"tool_choice", "evaluate"}}, file.string());
+  EXPECT_EQ(c.tool_choice, "evaluate");
+  EXPECT_EQ(c.origin["tool_choice"], "op.json");
+  env["KAGENT_TOOL_CHOICE"] = "required";
+  c = resolve(flags("m"), {{"tool_choice", "evaluate"}}, file.string());
+  EXPECT_EQ(c.tool_choice, "required");
+  EXPECT_EQ(c.origin["tool_choice"], "env $KAGENT_TOOL_CHOICE");
+  EXPECT_NE(c.describe().find("tool_choice required"), std::string::npos) << c.describe();
+  LlmFlags f = flags("m");
+  f.tool_choice = "auto";
+  c = resolve(f, {{"tool_choice", "evaluate"}}, file.string());
+  EXPECT_EQ(c.tool_choice, "auto");
+  EXPECT_EQ(c.origin["tool_choice"], "flag");
+  EXPECT_EQ(c.describe().find("tool_choice"), std::string::npos) << "auto is not worth a mention: " << c.describe();
+
+  env["KAGENT_TOOL_CHOICE"] = "none";
+  EXPECT_NE(error_of([&] { resolve(flags("m")); }).find("tool_choice 'none' (from env $KAGENT_TOOL_CHOICE)"),
+            std::string::npos);
+  env.erase("KAGENT_TOOL_CHOICE");
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"tool_choice", "no such"}});
+            }).find("(from op.json)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"tool_choice", true}});
+            }).find("op.json: llm.tool_choice"),
+            std::string::npos);
+  auto bad = dir.write("bad-tc.json", R"({"tool_choice": "a b"})");
+  EXPECT_NE(error_of([&] { resolve(flags("m"), nullptr, bad.string()); }).find("(from config file " + bad.string()),
+            std::string::npos);
+}

@@ -1,9 +1,10 @@
 #pragma once
 // The ReAct loop (mini-swe-agent style: readable in one sitting, everything else pluggable). Each
 // turn: one request to the model; every tool call it makes is run and its result appended; the
-// run stops on `finish`, on the budget (turns, minutes, tokens), or after too many malformed tool
-// calls in a row (each is answered with the error, so the model can correct itself). Everything
-// goes to the transcript as it happens.
+// run stops on `finish`, on the budget (turns, minutes, tokens), after too many malformed tool
+// calls in a row (each is answered with the error, so the model can correct itself), or after too
+// many empty replies in a row (no text, no tool call: each is answered with the exact next step).
+// Everything goes to the transcript as it happens.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -22,7 +23,9 @@ struct AgentOptions {
   double max_minutes = 60;
   int64_t max_tokens = 0;              // input + output over the run; 0: no limit
   int reply_tokens = 8192;             // max_tokens of each request
+  std::string tool_choice = "auto";    // each request's (llm/tool_choice.hpp): auto, required or a tool's name
   int max_malformed = 3;               // consecutive malformed tool calls before giving up
+  int max_empty = 3;                   // consecutive empty replies (no text, no tool call) before giving up
   size_t tool_output_cap = 24 * 1024;  // bytes of one tool result the model sees (head + tail)
   size_t context_chars = 360 * 1024;   // beyond this, old tool outputs become one-line summaries
 };
@@ -37,7 +40,9 @@ struct TurnStatus {
 };
 
 struct RunResult {
-  std::string stop_reason;  // "finish", "turn budget", "time budget", "token budget", "malformed tool calls", ...
+  // "finish", "turn budget", "time budget", "token budget", "3 malformed tool calls in a row",
+  // "3 empty replies in a row"
+  std::string stop_reason;
   int turns = 0;
   int requests = 0;
   llm::Usage usage;

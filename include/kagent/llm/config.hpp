@@ -21,20 +21,22 @@ struct LlmConfig {
   ProviderKind provider = ProviderKind::openai;
   std::string base_url;  // default per provider: https://api.openai.com/v1, https://api.anthropic.com
   std::string model;
-  std::string api_key;         // the value; never printed (describe() shows only where it came from)
-  std::string api_key_source;  // e.g. "$OPENAI_API_KEY", "" when none
-  std::string script;          // ProviderKind::script: the JSONL file of assistant turns
-  bool stream = true;          // openai: stream, falling back to non-streaming when a stream breaks
+  std::string api_key;               // the value; never printed (describe() shows only where it came from)
+  std::string api_key_source;        // e.g. "$OPENAI_API_KEY", "" when none
+  std::string script;                // ProviderKind::script: the JSONL file of assistant turns
+  bool stream = true;                // openai: stream, falling back to non-streaming when a stream breaks
+  std::string tool_choice = "auto";  // "auto", "required" or a tool's name (tool_choice.hpp)
   HttpOptions http;
   std::map<std::string, std::string> origin;  // field -> "flag", "env $X", "op.json", "config file", "default"
 
-  // One line for people and transcripts: provider, base URL, model, where the key came from.
+  // One line for people and transcripts: provider, base URL, model, where the key came from, and
+  // the tool choice when it is not auto.
   std::string describe() const;
 };
 
 // What the command line said (empty: not given).
 struct LlmFlags {
-  std::string provider, base_url, model, api_key_env, script;
+  std::string provider, base_url, model, api_key_env, script, tool_choice;
   // --allow-op-endpoint: the op.json's provider, base_url, api_key_env and script may change the
   // endpoint. Without it an op.json that would change one is refused (exit 2 naming the key).
   bool allow_op_endpoint = false;
@@ -44,8 +46,9 @@ struct LlmFlags {
 // op.json's "llm" section sets the model and generation settings, and its endpoint keys only with
 // flags.allow_op_endpoint (else InputError when they would change anything).
 // Reads the environment through `getenv` (tests pass their own). Throws InputError for an
-// unknown provider, a malformed config file or op.json section (naming the file and key), or a
-// missing model or script; a missing API key is not an error here (local servers need none).
+// unknown provider, a bad tool_choice (naming where it came from), a malformed config file or
+// op.json section (naming the file and key), or a missing model or script; a missing API key is
+// not an error here (local servers need none).
 LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
                              const std::optional<std::string>& config_file_path = std::nullopt,
                              const std::function<const char*(const char*)>& getenv = nullptr);

@@ -45,10 +45,14 @@ struct ToolSpec {
 struct Usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  // The server sent no figures and these are kagent's estimate (usage_estimate.hpp); in a sum,
+  // some of its terms were.
+  bool estimated = false;
   // Saturating: the counts come from an endpoint, which may send anything.
   Usage& operator+=(const Usage& o) {
     input_tokens = saturating_add(input_tokens, o.input_tokens);
     output_tokens = saturating_add(output_tokens, o.output_tokens);
+    estimated = estimated || o.estimated;
     return *this;
   }
 };
@@ -58,6 +62,8 @@ struct ChatRequest {
   std::vector<ToolSpec> tools;
   int max_tokens = 4096;
   std::optional<double> temperature;
+  // Whether the model must call a tool (tool_choice.hpp): "" or "auto", "required", or a tool's name.
+  std::string tool_choice;
 };
 
 struct ChatResponse {
