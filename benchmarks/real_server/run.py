@@ -11,7 +11,7 @@ what it saw and exits 1 when a check failed.
 Too slow for CI (compiling llama.cpp alone takes many minutes on 2 cores); its runs are recorded in
 benchmarks/RESULTS.md. Python's standard library only; the venv holds llama-cpp-python.
 
-  python3 benchmarks/real_server/run.py [--kagent build/kagent] [--cache DIR] [--turns 3] [--modes ...]
+  python3 benchmarks/real_server/run.py [--kagent build/kagent] [--cache DIR] [--turns 4] [--modes ...]
 """
 import argparse
 import datetime
@@ -57,7 +57,7 @@ def kagent_env(base_url, api_key, config_dir, stream):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KAGENT_", "OPENAI_", "ANTHROPIC_"))}
     env.update({"KAGENT_BASE_URL": base_url, "KAGENT_MODEL": "gemma3-270m", "KAGENT_API_KEY": api_key,
                 "XDG_CONFIG_HOME": config_dir})
-    # Prompt processing of kagent's ~10k-token opening on two CPU cores takes minutes: a long idle
+    # Prompt processing of kagent's ~12k-token opening on two CPU cores takes minutes: a long idle
     # timeout, and few retries (a retry re-runs the whole prompt).
     llm = {"stream": stream, "idle_timeout_s": 1800, "max_attempts": 2}
     os.makedirs(os.path.join(config_dir, "kagent"), exist_ok=True)
@@ -117,10 +117,16 @@ def run_optimize(args, env, work, api_key, tool_choice_flag):
         cmd += ["--tool-choice", tool_choice_flag]
     log_path = os.path.join(work, "optimize.log")
     rc, seconds, output = run_logged(cmd, env, log_path, args.timeout)
-    summary = transcript_checks.check_run(out, api_key, args.turns)
+    # 2 or 3: kagent stopped on an error (the endpoint's, or bad input), leaving a resumable folder.
+    aborted = rc in (2, 3)
+    summary = transcript_checks.check_run(out, api_key, args.turns, aborted=aborted)
     row = dict(summary, exit=rc, seconds=seconds, fell_back=FALLBACK in output)
-    # 1: no correct candidate, the expected outcome without a GPU to evaluate on.
-    if rc not in (0, 1):
+    if aborted:
+        at = output.find("kagent: error:")
+        error = " ".join(output[at:].split())[:400] if at >= 0 else f"exit {rc}"
+        row["stop_reason"] = f"error (exit {rc})"
+        row["problems"].append(f"{error} (see {log_path})")
+    elif rc not in (0, 1):  # 1: no correct candidate, the expected outcome without a GPU
         row["problems"].append(f"exit {rc} (see {log_path})")
     if api_key in output:
         row["problems"].append("the API key is in kagent's output")
@@ -156,7 +162,8 @@ def main():
                         "$KAGENT_REAL_SERVER_CACHE)")
     p.add_argument("--op", default=os.path.join(REPO, "examples", "optimize_demo", "op.json"),
                    help="a native op: without a GPU, compile works and evaluations say why not")
-    p.add_argument("--turns", type=int, default=3, help="turn budget of each optimize run")
+    p.add_argument("--turns", type=int, default=4,
+                   help="turn budget of each optimize run (4: an empty-reply stop, at 3, is told apart)")
     p.add_argument("--minutes", type=float, default=60, help="time budget of each optimize run")
     p.add_argument("--timeout", type=int, default=3600, help="seconds before a kagent process is killed")
     p.add_argument("--n-ctx", type=int, default=14336)
@@ -199,7 +206,8 @@ def main():
                 row = run_optimize(args, env, work, api_key, tool_choice)
             if not stream:
                 row["fell_back"] = "-"  # nothing to fall back from
-            leaks = transcript_checks.files_containing(work, api_key)
+            # The run folder was searched by check_run; here the rest: logs, the config file.
+            leaks = [f for f in transcript_checks.files_containing(work, api_key) if not f.startswith("run/")]
             if leaks:
                 row["problems"].append(f"the API key is in {', '.join(leaks)}")
             rows.append((name, row))

@@ -71,8 +71,10 @@ def check_stop_reason(reason, replies, tool_messages, max_turns):
     return [f"unexpected stop reason '{reason}'"]
 
 
-def check_run(run_dir, api_key, max_turns):
-    """Summary of one run folder: figures for the table and the problems found (none: it passed)."""
+def check_run(run_dir, api_key, max_turns, aborted=False):
+    """Summary of one run folder: figures for the table and the problems found (none: it passed).
+    `aborted`: kagent exited on an error (exit 2 or 3), which by design leaves the folder as a
+    killed run (resumable: no stop, session_end or result.json); the rest must still hold."""
     problems = []
     summary = {"requests": 0, "input_tokens": 0, "output_tokens": 0, "estimated": False, "stop_reason": "-",
                "empty_replies": 0, "tool_calls": {}, "problems": problems}
@@ -85,9 +87,9 @@ def check_run(run_dir, api_key, max_turns):
     types = [e.get("type") for e in events]
     if not types or types[0] != "start":
         problems.append("the transcript does not begin with a start event")
-    if "stop" not in types or types[-1] != "stop":
+    if not aborted and ("stop" not in types or types[-1] != "stop"):
         problems.append("the transcript does not end with a stop event")
-    if "session_end" not in types:
+    if not aborted and "session_end" not in types:
         problems.append("no session_end event")
 
     replies = [e for e in events if is_reply(e)]
@@ -140,7 +142,8 @@ def check_run(run_dir, api_key, max_turns):
         problems.extend(check_stop_reason(summary["stop_reason"], replies, tool_messages, max_turns))
 
     if not os.path.exists(result_path):
-        problems.append("no result.json")
+        if not aborted:
+            problems.append("no result.json")
     else:
         with open(result_path) as f:
             result = json.load(f)

@@ -114,6 +114,15 @@ class TranscriptChecks(unittest.TestCase):
         s = self.check(events)
         self.assertTrue(any("marked empty" in p for p in s["problems"]), s["problems"])
 
+    def test_a_run_ended_by_an_error_needs_no_stop_but_its_replies_still_count(self):
+        events = two_turns()[:5]  # the endpoint failed on the second request
+        with open(os.path.join(self.run, "transcript.jsonl"), "w") as f:
+            f.write("".join(json.dumps(e) + "\n" for e in events))
+        s = transcript_checks.check_run(self.run, KEY, 4, aborted=True)
+        self.assertEqual(s["problems"], [])
+        self.assertEqual(s["requests"], 1)
+        self.assertTrue(transcript_checks.check_run(self.run, KEY, 4)["problems"])
+
     def test_result_json_must_agree(self):
         s = self.check(two_turns(), requests=5)
         self.assertTrue(any("result.json requests" in p for p in s["problems"]), s["problems"])
