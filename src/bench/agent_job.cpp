@@ -20,6 +20,7 @@
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/eval/protocol.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent::bench {
@@ -200,6 +201,14 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
     r.candidate_ms = number(b, "median_ms");
     r.speedup_vs_eager = number(b, "speedup_vs_eager");
     r.speedup_vs_compile = number(b, "speedup_vs_compile");
+    if (best_report.contains("outcome") && best_report["outcome"].is_object()) {
+      const auto& o = best_report["outcome"];
+      if (o.contains("device") && o["device"].is_object()) r.device = o["device"].value("name", "");
+      try {
+        if (o.contains("stop_rule")) r.stop_rule = stop_rule_text(o["stop_rule"].get<StopRule>());
+      } catch (const nlohmann::json::exception&) {  // another version's record: left unrecorded
+      }
+    }
     if (best_report.contains("baselines")) {
       r.eager_ms = number(best_report["baselines"], "eager_ms");
       r.compile_ms = number(best_report["baselines"], "compile_ms");

@@ -89,6 +89,8 @@ report::ResultRecord record_from_report(const Problem& p, const EvalReport& rep)
   r.candidate = rep.candidate;
   r.tier = rep.reward.tier;
   r.precision = std::string(precision_name(rep.precision));
+  r.device = rep.outcome.device.name;
+  if (rep.outcome.candidate_time) r.stop_rule = stop_rule_text(rep.outcome.stop_rule);
   r.atol = rep.tolerance.atol;
   r.rtol = rep.tolerance.rtol;
   r.eager_ms = rep.baselines.eager_ms;

@@ -9,6 +9,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/compile/sass.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_limits.hpp"
 
@@ -23,13 +24,16 @@ struct CompileArgs {
   int gpu = 0;
   bool json = false;
   bool no_cache = false;
+  bool sass = false;   // also print the SASS (nvdisasm) of each kernel
+  std::string kernel;  // with sass: only this kernel
 };
 
 // One candidate: parse, compile, check the plan against the kernels (and the op's tensors).
 // Returns its exit code; bad input is reported as a message, not thrown, so the other files
 // still get compiled and reported.
 int compile_one(const std::string& path, const Compiler& compiler, const std::string& arch, const Op* op,
-                nlohmann::json& json_out, bool json) {
+                nlohmann::json& json_out, const CompileArgs& args) {
+  const bool json = args.json;
   CompileResult r;
   try {
     Candidate cand = load_candidate(path);
@@ -59,6 +63,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   fmt::print("{}  {}  {:.3f} s{}\n", path, r.arch, r.seconds, r.cache_hit ? " (cached)" : "");
   if (!r.log.empty()) fmt::print("{}", r.log);  // warnings
   fmt::print("{}\n", render_kernel_table(r));
+  if (args.sass) fmt::print("{}", render_sass(disassemble(r.cubin, find_cuda_paths()), true, args.kernel, SIZE_MAX));
   return rc;
 }
 
@@ -73,6 +78,10 @@ Command add_compile_command(CLI::App& app) {
   sub->add_option("--op", args->op, "Also check plan tensor names against this op.json")->check(CLI::ExistingFile);
   sub->add_flag("--json", args->json, "Print JSON");
   sub->add_flag("--no-cache", args->no_cache, "Do not read or write the compile cache");
+  sub->add_flag("--sass", args->sass,
+                "Also print each kernel's SASS (the toolkit's nvdisasm, with source lines) and a summary: "
+                "instructions, local-memory loads/stores (spills), most frequent opcodes");
+  sub->add_option("--kernel", args->kernel, "With --sass: only this kernel");
 
   return {sub, [args]() {
             std::string arch_source = "--arch";
@@ -87,7 +96,7 @@ Command add_compile_command(CLI::App& app) {
             nlohmann::json results = nlohmann::json::array();
             int worst = 0;
             for (const auto& path : args->candidates) {
-              int rc = compile_one(path, compiler, arch, op.get(), results, args->json);
+              int rc = compile_one(path, compiler, arch, op.get(), results, *args);
               // Bad input outranks a failed compile: both are reported, the exit code says the worse.
               worst = std::max(worst, rc);
             }

@@ -342,11 +342,8 @@ std::string render_report(const EvalReport& r) {
       out += fmt::format("torch.compile: no time ({}); tier 3 is out of reach\n", r.torch->compile_error);
     out += fmt::format("bandwidth: {:.0f} GB/s achieved ({:.1f}% of peak), memory floor {:.4f} ms for {} bytes\n",
                        o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
-    out += fmt::format(
-        "timing: L2 flush {} MiB before each sample; stop rule: >= {} samples and >= {} s GPU time, "
-        "RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall\n",
-        o.flush_bytes >> 20, o.stop_rule.min_samples, o.stop_rule.min_gpu_s, 100 * o.stop_rule.target_rse,
-        o.stop_rule.max_samples, o.stop_rule.max_gpu_s, o.stop_rule.max_wall_s);
+    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\n", o.flush_bytes >> 20,
+                       stop_rule_text(o.stop_rule));
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

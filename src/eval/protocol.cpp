@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace kagent {
 
 namespace {
@@ -222,6 +224,11 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   o.fp64_note = j.value("fp64_note", "");
   o.metrics = j.value("metrics", std::vector<KernelMetrics>{});
   o.metrics_note = j.value("metrics_note", "");
+}
+
+std::string stop_rule_text(const StopRule& r) {
+  return fmt::format(">= {} samples and >= {} s GPU time, RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall",
+                     r.min_samples, r.min_gpu_s, 100 * r.target_rse, r.max_samples, r.max_gpu_s, r.max_wall_s);
 }
 
 }  // namespace kagent

@@ -6,6 +6,7 @@
 
 #include "kagent/common/saturate.hpp"
 #include "kagent/compile/kernel_info.hpp"
+#include "kagent/spec/device_constants.hpp"
 #include "kagent/spec/expr.hpp"
 
 namespace kagent::profile {
@@ -17,9 +18,12 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
         if (t.name == name) return &t.shape;
     return nullptr;
   };
+  // num_sms is the evaluated device's; without an evaluation a dimension that reads it is unknown.
+  const int sms = rep ? rep->outcome.device.sms : 0;
   ScalarLookup scalars = [&](std::string_view name) -> std::optional<ExprValue> {
     for (const auto& s : op.scalars)
       if (s.name == name) return s.value;
+    if (sms > 0) return device_constant(name, DeviceConstants{sms});
     return std::nullopt;
   };
   auto dims = [&](const std::vector<Expr>& es) {

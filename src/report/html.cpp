@@ -47,7 +47,7 @@ td.name{overflow-wrap:anywhere;min-width:140px}
 td.err{min-width:240px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:#7a3b31;overflow-wrap:anywhere}
 .st{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;white-space:nowrap;background:#eceff2;color:#4b5563}
 .st-correct{background:#dcf2e3;color:#1d6b3a}
-.st-incorrect,.st-compile_error,.st-timeout{background:#fbe3e1;color:#9b2c20}
+.st-incorrect,.st-compile_error,.st-crash,.st-timeout{background:#fbe3e1;color:#9b2c20}
 .st-error{background:#fde9cf;color:#8a4b08}
 svg{display:block;max-width:100%;height:auto}
 svg text{font-size:12px;fill:#2b3340}
@@ -351,9 +351,8 @@ void turn_chart(Out out, const std::vector<ResultRecord>& records) {
 }
 
 std::string status_class(const std::string& status) {
-  for (const char* known : {"correct", "incorrect", "compile_error", "error", "timeout", "unsolved"})
-    if (status == known) return std::string("st-") + known;
-  return "st-other";  // an unknown status must not become a class name unescaped
+  // Only the known names become class names: an unknown status must not reach the page unescaped.
+  return fmt::format("st-{}", status_name(parse_status(status)));
 }
 
 // (e) Every problem with its measurements and the first line of its error.

@@ -84,9 +84,10 @@ double seconds(const ResultRecord& r) {
 enum class Outcome { pass, failure, error, skipped };
 
 Outcome outcome(const std::string& status) {
-  if (status == "correct") return Outcome::pass;
-  if (status == "incorrect" || status == "compile_error" || status == "timeout") return Outcome::failure;
-  if (status == "unsolved") return Outcome::skipped;
+  const Status s = parse_status(status);
+  if (s == Status::correct) return Outcome::pass;
+  if (candidate_failure(s)) return Outcome::failure;  // crash too: the candidate's run died
+  if (s == Status::unsolved) return Outcome::skipped;
   return Outcome::error;  // "error", and any status this version does not know
 }
 

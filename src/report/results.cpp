@@ -22,6 +22,30 @@
 namespace kagent::report {
 
 namespace {
+constexpr std::pair<Status, std::string_view> kStatusNames[] = {
+    {Status::correct, "correct"}, {Status::incorrect, "incorrect"}, {Status::compile_error, "compile_error"},
+    {Status::crash, "crash"},     {Status::timeout, "timeout"},     {Status::error, "error"},
+    {Status::unsolved, "unsolved"}};
+}  // namespace
+
+Status parse_status(std::string_view text) {
+  for (const auto& [s, name] : kStatusNames)
+    if (name == text) return s;
+  return Status::other;
+}
+
+std::string_view status_name(Status s) {
+  for (const auto& [k, name] : kStatusNames)
+    if (k == s) return name;
+  return "other";
+}
+
+bool candidate_failure(Status s) {
+  return s == Status::incorrect || s == Status::compile_error || s == Status::crash || s == Status::timeout;
+}
+
+
+namespace {
 
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
@@ -62,9 +86,17 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
   if (!r.precision.empty()) j["precision"] = r.precision;
   if (r.atol && r.rtol) j["tolerance"] = {{"atol", *r.atol}, {"rtol", *r.rtol}};
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
+  if (!r.device.empty()) j["device"] = r.device;
+  if (!r.stop_rule.empty()) j["stop_rule"] = r.stop_rule;
+  j["kagent_version"] = r.kagent_version.empty() ? std::string(KAGENT_VERSION) : r.kagent_version;
+  j["record_version"] = kRecordVersion;
 }
 
 void from_json(const nlohmann::json& j, ResultRecord& r) {
+  if (auto v = integer(j, "record_version", 1, std::numeric_limits<int>::max()); v && *v > kRecordVersion)
+    throw InputError(fmt::format("record_version {} is newer than this kagent reads ({}): read it with kagent {} or "
+                                 "later",
+                                 *v, kRecordVersion, j.value("kagent_version", "a newer version")));
   r.problem = j.at("problem").get<std::string>();
   r.level = j.value("level", "");
   r.status = j.at("status").get<std::string>();
@@ -79,6 +111,9 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.candidate = j.value("candidate", "");
   r.wall_s = opt_number(j, "wall_s");
   r.gpu = integer(j, "gpu", 0, std::numeric_limits<int>::max());
+  r.device = j.value("device", "");
+  r.stop_rule = j.value("stop_rule", "");
+  r.kagent_version = j.value("kagent_version", "");
   r.precision = j.value("precision", "");
   if (auto it = j.find("tolerance"); it != j.end() && it->is_object()) {
     r.atol = opt_number(*it, "atol");
@@ -222,6 +257,34 @@ void to_json(nlohmann::json& j, const Summary& s) {
   for (const auto& n : s.numerics)
     j["numerics"].push_back(
         {{"precision", n.precision}, {"atol", opt(n.atol)}, {"rtol", opt(n.rtol)}, {"problems", n.problems}});
+}
+
+MeasurementSetting setting_of(const ResultRecord& r) {
+  return {r.device, r.precision, r.stop_rule, r.kagent_version, r.atol, r.rtol};
+}
+
+std::string setting_text(const MeasurementSetting& s) {
+  auto or_not = [](const std::string& v, const char* what) {
+    return v.empty() ? fmt::format("{} not recorded", what) : v;
+  };
+  std::string tol = s.atol && s.rtol ? fmt::format(" (atol {:g}, rtol {:g})", *s.atol, *s.rtol) : "";
+  return fmt::format("{}, {}{}, {}, {}", or_not(s.device, "device"), or_not(s.precision, "precision"), tol,
+                     s.stop_rule.empty() ? "stop rule not recorded" : "stop rule " + s.stop_rule,
+                     s.kagent_version.empty() ? "kagent version not recorded" : "kagent " + s.kagent_version);
+}
+
+std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records) {
+  std::vector<std::pair<MeasurementSetting, int>> out;
+  for (const auto& r : records) {
+    if (r.device.empty() && r.precision.empty()) continue;  // nothing was measured
+    MeasurementSetting s = setting_of(r);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == s; });
+    if (it == out.end())
+      out.emplace_back(s, 1);
+    else
+      ++it->second;
+  }
+  return out;
 }
 
 std::string numerics_text(const std::vector<NumericsCount>& ns) {

@@ -117,8 +117,13 @@ class Evaluation {
   std::vector<LaunchTime> time_launches(PlanExecutor& plan, int samples);
   TimingSummary time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
-  // One timed sample: L2 persisting lines reset, inputs restored, outputs and scratch poisoned, L2
-  // flushed; all of it queued before the start event, then the plan, then the stop event.
+  // What precedes every measured execution of a plan (timed samples, the A/B and CUPTI samples,
+  // per-launch timing, the counters' replay), written once so the modes cannot drift apart: L2
+  // persisting lines reset, then (queued on the stream, after `begin` when given) inputs restored,
+  // outputs and scratch poisoned, L2 flushed.
+  void prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin = nullptr);
+  // One timed sample: prepare_sample, all of it queued before the start event, then the plan,
+  // then the stop event.
   struct Sample {
     double plan_ms;  // the timed span
     double busy_ms;  // everything the GPU did for this sample (warm-up counts this)
@@ -422,14 +427,18 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   return s;
 }
 
-Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
-                                            const std::string& label) {
+void Evaluation::prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin) {
   check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
-  check(cu().cuEventRecord(ev.begin_.get(), dev_.stream()), "cuEventRecord");
+  if (begin != nullptr) check(cu().cuEventRecord(begin, dev_.stream()), "cuEventRecord");
   restore_inputs();
   poison(outs);
   plan.poison_scratch();
   h_.flush(flush_.get(), flush_.bytes());
+}
+
+Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
+                                            const std::string& label) {
+  prepare_sample(plan, outs, ev.begin_.get());
   check(cu().cuEventRecord(ev.start_.get(), dev_.stream()), "cuEventRecord");
   plan.run(false, label);
   check(cu().cuEventRecord(ev.stop_.get(), dev_.stream()), "cuEventRecord");
@@ -610,10 +619,7 @@ void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
     auto ranges = profile_ranges(
         dev_.context(), rq_.gpu, profile::counter_metrics(),
         [&] {  // as before every timed sample; the flush finishes before profiling starts
-          restore_inputs();
-          poison(cand_out_);
-          plan.poison_scratch();
-          h_.flush(flush_.get(), flush_.bytes());
+          prepare_sample(plan, cand_out_);
           check(cu().cuCtxSynchronize(), "hardware counters: set-up");
         },
         [&] {
@@ -653,10 +659,7 @@ std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int sample
   }
   try {
     for (int s = 0; s < samples; ++s) {
-      restore_inputs();
-      poison(cand_out_);
-      plan.poison_scratch();
-      h_.flush(flush_.get(), flush_.bytes());
+      prepare_sample(plan, cand_out_);
       for (size_t i = 0; i < n; ++i) {
         check(cu().cuEventRecord(ev[i].get(), dev_.stream()), "cuEventRecord");
         plan.launch(i, "per-launch timing");

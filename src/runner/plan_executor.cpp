@@ -61,6 +61,7 @@ std::array<unsigned char, 8> scalar_bytes(const PlanArg& a, const ExprValue& v, 
 PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate& cand, const TensorMap& tensors,
                            const std::vector<ScalarArg>& scalars, std::string who)
     : dev_(dev), who_(std::move(who)), scalars_(scalars) {
+  device_constants_.num_sms = dev_.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   ScalarLookup scalar_values = [this](std::string_view name) { return scalar(name); };
   // Scratch first: launches may pass scratch buffers and use their shapes.
   TensorMap all = tensors;
@@ -175,12 +176,55 @@ void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap
   if (p.smem > 48 * 1024)
     check(cu().cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)),
           where + ": setting the dynamic shared memory limit");
+  prepare_cluster(p, where);
+}
+
+// Compile-time cluster dimensions (__cluster_dims__): a plain cuLaunchKernel forms the clusters
+// the kernel declares. What the driver would reject with a bare CUDA_ERROR_INVALID_VALUE or
+// CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES at launch is checked here and said in the plan's terms: a
+// grid that is not a whole number of clusters, and a cluster that cannot be co-scheduled with its
+// shared memory (one GPC must hold all its blocks at once). Clusters over the portable size of 8
+// get the kernel's opt-in (Hopper allows 16).
+void PlanExecutor::prepare_cluster(Prepared& p, const std::string& where) {
+  std::array<int, 3> cluster{0, 0, 0};
+  const CUfunction_attribute attrs[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+                                         CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                                         CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
+  for (int d = 0; d < 3; ++d)
+    if (cu().cuFuncGetAttribute(&cluster[d], attrs[d], p.fn) != CUDA_SUCCESS) return;  // no clusters here
+  if (cluster[0] <= 0 || cluster[1] <= 0 || cluster[2] <= 0) return;                   // none declared
+  const std::string dims = fmt::format("{}x{}x{}", cluster[0], cluster[1], cluster[2]);
+  for (int d = 0; d < 3; ++d)
+    if (p.grid[d] % static_cast<unsigned>(cluster[d]) != 0)
+      throw PlanError(fmt::format("{}: grid {}x{}x{} is not a whole number of the kernel's {} clusters "
+                                  "(__cluster_dims__): grid[{}] = {} is not a multiple of {}",
+                                  where, p.grid[0], p.grid[1], p.grid[2], dims, d, p.grid[d], cluster[d]));
+  if (cluster[0] * cluster[1] * cluster[2] > 8)
+    check(cu().cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+          fmt::format("{}: allowing the non-portable cluster size {}", where, dims));
+  CUlaunchConfig config{};
+  config.gridDimX = p.grid[0];
+  config.gridDimY = p.grid[1];
+  config.gridDimZ = p.grid[2];
+  config.blockDimX = p.block[0];
+  config.blockDimY = p.block[1];
+  config.blockDimZ = p.block[2];
+  config.sharedMemBytes = p.smem;
+  config.hStream = dev_.stream();
+  int clusters = 0;
+  check(cu().cuOccupancyMaxActiveClusters(&clusters, p.fn, &config),
+        fmt::format("{}: asking how many {} clusters fit", where, dims));
+  if (clusters < 1)
+    throw PlanError(fmt::format("{}: a cluster of {} blocks of {} threads with {} bytes of dynamic shared memory "
+                                "each cannot be scheduled on this GPU (all blocks of a cluster must be resident at "
+                                "once in one GPC): use smaller clusters or less shared memory",
+                                where, dims, p.block[0] * p.block[1] * p.block[2], p.smem));
 }
 
 std::optional<ExprValue> PlanExecutor::scalar(std::string_view name) const {
   for (const auto& s : scalars_)
     if (s.name == name) return s.value;
-  return std::nullopt;
+  return device_constant(name, device_constants_);
 }
 
 void PlanExecutor::run(bool sync_each, const std::string& context) {

@@ -11,6 +11,7 @@
 #include "device.hpp"
 #include "guarded_buffer.hpp"
 #include "kagent/spec/candidate.hpp"
+#include "kagent/spec/device_constants.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::runner {
@@ -53,11 +54,14 @@ class PlanExecutor {
     std::vector<void*> ptrs;                           // into values: what cuLaunchKernel reads
   };
   void prepare_launch(size_t index, const Launch& l, const TensorMap& tensors);
+  void prepare_cluster(Prepared& p, const std::string& where);
+  // An operator scalar by name, else a device constant (num_sms).
   std::optional<ExprValue> scalar(std::string_view name) const;
 
   const Device& dev_;
   std::string who_;
   std::vector<ScalarArg> scalars_;
+  DeviceConstants device_constants_;
   std::vector<GuardedBuffer> scratch_;
   std::vector<Prepared> launches_;
 };

@@ -453,8 +453,8 @@ int64_t eval_numel(const Node& n, const ShapeLookup& shapes) {
 ExprValue eval_scalar(const Node& n, const ScalarLookup& scalars) {
   std::optional<ExprValue> v = scalars ? scalars(n.scalar) : std::nullopt;
   if (!v)
-    fail_at(n, fmt::format("unknown scalar '{}' (a bare name is one of the operator's scalar arguments; a "
-                           "tensor's size is written {}.shape[i] or numel({}))",
+    fail_at(n, fmt::format("unknown scalar '{}' (a bare name is one of the operator's scalar arguments or num_sms; "
+                           "a tensor's size is written {}.shape[i] or numel({}))",
                            n.scalar, n.scalar, n.scalar));
   if (!v->is_int && !std::isfinite(v->f)) fail_at(n, fmt::format("scalar '{}' is not a finite number", n.scalar));
   return *v;

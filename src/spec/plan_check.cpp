@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kagent/common/error.hpp"
+#include "kagent/spec/device_constants.hpp"
 
 namespace kagent {
 
@@ -78,8 +79,8 @@ void check_expr_names(const Candidate& cand, const std::string& key, const Expr&
   for (const auto& name : e.scalar_names()) {
     if (!contains(known.scalars, name)) {
       fail(cand, key,
-           fmt::format("unknown scalar '{}' in '{}' (the operator's scalar arguments: {}; a tensor's size is written "
-                       "{}.shape[i])",
+           fmt::format("unknown scalar '{}' in '{}' (the operator's scalar arguments and the device's figures: {}; a "
+                       "tensor's size is written {}.shape[i])",
                        name, e.text(), list_or_none(known.scalars), name));
     }
   }
@@ -114,7 +115,11 @@ void check_plan_kernels(const Candidate& cand, const std::vector<KernelSignature
 
 void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors,
                         const std::vector<std::string>& op_scalars) {
-  Known known{op_tensors, op_scalars};
+  // The device's figures (num_sms) are readable wherever the operator's scalars are.
+  std::vector<std::string> scalars = op_scalars;
+  for (const auto& name : device_constant_names())
+    if (!contains(scalars, name)) scalars.push_back(name);
+  Known known{op_tensors, scalars};
   for (const auto& buffer : cand.plan.scratch) {
     if (contains(op_tensors, buffer.name)) {
       fail(cand, "scratch." + buffer.name,
@@ -126,7 +131,7 @@ void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& o
   // Scratch shapes are computed before any scratch buffer exists, so they may read only the
   // operator's tensors; allowing scratch names here would permit circular definitions.
   for (const auto& buffer : cand.plan.scratch) {
-    check_dims(cand, fmt::format("scratch.{}.shape", buffer.name), buffer.shape, Known{op_tensors, op_scalars});
+    check_dims(cand, fmt::format("scratch.{}.shape", buffer.name), buffer.shape, Known{op_tensors, scalars});
   }
   for (size_t i = 0; i < cand.plan.launches.size(); ++i) check_launch_tensors(cand, i, cand.plan.launches[i], known);
 }

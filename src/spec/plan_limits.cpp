@@ -20,7 +20,8 @@ namespace {
 // What an expression evaluates to with this operator's shapes (and the scratch shapes so far).
 class PlanEvaluator {
  public:
-  PlanEvaluator(const Candidate& cand, const Op& op) : cand_(cand), op_(op) {
+  PlanEvaluator(const Candidate& cand, const Op& op, const DeviceConstants& device)
+      : cand_(cand), op_(op), device_(device) {
     for (const auto* list : {&op.inputs, &op.outputs})
       for (const auto& t : *list) shapes_[t.name] = t.shape;
   }
@@ -33,7 +34,7 @@ class PlanEvaluator {
     ScalarLookup scalars = [this](std::string_view name) -> std::optional<ExprValue> {
       for (const auto& s : op_.scalars)
         if (s.name == name) return s.value;
-      return std::nullopt;
+      return device_constant(name, device_);
     };
     try {
       return e.eval(shapes, scalars);
@@ -66,6 +67,7 @@ class PlanEvaluator {
  private:
   const Candidate& cand_;
   const Op& op_;
+  const DeviceConstants& device_;
   std::map<std::string, std::vector<int64_t>> shapes_;
 };
 
@@ -131,7 +133,7 @@ std::optional<std::string> scalar_value_problem(ScalarType type, const ExprValue
 
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits) {
   check_plan_tensors(cand, op.tensor_names(), op.scalar_names());
-  PlanEvaluator ev(cand, op);
+  PlanEvaluator ev(cand, op, limits.device);
   // Scratch shapes read only the operator's tensors (check_plan_tensors); launches read both.
   for (const auto& b : cand.plan.scratch) ev.add_scratch(b);
   for (size_t i = 0; i < cand.plan.launches.size(); ++i) check_launch(cand, ev, i, cand.plan.launches[i], limits);

@@ -8,6 +8,8 @@
 #include "kagent/common/files.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/kernel_info.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/compile/sass.hpp"
 #include "kagent/profile/profile_table.hpp"
 
 namespace kagent::tools {
@@ -19,6 +21,29 @@ nlohmann::json path_schema(const std::string& what) {
           {"properties", {{"path", {{"type", "string"}, {"description", what}}}}},
           {"required", {"path"}},
           {"additionalProperties", false}};
+}
+
+nlohmann::json compile_schema() {
+  nlohmann::json s = path_schema("the candidate file, relative to the workspace");
+  s["properties"]["sass"] = {
+      {"type", "string"},
+      {"enum", {"summary", "listing"}},
+      {"description",
+       "summary: per kernel, the instruction count, local-memory loads/stores (LDL/STL: register spills or a "
+       "local array) and the most frequent opcodes; listing: also the SASS with source line numbers (up to 400 "
+       "lines a kernel)"}};
+  s["properties"]["kernel"] = {{"type", "string"}, {"description", "with sass: only this kernel"}};
+  return s;
+}
+
+// The SASS section of a compile result; why there is none when the disassembler is missing or fails
+// (the compile itself succeeded, so this is not an error of the candidate).
+std::string sass_text(const CompileResult& r, bool listing, const std::string& kernel) {
+  try {
+    return render_sass(disassemble(r.cubin, find_cuda_paths()), listing, kernel);
+  } catch (const std::exception& e) {
+    return fmt::format("no SASS: {}\n", e.what());
+  }
 }
 
 // The candidate at a workspace path, parsed; the model's mistakes (no file, bad plan) as ToolError.
@@ -50,15 +75,22 @@ class CompileTool : public Tool {
     return {"compile",
             "Compile a candidate .cu file of the workspace with NVRTC for the target GPU and check its launch plan "
             "against the operator's tensors and the kernels' parameters. Returns the per-kernel resource table "
-            "(registers, shared memory, stack, spills, max threads per block) or the errors with line numbers.",
-            path_schema("the candidate file, relative to the workspace")};
+            "(registers, shared memory, stack, spills, max threads per block) or the errors with line numbers. "
+            "With sass, also what the code became (the SASS, by nvdisasm).",
+            compile_schema()};
   }
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
     Candidate c = load_from(ws_, args, rel);
+    const std::string sass = args.contains("sass") ? arg_string(args, "sass") : "";
+    if (!sass.empty() && sass != "summary" && sass != "listing")
+      throw ToolError(fmt::format("sass is 'summary' or 'listing', not '{}'", sass));
+    const std::string kernel = args.contains("kernel") ? arg_string(args, "kernel") : "";
     try {
       CompileResult r = compile_checked(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
-      return {compile_text(r), !r.ok, {{"ok", r.ok}, {"kernels", r.kernels}, {"log", r.log}}};
+      std::string text = compile_text(r);
+      if (r.ok && !sass.empty()) text += "\n" + sass_text(r, sass == "listing", kernel);
+      return {text, !r.ok, {{"ok", r.ok}, {"kernels", r.kernels}, {"log", r.log}}};
     } catch (const InputError& e) {  // the plan does not match the operator or the kernels
       return {fmt::format("plan error: {}", e.what()), true, {{"ok", false}, {"error", e.what()}}};
     }

@@ -69,6 +69,22 @@ TEST(Junit, CountsMatchHandComputedValues) {
   EXPECT_NE(xml.find("<error message=\"error: runner crashed"), std::string::npos);
 }
 
+// bench writes "crash" when a candidate's run kills the harness's child: the candidate's failure,
+// not a harness error; a status from another version stays an error. Every name round-trips.
+TEST(Junit, ACrashIsTheCandidatesFailureAndUnknownStatusesAreErrors) {
+  const std::string xml = render_junit({rec("level1/9_i", "crash", -1, 1, std::nullopt, "killed by signal 9"),
+                                        rec("level1/10_j", "exploded", -1, 1)},
+                                       "s");
+  EXPECT_NE(xml.find("tests=\"2\" failures=\"1\" errors=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"crash: killed by signal 9\" type=\"crash\">"), std::string::npos) << xml;
+  for (Status st : {Status::correct, Status::incorrect, Status::compile_error, Status::crash, Status::timeout,
+                    Status::error, Status::unsolved})
+    EXPECT_EQ(parse_status(status_name(st)), st) << status_name(st);
+  EXPECT_EQ(parse_status("exploded"), Status::other);
+  EXPECT_FALSE(candidate_failure(Status::error));
+  EXPECT_TRUE(candidate_failure(Status::crash));
+}
+
 TEST(Junit, EscapesMarkupControlCharactersAndBadBytes) {
   const std::string xml = render_junit(batch(), "s");
   EXPECT_NE(xml.find("name=\"level1/a&lt;b&amp;&quot;c&#39;\""), std::string::npos) << xml;

@@ -61,6 +61,57 @@ TEST(Results, RecordRoundTrips) {
   EXPECT_EQ(nlohmann::json(r)["tolerance"], nlohmann::json({{"atol", 1e-2}, {"rtol", 1e-3}}));
 }
 
+// A record says how it was measured (GPU, stopping rule, the kagent that wrote it) and its format's
+// version; a record from a newer format is refused rather than misread.
+TEST(Results, RecordsCarryHowTheyWereMeasuredAndTheirVersion) {
+  ResultRecord r = rec("level1/19_ReLU", "level1", "correct", 2, 1.25, 0.9);
+  r.device = "NVIDIA H100 80GB HBM3";
+  r.stop_rule = ">= 20 samples";
+  nlohmann::json j = r;
+  EXPECT_EQ(j["record_version"], kRecordVersion);
+  EXPECT_EQ(j["kagent_version"], KAGENT_VERSION) << "written by this kagent";
+  ResultRecord b = j.get<ResultRecord>();
+  EXPECT_EQ(b.device, r.device);
+  EXPECT_EQ(b.stop_rule, r.stop_rule);
+  EXPECT_EQ(b.kagent_version, KAGENT_VERSION);
+  j["record_version"] = kRecordVersion + 1;
+  j["kagent_version"] = "9.0.0";
+  try {
+    (void)j.get<ResultRecord>();
+    FAIL() << "a newer record was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer than this kagent reads"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kagent 9.0.0"), std::string::npos) << e.what();
+  }
+  // Records of version 1 (no record_version) still read.
+  EXPECT_EQ(nlohmann::json::parse(R"({"problem": "a", "status": "error"})").get<ResultRecord>().kagent_version, "");
+}
+
+TEST(Results, MeasurementSettingsGroupTheMeasuredRecords) {
+  auto measured = [](ResultRecord r, const std::string& device) {
+    r.device = device;
+    r.precision = "fp32";
+    r.atol = r.rtol = 1e-4;
+    r.stop_rule = "rule";
+    r.kagent_version = "0.1.0";
+    return r;
+  };
+  std::vector<ResultRecord> rs = {measured(rec("level1/a", "level1", "correct", 2, 1.5), "H100"),
+                                  measured(rec("level1/b", "level1", "incorrect", -1), "H100"),
+                                  rec("level1/c", "level1", "error", -1),  // failed before any timing
+                                  measured(rec("level1/d", "level1", "correct", 1, 0.9), "H200")};
+  auto settings = measurement_settings(rs);
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0].first.device, "H100");
+  EXPECT_EQ(settings[0].second, 2);
+  EXPECT_EQ(settings[1].second, 1);
+  EXPECT_EQ(setting_text(settings[1].first), "H200, fp32 (atol 0.0001, rtol 0.0001), stop rule rule, kagent 0.1.0");
+  EXPECT_EQ(setting_text(MeasurementSetting{}),
+            "device not recorded, precision not recorded, stop rule not recorded, kagent version not recorded");
+  rs.pop_back();
+  EXPECT_EQ(measurement_settings(rs).size(), 1u);
+}
+
 // The summary says what the problems were judged under, and says MIXED when shards or resumed
 // runs used different tolerances; problems never evaluated (unsolved) do not count.
 TEST(Results, SummaryNamesTheTolerances) {

@@ -129,7 +129,15 @@ TEST(PlanCheck, ScalarArgumentsOfTheOperatorAreKnownByName) {
   EXPECT_NO_THROW(check_plan_tensors(c, kOpTensors, {"s"}));
   std::string msg = tensors_error(c, kOpTensors);
   EXPECT_TRUE(contains(msg, "plan key launch[0].args[1]: unknown scalar 's' in 's * 2'")) << msg;
-  EXPECT_TRUE(contains(msg, "scalar arguments: none")) << msg;
+  EXPECT_TRUE(contains(msg, "scalar arguments and the device's figures: num_sms")) << msg;
+}
+
+TEST(PlanCheck, TheDeviceSmCountIsKnownAsNumSms) {
+  // A persistent kernel: one block per SM, a scratch slot per block, the count passed in.
+  Candidate c = one_launch(R"(["num_sms * 2"])", R"J(["x", "i32:num_sms"])J",
+                           R"({"partial": {"dtype": "f32", "shape": ["num_sms"]}})");
+  EXPECT_NO_THROW(check_plan_tensors(c, kOpTensors));
+  EXPECT_NO_THROW(check_plan_tensors(c, kOpTensors, {"num_sms"}));  // an operator scalar of that name
 }
 
 TEST(PlanCheck, UnknownTensorInScratchShape) {

@@ -106,6 +106,22 @@ TEST(PlanLimits, ScratchShapesAreEvaluatedToo) {
   EXPECT_TRUE(has(msg, "division by zero")) << msg;
 }
 
+TEST(PlanLimits, NumSmsIsTheNominalCountWithoutAGpuAndAnOperatorScalarComesFirst) {
+  EXPECT_EQ(launch_limits(90).device.num_sms, 132);
+  Candidate ok = plan(launch("\"num_sms\"", "256"), R"~("scratch": {"p": {"dtype": "f32", "shape": ["num_sms"]}}, )~");
+  EXPECT_NO_THROW(check_plan_limits(ok, vector_op(), launch_limits(90)));
+  auto msg = error_of(plan(launch("\"num_sms * 20000000\"", "256")));
+  EXPECT_TRUE(has(msg, "= 2640000000")) << msg;
+  Op op = vector_op();
+  op.scalars.push_back(ScalarArg{"num_sms", ExprValue{true, 0, 0}});  // the operator's own num_sms: 0
+  try {
+    check_plan_limits(plan(launch("\"num_sms\"", "256")), op, launch_limits(90));
+    ADD_FAILURE() << "a grid of the operator's num_sms = 0 passed";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "'num_sms' = 0")) << e.what();
+  }
+}
+
 TEST(PlanLimits, UnknownArchitecturesGetTheLargestSharedMemory) {
   EXPECT_EQ(launch_limits(90).dynamic_smem, 232448);
   EXPECT_EQ(launch_limits(75).dynamic_smem, 65536);

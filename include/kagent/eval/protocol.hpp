@@ -217,4 +217,8 @@ void from_json(const nlohmann::json& j, OutputErrors& e);
 void to_json(nlohmann::json& j, const EvalOutcome& o);
 void from_json(const nlohmann::json& j, EvalOutcome& o);
 
+// The stopping rule in words, as reports and results records carry it: ">= 20 samples and >= 0.1 s
+// GPU time, RSE <= 0.50%; caps 1000 samples, 2 s GPU, 10 s wall".
+std::string stop_rule_text(const StopRule& r);
+
 }  // namespace kagent

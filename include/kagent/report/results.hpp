@@ -13,10 +13,22 @@
 
 namespace kagent::report {
 
+// What became of a problem. The candidate's failures (incorrect, compile_error, crash: its run
+// killed the harness's child, timeout) are verdicts on the candidate; error is the harness's or the
+// environment's; unsolved: an agent run that ended with no correct candidate. `other` stands for a
+// status written by another version of kagent, kept as text in the record.
+enum class Status { correct, incorrect, compile_error, crash, timeout, error, unsolved, other };
+
+Status parse_status(std::string_view text);
+// The name written in results.jsonl ("compile_error"); "other" for Status::other.
+std::string_view status_name(Status s);
+// Whether the status is a verdict on the candidate's own failure (JUnit <failure>, not <error>).
+bool candidate_failure(Status s);
+
 struct ResultRecord {
   std::string problem;  // e.g. "level1/19_ReLU"
   std::string level;    // e.g. "level1" ("" when the problem has none)
-  std::string status;   // "correct", "incorrect", "compile_error", "error", "timeout", "unsolved"
+  std::string status;   // a Status by name (status_name); kept as text so other versions' names survive
   int tier = -1;
   std::optional<double> candidate_ms, eager_ms, compile_ms;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
@@ -28,10 +40,34 @@ struct ResultRecord {
   // What correctness was judged under (absent for problems that were never evaluated).
   std::string precision;             // "fp32", ...
   std::optional<double> atol, rtol;  // the tolerance
+  // How it was measured, so that results measured differently are not summed up together
+  // (kagent report): the GPU's name, the timing's stopping rule (stop_rule_text), the kagent
+  // version that wrote the record. Empty when not recorded (records of older versions; problems
+  // that failed before anything was measured).
+  std::string device, stop_rule, kagent_version;
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   std::vector<std::pair<int, double>> best_by_turn;
   bool correct() const { return status == "correct"; }
+  Status kind() const { return parse_status(status); }
 };
+
+// The version of the record format this kagent writes ("record_version"); records without one are
+// version 1. A reader refuses a newer version than its own, naming the file and line.
+constexpr int kRecordVersion = 2;
+
+// What a result was measured under; results that differ in it are not comparable.
+struct MeasurementSetting {
+  std::string device, precision, stop_rule, kagent_version;
+  std::optional<double> atol, rtol;
+  auto operator<=>(const MeasurementSetting&) const = default;
+};
+MeasurementSetting setting_of(const ResultRecord& r);
+// "NVIDIA H100 80GB HBM3, fp32 (atol 0.0001, rtol 0.0001), stop rule >= 20 samples ..., kagent 0.1.0";
+// what was not recorded is said so.
+std::string setting_text(const MeasurementSetting& s);
+// The settings of the records that were measured (a device or a precision recorded), with their
+// record counts, in first-seen order.
+std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records);
 
 // Appends records to a results file, one JSON line each, flushed to disk before returning, so a
 // killed batch loses nothing it had finished. Opening repairs a line torn by an earlier kill (it

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kagent/spec/candidate.hpp"
+#include "kagent/spec/device_constants.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent {
@@ -19,6 +20,7 @@ struct LaunchLimits {
   std::array<int64_t, 3> block = {1024, 1024, 64};
   int64_t threads_per_block = 1024;
   int64_t dynamic_smem = 232448;  // bytes a block may opt in to (227 KiB on sm_90)
+  DeviceConstants device;         // what num_sms reads in these checks (nominal without a GPU)
 };
 
 // The limits of an architecture given by its number (90 for sm_90a); an unknown one gets the
