@@ -15,6 +15,7 @@
 #include "kagent/agent/agent.hpp"
 #include "kagent/agent/prompts.hpp"
 #include "kagent/agent/run_folder.hpp"
+#include "kagent/agent/task_text.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
@@ -25,7 +26,6 @@
 #include "kagent/tools/file_tools.hpp"
 #include "kagent/tools/kernel_tools.hpp"
 #include "kagent/tools/shell_tool.hpp"
-#include "task_text.hpp"
 
 namespace kagent::cli {
 
@@ -143,28 +143,44 @@ int run_optimize(OptimizeArgs a) {
   ktx.op = op;
   ktx.compiler = &compiler;
   std::unique_ptr<Evaluator> evaluator;
-  std::string baselines_text = "not measured (no GPU)";
+  agent::TimingFacts timing;
+  timing.not_measured = "no GPU";
   try {
     EvalOptions eo;
     eo.gpu = a.gpu;
     eo.arch = a.arch;
     evaluator = std::make_unique<Evaluator>(eo, cache);
     ktx.arch = evaluator->arch();
+    timing.not_measured.clear();
     if (op.ref_kind == RefKind::python) {
       ktx.op = evaluator->pytorch_reference(op).op;
       const RefBaselines& b = evaluator->pytorch_baselines(op);
-      baselines_text = fmt::format("torch eager {:.4f} ms; torch.compile {}", b.eager.median_ms,
-                                   b.compile ? fmt::format("{:.4f} ms", b.compile->median_ms)
-                                             : "unavailable (" + b.compile_error + "): tier 3 is out of reach");
+      timing.eager_ms = b.eager.median_ms;
+      if (b.compile) timing.compile_ms = b.compile->median_ms;
+      timing.compile_missing = b.compile_error;
     } else {
-      baselines_text = fmt::format(
-          "the native reference is timed at your first evaluation (its time is the eager "
-          "baseline); torch.compile {}",
-          op.compile_baseline_ms ? fmt::format("{:.4f} ms", *op.compile_baseline_ms)
-                                 : std::string("not given: tier 3 is out of reach"));
+      timing.native_reference = true;
+      timing.compile_ms = op.compile_baseline_ms;
+    }
+    // The memory floor at this GPU's measured copy bandwidth (cached per GPU and driver; about a
+    // second to measure the first time), else at a datasheet figure, said as such.
+    std::string why;
+    if (resuming) {
+      // The task was written when the run started; nothing to measure for it.
+    } else if (auto peaks = evaluator->device_peaks(&why); peaks && peaks->copy_gbs > 0) {
+      timing.bandwidth_gbs = peaks->copy_gbs;
+      timing.bandwidth_source = fmt::format(
+          "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "
+          "{:.0f} GB/s, which no kernel reaches)",
+          peaks->theoretical_gbs);
+    } else if (GpuInventory inv = query_gpus(); a.gpu < static_cast<int>(inv.gpus.size())) {
+      timing.bandwidth_gbs = agent::datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(a.gpu)].name);
+      timing.bandwidth_source =
+          fmt::format("this GPU's datasheet bandwidth (no measured one: {}); copies reach about 89% of it", why);
     }
   } catch (const EnvError& e) {
     ktx.no_gpu_reason = e.what();
+    timing.not_measured = fmt::format("no GPU: {}", e.what());
     std::string source;
     ktx.arch = a.arch.empty() ? default_arch(a.gpu, &source) : a.arch;
   }
@@ -206,7 +222,8 @@ int run_optimize(OptimizeArgs a) {
     }
     transcript.write({{"type", "resume"}, {"turns", state.turns}, {"llm", llm_config.describe()}});
   } else {
-    std::map<std::string, std::string> values = task_values(op, ktx.op, baselines_text, a.gpu, opt, tools, shell_note);
+    std::map<std::string, std::string> values =
+        agent::task_values(op, ktx.op, timing, agent::gpu_text(a.gpu), opt, tools, shell_note);
     auto opening = agent::opening_messages(a.prompts.empty() ? agent::default_prompts_dir() : fs::path(a.prompts),
                                            a.skills.empty() ? agent::default_skills_dir() : fs::path(a.skills), values);
     run_info = {{"op", fs::absolute(a.op).string()},

@@ -40,6 +40,24 @@ std::vector<std::string> harness_options(const std::string& arch, const CudaPath
   return opts;
 }
 
+const std::vector<std::string_view>& candidate_headers() {
+  static const std::vector<std::string_view> headers = {"cuda_fp16.h",
+                                                        "cuda_bf16.h",
+                                                        "cuda_fp8.h",
+                                                        "mma.h",
+                                                        "cooperative_groups.h",
+                                                        "cooperative_groups/reduce.h",
+                                                        "cooperative_groups/memcpy_async.h",
+                                                        "cuda/pipeline",
+                                                        "cuda/barrier",
+                                                        "cuda/ptx",
+                                                        "cuda/std/cstdint",
+                                                        "cuda/std/limits",
+                                                        "cuda/std/type_traits",
+                                                        "math_constants.h"};
+  return headers;
+}
+
 namespace {
 std::vector<int> supported_archs() {
   int n = 0;

@@ -1,6 +1,7 @@
 #include "kagent/spec/dtype.hpp"
 
 #include <array>
+#include <string>
 
 namespace kagent {
 
@@ -11,20 +12,21 @@ struct DTypeInfo {
   std::string_view name;
   size_t size;
   bool is_float;
+  std::string_view c_type;  // what a kernel parameter points to
 };
 
 // One table so names, sizes and parsing can never disagree.
 constexpr std::array<DTypeInfo, 10> kDTypes = {{
-    {DType::f32, "f32", 4, true},
-    {DType::f16, "f16", 2, true},
-    {DType::bf16, "bf16", 2, true},
-    {DType::f64, "f64", 8, true},
-    {DType::i64, "i64", 8, false},
-    {DType::i32, "i32", 4, false},
-    {DType::i16, "i16", 2, false},
-    {DType::i8, "i8", 1, false},
-    {DType::u8, "u8", 1, false},
-    {DType::boolean, "bool", 1, false},
+    {DType::f32, "f32", 4, true, "float"},
+    {DType::f16, "f16", 2, true, "__half"},
+    {DType::bf16, "bf16", 2, true, "__nv_bfloat16"},
+    {DType::f64, "f64", 8, true, "double"},
+    {DType::i64, "i64", 8, false, "long long"},
+    {DType::i32, "i32", 4, false, "int"},
+    {DType::i16, "i16", 2, false, "short"},
+    {DType::i8, "i8", 1, false, "signed char"},
+    {DType::u8, "u8", 1, false, "unsigned char"},
+    {DType::boolean, "bool", 1, false, "bool"},
 }};
 
 const DTypeInfo& info(DType t) {
@@ -56,7 +58,28 @@ bool dtype_is_float(DType t) {
 }
 
 std::string_view dtype_choices() {
-  return "f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool";
+  static const std::string choices = [] {
+    std::string s;
+    for (const auto& entry : kDTypes) {
+      if (!s.empty()) s += ", ";
+      s += entry.name;
+    }
+    return s;
+  }();
+  return choices;
+}
+
+std::string_view dtype_c_type(DType t) {
+  return info(t).c_type;
+}
+
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> all = [] {
+    std::vector<DType> v;
+    for (const auto& entry : kDTypes) v.push_back(entry.type);
+    return v;
+  }();
+  return all;
 }
 
 }  // namespace kagent

@@ -428,9 +428,10 @@ std::string precision_rule(Precision p, const Tolerance& t) {
   switch (p) {
     case Precision::fp32:
       return fmt::format(
-          "Precision fp32: IEEE fp32 arithmetic on fp32 tensors. No TF32, fp16 or bf16 tensor-core math and no "
-          "approximation that loses fp32 accuracy: the reference and the eager and torch.compile baselines run "
-          "with TF32 disabled, so they are pinned to fp32 too. Tolerance {}.",
+          "Precision fp32: fp32 tensors, results as accurate as IEEE fp32 arithmetic. No TF32, fp16 or bf16 "
+          "tensor-core math and no approximation that loses fp32 accuracy (error-compensated schemes that keep "
+          "it, such as 3xTF32, are fine): the reference and the eager and torch.compile baselines run with TF32 "
+          "disabled, so they are pinned to fp32 too. Tolerance {}.",
           tol);
     case Precision::tf32:
       return fmt::format(

@@ -175,13 +175,14 @@ TEST_F(Optimize, DemoSessionThroughAnOpenAiCompatibleServer) {
   for (const char* s : {"softmax_rows_demo", "[4096, 1024]", "softmax_rows_ref", "/*kagent", "atol"})
     EXPECT_NE(task.find(s), std::string::npos) << s;
   EXPECT_EQ(task.find("{{"), std::string::npos) << "every placeholder filled";
-  // Every tool in the task's list has a description after its name (one-sentence descriptions
-  // were once cut to nothing).
+  // Every tool in the task's list has its arguments and a description after its name (one-sentence
+  // descriptions were once cut to nothing).
   for (const char* t :
        {"read_file", "write_file", "edit_file", "list_files", "compile", "evaluate", "profile", "finish"}) {
-    const size_t at = task.find(std::string("\n- ") + t + ": ");
+    const size_t at = task.find(std::string("\n- ") + t + "(");
     ASSERT_NE(at, std::string::npos) << t << " is not in the task's tool list\n" << task;
-    const size_t text = at + std::strlen(t) + 5, eol = task.find('\n', text);
+    const size_t text = task.find("): ", at) + 3, eol = task.find('\n', at + 1);
+    ASSERT_LT(text, eol) << t << " has no argument list: " << task.substr(at, eol - at);
     EXPECT_GT(eol - text, 10u) << t << " has no description: " << task.substr(at, eol - at);
   }
   std::set<std::string> tools;

@@ -305,7 +305,8 @@ TEST_F(Cli, TaskPromptStatesThePrecision) {
     return read_text_file(tmp / run / "transcript.jsonl");
   };
   const std::string fp32 = task_of("fp32", {});
-  EXPECT_TRUE(has(fp32, "Precision fp32: IEEE fp32 arithmetic on fp32 tensors. No TF32")) << fp32.substr(0, 4000);
+  EXPECT_TRUE(has(fp32, "Precision fp32: fp32 tensors, results as accurate as IEEE fp32 arithmetic. No TF32"))
+      << fp32.substr(0, 4000);
   EXPECT_TRUE(has(fp32, "Tolerance atol 0.0001, rtol 0.0001.")) << fp32.substr(0, 4000);
   EXPECT_FALSE(has(fp32, "TF32 tensor-core math is allowed"));
   const std::string tf32 = task_of("tf32", {"--precision", "tf32"});

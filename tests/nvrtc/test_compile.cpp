@@ -3,8 +3,12 @@
 
 #include <future>
 
+#include <fmt/format.h>
+
+#include "kagent/agent/task_text.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/compile/options.hpp"
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "test_util.hpp"
@@ -20,6 +24,15 @@ constexpr const char* kPlan = R"~(/*kagent
 
 std::string with_plan(const std::string& body) {
   return std::string(kPlan) + body;
+}
+
+// A plan launching k(x, y) before `body`.
+std::string with_plan_for_k(const std::string& body) {
+  return fmt::format("{}{}", R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x", "y"]}]}
+*/
+)~",
+                     body);
 }
 
 const std::string kSharedKernel = with_plan(R"~(
@@ -175,6 +188,48 @@ extern "C" __global__ void k(const __nv_bfloat16* x, float* y) {
 )~";
   auto r = compiler.compile(make(src), "sm_90a");
   EXPECT_TRUE(r.ok) << r.log;
+}
+
+// The headers the prompts name (candidate_headers, rendered into the guide) compile in a candidate,
+// through the compile worker as the model's candidates do; the host headers the guide says are
+// missing are missing.
+TEST_F(CompileTest, EveryHeaderThePromptsNameCompilesAndHostHeadersDoNot) {
+  std::string includes;
+  for (const auto& h : candidate_headers()) includes += fmt::format("#include <{}>\n", h);
+  const std::string body = R"~(
+extern "C" __global__ void k(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x] + CUDART_PI_F; }
+)~";
+  auto r = compiler.compile(make(with_plan_for_k(fmt::format("{}{}", includes, body))), "sm_90a");
+  EXPECT_TRUE(r.ok) << r.log;
+  for (const char* host : {"cstdint", "cmath", "climits"}) {
+    auto h = compiler.compile(make(with_plan_for_k(fmt::format("#include <{}>\n{}", host, body))), "sm_90a");
+    EXPECT_FALSE(h.ok) << host << " compiled: the guide says host headers are not there";
+  }
+}
+
+// The task's example, written with the operator's names and types, compiles once its bodies are
+// filled in, and its plan matches the kernels' parameters.
+TEST_F(CompileTest, TheTasksCandidateExampleCompilesAndMatchesItsPlan) {
+  Op op;
+  op.ref_kind = RefKind::python;
+  TensorSpec in, out;
+  in.name = "predictions";
+  in.shape = {128, 4096};
+  in.dtype = DType::bf16;
+  out.name = "loss";
+  out.shape = {};
+  op.inputs = {in};
+  op.outputs = {out};
+  ScalarArg s;
+  s.name = "margin";
+  s.value.is_int = true;
+  s.value.i = 2;
+  op.scalars = {s};
+  std::string ex = agent::candidate_example(op);
+  for (size_t at = ex.find("{ ... }"); at != std::string::npos; at = ex.find("{ ... }")) ex.replace(at, 7, "{}");
+  auto r = compiler.compile(make(fmt::format("#include <cuda_bf16.h>\n{}", ex)), "sm_90a");
+  ASSERT_TRUE(r.ok) << r.log << ex;
+  EXPECT_NO_THROW(check_plan_kernels(make(ex), kernel_signatures(r.kernels))) << ex;
 }
 
 TEST_F(CompileTest, CompileErrorUsesTheCandidatesLineNumbers) {

@@ -20,7 +20,12 @@ std::filesystem::path default_skills_dir();
 std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values,
                           const std::string& file);
 
-// [system, user]: system.md + every skills/*/SKILL.md; task.md filled with `values`.
+// Replaces every {{name}} that `values` has; any other {{...}} is left as it is (system.md and the
+// skills are filled this way: a user's skill may hold braces of its own).
+std::string fill_known(const std::string& text, const std::map<std::string, std::string>& values);
+
+// [system, user]: system.md + every skills/*/SKILL.md (the skills inline, not as files to read;
+// prompts.cpp says why), both filled with fill_known; task.md filled with `values` by fill_template.
 std::vector<llm::Message> opening_messages(const std::filesystem::path& prompts_dir,
                                            const std::filesystem::path& skills_dir,
                                            const std::map<std::string, std::string>& values);

@@ -18,6 +18,12 @@ CudaPaths find_cuda_paths();
 // The harness's NVRTC options for an architecture such as "sm_90a", followed by the candidate's.
 std::vector<std::string> harness_options(const std::string& arch, const CudaPaths& paths);
 
+// The headers the prompts tell a candidate it may include, in the order they list them. NVRTC gets
+// the toolkit's include folder and CCCL's (harness_options), so other device headers there work too;
+// these are the ones kagent promises: tests/nvrtc compiles a candidate including each of them, and
+// shows that host headers (<cstdint>, <cmath>) are not there. The prompts render this list.
+const std::vector<std::string_view>& candidate_headers();
+
 // The number of an "sm_90a" style name (90); nullopt when the text has another form.
 std::optional<int> arch_number(std::string_view arch);
 // "sm_90a" style names: checked against what this NVRTC supports; throws InputError otherwise.

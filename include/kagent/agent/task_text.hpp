@@ -1,0 +1,64 @@
+#pragma once
+// The values of the prompts' {{placeholders}}: prompts/task.md's from the operator, the GPU, the
+// baselines and the tools; the skill's from the lists the code enforces (the headers NVRTC is
+// tested with, the dtypes the plan parser accepts). Every name, number and list the model reads is
+// made here from the code that decides it, so the prompts cannot drift from it.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kagent/agent/agent.hpp"
+#include "kagent/spec/op.hpp"
+#include "kagent/tools/tool.hpp"
+
+namespace kagent::agent {
+
+// What kagent knows about timing when a run starts.
+struct TimingFacts {
+  std::string not_measured;          // non-empty: no baselines at all, and why (no GPU, ...)
+  bool native_reference = false;     // the eager baseline is the native reference, timed at the first evaluation
+  std::optional<double> eager_ms;    // PyTorch eager
+  std::optional<double> compile_ms;  // torch.compile, or a native op's compile_baseline_ms
+  std::string compile_missing;       // why there is no torch.compile time
+  double bandwidth_gbs = 0;          // for the memory floor; 0: none known
+  std::string bandwidth_source;      // what bandwidth_gbs is, for the model ("this GPU's measured ... copy bandwidth")
+};
+
+// The baselines block: eager and torch.compile times, tier 3's bound, and the memory-floor line.
+std::string baselines_text(const Op& with_signature, const TimingFacts& t);
+
+// Minimum bytes (every input read once, every output written once) and, with a bandwidth, the time
+// floor they set, each baseline against it, and plainly when tier 3 needs a kernel at or beyond the
+// copy bandwidth. "" when the tensors are not known.
+std::string memory_floor_text(const Op& with_signature, const TimingFacts& t);
+
+// A launch plan and kernel signatures in the candidate format, written with the operator's own
+// tensor and scalar names and element types.
+std::string candidate_example(const Op& with_signature);
+
+// One line per tool: its name, its arguments from its JSON schema (required first, optional ones
+// marked "?"), and the first sentence of its description.
+std::string tools_text(const tools::ToolSet& tools, const std::string& shell_note);
+
+// "40 turns, 60 minutes" ("1 turn, 1 minute"; tokens when limited).
+std::string budget_text(const AgentOptions& budget);
+
+// The skill's placeholders: {{headers}} (compile/options.hpp's candidate_headers), {{dtypes}}
+// (each plan dtype and the C type a kernel parameter points to), {{scratch_dtypes}}.
+std::map<std::string, std::string> skill_values();
+
+// Every placeholder of prompts/task.md, and skill_values' too. `op` as loaded; `with_signature` the same op with its
+// tensors filled in (PyTorch references: from the reference server; may lack them without a GPU).
+// `gpu` is gpu_text's line.
+std::map<std::string, std::string> task_values(const Op& op, const Op& with_signature, const TimingFacts& timing,
+                                               const std::string& gpu, const AgentOptions& budget,
+                                               const tools::ToolSet& tools, const std::string& shell_note);
+
+// The GPU line of the task: name, architecture, SMs, L2, memory, datasheet peaks of known parts.
+std::string gpu_text(int index);
+
+// A datasheet memory bandwidth (GB/s) for parts kagent knows by name, for the floor when nothing is
+// measured; 0 otherwise.
+double datasheet_bandwidth_gbs(const std::string& gpu_name);
+
+}  // namespace kagent::agent

@@ -1,0 +1,293 @@
+#include "kagent/agent/task_text.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "kagent/common/files.hpp"
+#include "kagent/common/text_table.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/gpu/devices.hpp"
+
+namespace kagent::agent {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+int64_t operator_bytes(const Op& op) {
+  int64_t n = 0;
+  for (const auto& t : op.inputs) n += t.bytes();
+  for (const auto& t : op.outputs) n += t.bytes();
+  return n;
+}
+
+std::string signature_text(const Op& op) {
+  if (!op.signature_known())
+    return "(not available on this machine: the reference server needs a GPU and torch. Names follow the rules below: "
+           "forward's parameters, state_dict entries with '.' -> '_', outputs out / out0, out1, ...)";
+  TextTable t({"tensor", "role", "shape", "dtype"});
+  bool zero_d_output = false, zero_d = false;
+  for (const auto& in : op.inputs) {
+    t.add_row({in.name, "input", shape_text(in.shape), std::string(dtype_name(in.dtype))});
+    zero_d = zero_d || in.shape.empty();
+  }
+  for (const auto& o : op.outputs) {
+    t.add_row({o.name, "output", shape_text(o.shape), std::string(dtype_name(o.dtype))});
+    zero_d_output = zero_d_output || o.shape.empty();
+  }
+  std::string s = t.render();
+  for (const auto& sc : op.scalars)
+    s += fmt::format("scalar {} = {} ({})\n", sc.name,
+                     sc.value.is_int ? fmt::format("{}", sc.value.i) : fmt::format("{}", sc.value.f),
+                     sc.value.is_int ? "integer: pass it as i32:/i64:" : "float: pass it as f32:/f64:");
+  // Said only where it applies: most operators have no 0-d tensor.
+  if (zero_d || zero_d_output) s += "Shape [] is a 0-d tensor: one element at index 0 (numel 1, no .shape[i]).";
+  if (zero_d_output)
+    s += " Write a 0-d output exactly once (e.g. thread 0 of block 0 stores the final value). To accumulate into it "
+         "with atomics, set it to 0 in an earlier launch of your plan first: it holds NaN (0xFF bytes) when a run "
+         "starts.";
+  while (!s.empty() && s.back() == '\n') s.pop_back();  // the template spaces the sections
+  return s;
+}
+
+std::string reference_notes(const Op& op) {
+  if (op.ref_kind != RefKind::python) return "";
+  return R"(
+Notes on PyTorch references: tensor names are forward()'s parameter names, the module's state_dict
+entries with "." replaced by "_" (conv.weight -> conv_weight), and the outputs "out" (or out0, out1,
+... when forward returns a tuple). Constants fixed in __init__ or by get_init_inputs() (dims, eps,
+kernel sizes, ...) are not passed: hard-code them in your kernel. forward()'s int/float arguments
+can be passed by name in the plan ("f32:s"). The module runs as KernelBench runs it, in training
+mode: BatchNorm normalizes with the batch's statistics. Only the outputs are compared: state the
+module updates in place (BatchNorm's running_mean/running_var) is neither compared nor needed.
+)";
+}
+
+// Datasheet peaks (dense), so the model can place a kernel against the compute roof. Only parts
+// whose figures are these: the PCIe and NVL variants of Hopper have lower ones.
+bool hopper_sxm(const std::string& name) {
+  const bool hopper = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos ||
+                      name.find("H800") != std::string::npos;
+  return hopper && name.find("PCIe") == std::string::npos && name.find("NVL") == std::string::npos;
+}
+
+std::string datasheet(const std::string& name) {
+  if (hopper_sxm(name))
+    return " Datasheet peaks (dense): FP32 67 TFLOP/s, TF32 tensor 495 TFLOP/s, BF16/FP16 tensor 989 TFLOP/s, FP8 "
+           "1979 TFLOP/s.";
+  if (name.find("A100") != std::string::npos)
+    return " Datasheet peaks (dense): FP32 19.5 TFLOP/s, TF32 tensor 156 TFLOP/s, BF16/FP16 tensor 312 TFLOP/s.";
+  return "";
+}
+
+std::string ms(double v) {
+  return fmt::format("{:.4f} ms", v);
+}
+
+// JSON plan text and kernel signatures for candidate_example.
+struct ExampleArg {
+  std::string plan;   // "x", "i64:numel(x)"
+  std::string param;  // "const float* x", "long long n"
+};
+
+std::string plan_args(const std::vector<ExampleArg>& args) {
+  std::string s;
+  for (const auto& a : args) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", a.plan);
+  return s;
+}
+
+std::string params(const std::vector<ExampleArg>& args) {
+  std::string s;
+  for (const auto& a : args) s += fmt::format("{}{}", s.empty() ? "" : ", ", a.param);
+  return s;
+}
+
+}  // namespace
+
+double datasheet_bandwidth_gbs(const std::string& name) {
+  if (!hopper_sxm(name)) return 0;
+  if (name.find("H200") != std::string::npos) return 4800;
+  return 3350;  // H100 / H800 SXM, HBM3
+}
+
+std::string memory_floor_text(const Op& op, const TimingFacts& t) {
+  if (!op.signature_known() || op.outputs.empty()) return "";
+  const int64_t bytes = operator_bytes(op);
+  const std::string what = fmt::format(
+      "the operator's {} bytes ({:.1f} MB: every input read once, every output "
+      "written once)",
+      bytes, static_cast<double>(bytes) / 1e6);
+  if (t.bandwidth_gbs <= 0)
+    return fmt::format("Memory floor: {}; no bandwidth is known here to turn them into a time.\n", what);
+  const double floor = static_cast<double>(bytes) / (t.bandwidth_gbs * 1e9) * 1e3;
+  std::string s =
+      fmt::format("Memory floor: {}, {} at {:.0f} GB/s, {}.", ms(floor), what, t.bandwidth_gbs, t.bandwidth_source);
+  std::string against;
+  if (t.eager_ms) against = fmt::format("torch eager takes {:.2f}x that", *t.eager_ms / floor);
+  if (t.compile_ms)
+    against +=
+        fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ", *t.compile_ms / floor);
+  if (!against.empty()) s += " " + against + ".";
+  if (t.compile_ms) {
+    const double need = 0.95 * *t.compile_ms, ratio = need / floor;
+    s += fmt::format(" Tier 3 (<= {}) is {:.2f}x the floor", ms(need), ratio);
+    if (ratio < 1)
+      s += ": below it, faster than a plain copy of these bytes, so expect tier 3 to be out of reach; aim for tier 2 "
+           "and the lowest time you can get.";
+    else if (ratio < 1.05)
+      s += ": within 5% of it, so tier 3 takes a kernel that moves these bytes at nearly copy speed, with nothing to "
+           "spare.";
+    else
+      s += ".";
+  }
+  return s + "\n";
+}
+
+std::string baselines_text(const Op& op, const TimingFacts& t) {
+  std::string s;
+  const std::string tier3 = t.compile_ms ? fmt::format(" (tier 3: <= {})", ms(0.95 * *t.compile_ms)) : "";
+  if (!t.not_measured.empty()) {
+    s = fmt::format("not measured ({})", t.not_measured);
+  } else if (t.native_reference) {
+    s = fmt::format(
+        "the native reference is timed at your first evaluation (its time is the eager baseline); torch.compile {}",
+        t.compile_ms ? fmt::format("{}{}", ms(*t.compile_ms), tier3)
+                     : std::string("not given: tier 3 is out of reach"));
+  } else {
+    s = fmt::format("torch eager {}; torch.compile {}", t.eager_ms ? ms(*t.eager_ms) : std::string("unavailable"),
+                    t.compile_ms ? fmt::format("{}{}", ms(*t.compile_ms), tier3)
+                                 : fmt::format("unavailable ({}): tier 3 is out of reach", t.compile_missing));
+  }
+  s += "\n";
+  const std::string floor = memory_floor_text(op, t);
+  return floor.empty() ? s : s + "\n" + floor;
+}
+
+std::string candidate_example(const Op& op) {
+  const TensorSpec* in = op.inputs.empty() ? nullptr : &op.inputs.front();
+  const TensorSpec* out = op.outputs.empty() ? nullptr : &op.outputs.front();
+  const std::string in_name = in ? in->name : "x", out_name = out ? out->name : "out";
+  const std::string in_type(in ? dtype_c_type(in->dtype) : "float"), out_type(out ? dtype_c_type(out->dtype) : "float");
+  // The scratch buffer's name must not be one of the operator's.
+  std::string partial = "partial";
+  const auto names = op.tensor_names(), scalars = op.scalar_names();
+  while (std::find(names.begin(), names.end(), partial) != names.end() ||
+         std::find(scalars.begin(), scalars.end(), partial) != scalars.end())
+    partial += "_";
+
+  const std::string blocks_in = fmt::format("cdiv(numel({}), 1024)", in_name);
+  std::vector<ExampleArg> first = {{in_name, fmt::format("const {}* {}", in_type, in_name)},
+                                   {partial, fmt::format("float* {}", partial)},
+                                   {fmt::format("i64:numel({})", in_name), "long long n"}};
+  std::vector<ExampleArg> second = {{in_name, fmt::format("const {}* {}", in_type, in_name)},
+                                    {partial, fmt::format("const float* {}", partial)},
+                                    {out_name, fmt::format("{}* {}", out_type, out_name)},
+                                    {fmt::format("i64:numel({})", out_name), "long long n"}};
+  if (!op.scalars.empty()) {
+    const ScalarArg& sc = op.scalars.front();
+    second.push_back(sc.value.is_int ? ExampleArg{fmt::format("i64:{}", sc.name), fmt::format("long long {}", sc.name)}
+                                     : ExampleArg{fmt::format("f32:{}", sc.name), fmt::format("float {}", sc.name)});
+  }
+  std::string s = fmt::format(
+      R"EX(/*kagent
+{{
+  "scratch": {{"{0}": {{"dtype": "f32", "shape": ["{1}"]}}}},
+  "launch": [
+    {{"kernel": "first_pass", "grid": ["{1}"], "block": [256],
+     "args": [{2}]}},
+    {{"kernel": "second_pass", "grid": ["cdiv(numel({3}), 256)"], "block": [256], "smem": 1024,
+     "args": [{4}]}}
+  ]
+}}
+*/
+extern "C" __global__ void first_pass({5}) {{ ... }}
+extern "C" __global__ void second_pass({6}) {{ ... }}
+)EX",
+      partial, blocks_in, plan_args(first), out_name, plan_args(second), params(first), params(second));
+  if (!op.signature_known())
+    s += fmt::format("({} and {} stand for the operator's tensor names, which this machine cannot list.)\n", in_name,
+                     out_name);
+  return s;
+}
+
+std::string tools_text(const tools::ToolSet& tools, const std::string& shell_note) {
+  std::string out;
+  for (const auto& t : tools) {
+    const auto spec = t->spec();
+    // The arguments from the schema the endpoint gets: the required ones in their order, then the
+    // optional ones (the properties object is sorted by name) marked "?".
+    std::vector<std::string> args;
+    const auto& p = spec.parameters;
+    if (p.is_object() && p.contains("required") && p["required"].is_array())
+      for (const auto& r : p["required"]) args.push_back(r.get<std::string>());
+    if (p.is_object() && p.contains("properties") && p["properties"].is_object())
+      for (const auto& [name, _] : p["properties"].items())
+        if (std::find(args.begin(), args.end(), name) == args.end()) args.push_back(name + "?");
+    std::string arg_list;
+    for (const auto& a : args) arg_list += fmt::format("{}{}", arg_list.empty() ? "" : ", ", a);
+    // The first sentence; a description of one sentence (no ". " inside) is given whole.
+    const size_t end = spec.description.find(". ");
+    const std::string first = end == std::string::npos ? spec.description : spec.description.substr(0, end + 1);
+    out += fmt::format("- {}({}): {}\n", spec.name, arg_list, first);
+  }
+  if (!shell_note.empty()) out += fmt::format("- ({})\n", shell_note);
+  return out;
+}
+
+std::string budget_text(const AgentOptions& budget) {
+  auto counted = [](auto n, const char* what) {
+    const std::string num = std::is_integral_v<decltype(n)> ? fmt::format("{}", n) : fmt::format("{:g}", double(n));
+    return fmt::format("{} {}{}", num, what, n == 1 ? "" : "s");
+  };
+  std::string s = counted(budget.max_turns, "turn") + ", " + counted(budget.max_minutes, "minute");
+  if (budget.max_tokens > 0) s += ", " + counted(budget.max_tokens, "token");
+  return s;
+}
+
+std::map<std::string, std::string> skill_values() {
+  std::string headers, dtypes;
+  for (const auto& h : candidate_headers()) headers += fmt::format("{}`<{}>`", headers.empty() ? "" : ", ", h);
+  for (DType d : all_dtypes())
+    dtypes += fmt::format("{}`{}` {}", dtypes.empty() ? "" : ", ", dtype_name(d), dtype_c_type(d));
+  return {{"headers", headers}, {"dtypes", dtypes}, {"scratch_dtypes", std::string(dtype_choices())}};
+}
+
+std::string gpu_text(int index) {
+  GpuInventory inv = query_gpus();
+  if (index >= static_cast<int>(inv.gpus.size()))
+    return fmt::format("no GPU on this machine ({}): compile works, evaluate and profile timing do not", inv.problem);
+  const GpuInfo& g = inv.gpus[static_cast<size_t>(index)];
+  return fmt::format("{} (sm_{}{}), {} SMs, {} MiB L2, {:.0f} GiB memory.", g.name, g.cc_major, g.cc_minor, g.sm_count,
+                     g.l2_bytes >> 20, static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024)) +
+         datasheet(g.name);
+}
+
+std::map<std::string, std::string> task_values(const Op& op, const Op& with_signature, const TimingFacts& timing,
+                                               const std::string& gpu, const AgentOptions& budget,
+                                               const tools::ToolSet& tools, const std::string& shell_note) {
+  std::map<std::string, std::string> v = {
+      {"op_name", op.name},
+      {"signature", signature_text(with_signature)},
+      {"reference_source", read_text_file(op.reference)},
+      {"reference_notes", reference_notes(op)},
+      {"baselines", baselines_text(with_signature, timing)},
+      {"gpu", gpu},
+      {"candidate_format", candidate_example(with_signature)},
+      // Kept for task templates of earlier versions; the bundled one gives it in {{precision}}.
+      {"tolerance",
+       fmt::format("atol {:g}, rtol {:g} ({})", op.tolerance.atol, op.tolerance.rtol, precision_name(op.precision))},
+      {"precision", precision_rule(op.precision, op.tolerance)},
+      {"budget", budget_text(budget)},
+      {"tools", tools_text(tools, shell_note)},
+      {"start", op.start ? fmt::format("{} (copied into your workspace)", op.start->filename().string()) : "none"}};
+  v.merge(skill_values());  // system.md and the skills are filled from the same map
+  return v;
+}
+
+}  // namespace kagent::agent

@@ -1,0 +1,301 @@
+// What the model reads (issue 17): the task prompt's numbers and plurals, the candidate example in
+// the operator's own names, the memory-floor line, the tools' arguments from their schemas, and the
+// header and dtype lists rendered from the code that enforces them into the one place that names
+// them. KAGENT_PRINT_PROMPTS=1 prints the rendered prompts of level1/88 for reading.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kagent/agent/prompts.hpp"
+#include "kagent/agent/task_text.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/plan_check.hpp"
+#include "kagent/tools/file_tools.hpp"
+#include "kagent/tools/kernel_tools.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TensorSpec tensor(std::string name, std::vector<int64_t> shape, DType dtype = DType::f32) {
+  TensorSpec t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  return t;
+}
+
+// An operator as the reference server describes one: the tensors filled in.
+Op op_with(std::vector<TensorSpec> inputs, std::vector<TensorSpec> outputs, const std::filesystem::path& reference) {
+  Op op;
+  op.name = "test_op";
+  op.ref_kind = RefKind::python;
+  op.reference = reference;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  return op;
+}
+
+// level1/88_MinGPTNewGelu: x [8192, 8192] -> out, 2 x 256 MiB.
+Op gelu(const std::filesystem::path& reference) {
+  return op_with({tensor("x", {8192, 8192})}, {tensor("out", {8192, 8192})}, reference);
+}
+
+constexpr double kCopyGbs = 2975;  // an H100 SXM's measured copy bandwidth (benchmarks/RESULTS.md)
+
+agent::TimingFacts timing(std::optional<double> eager, std::optional<double> compile) {
+  agent::TimingFacts t;
+  t.eager_ms = eager;
+  t.compile_ms = compile;
+  t.compile_missing = "it failed";
+  t.bandwidth_gbs = kCopyGbs;
+  t.bandwidth_source = "this GPU's measured copy bandwidth";
+  return t;
+}
+
+class Prompts : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  std::filesystem::path ref = dir.write("ref.py", "class Model: ...\n");
+};
+
+}  // namespace
+
+// "1 turns" once reached the model. Every count in the budget line agrees with its noun.
+TEST_F(Prompts, BudgetNumbersAndPlurals) {
+  auto budget = [](int turns, double minutes, int64_t tokens) {
+    agent::AgentOptions o;
+    o.max_turns = turns;
+    o.max_minutes = minutes;
+    o.max_tokens = tokens;
+    return agent::budget_text(o);
+  };
+  EXPECT_EQ(budget(1, 1, 0), "1 turn, 1 minute");
+  EXPECT_EQ(budget(40, 60, 0), "40 turns, 60 minutes");
+  EXPECT_EQ(budget(2, 1.5, 1), "2 turns, 1.5 minutes, 1 token");
+  EXPECT_EQ(budget(1, 0.5, 2000000), "1 turn, 0.5 minutes, 2000000 tokens");
+  // As the model reads it: a turn is defined right after the numbers.
+  agent::AgentOptions one;
+  one.max_turns = 1;
+  one.max_minutes = 1;
+  tools::ToolSet none;
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", one, none, "");
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  EXPECT_NE(opening[1].content.find("1 turn, 1 minute. A turn is one reply of yours"), std::string::npos)
+      << opening[1].content;
+  EXPECT_EQ(opening[1].content.find("1 turns"), std::string::npos);
+  EXPECT_EQ(opening[1].content.find("1 minutes"), std::string::npos);
+}
+
+// The example plan and kernels use the task's own tensors (no "x" where the operator has none),
+// their element types, and a scalar argument when there is one; the plan refers to nothing but the
+// operator's names and its own scratch buffer.
+TEST_F(Prompts, CandidateExampleUsesTheTasksNames) {
+  Op loss = op_with({tensor("predictions", {128, 4096}, DType::f16), tensor("targets", {128, 4096}, DType::i64)},
+                    {tensor("out", {})}, ref);
+  ScalarArg margin;
+  margin.name = "margin";
+  margin.value.is_int = false;
+  margin.value.f = 1.0;
+  loss.scalars.push_back(margin);
+  const std::string ex = agent::candidate_example(loss);
+  EXPECT_NE(ex.find("\"predictions\""), std::string::npos) << ex;
+  EXPECT_NE(ex.find("const __half* predictions"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("float* out"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("\"f32:margin\""), std::string::npos) << ex;
+  EXPECT_NE(ex.find("float margin"), std::string::npos) << ex;
+  EXPECT_EQ(ex.find("\"x\""), std::string::npos) << ex;
+  EXPECT_EQ(ex.find("numel(x)"), std::string::npos) << ex;
+  Candidate c = parse_candidate(ex, "example.cu");
+  EXPECT_NO_THROW(check_plan_tensors(c, loss.tensor_names(), loss.scalar_names())) << ex;
+
+  // A scratch name that would clash with the operator's is changed.
+  Op clash = op_with({tensor("partial", {16})}, {tensor("out", {16})}, ref);
+  Candidate c2 = parse_candidate(agent::candidate_example(clash), "example.cu");
+  EXPECT_NO_THROW(check_plan_tensors(c2, clash.tensor_names(), clash.scalar_names()));
+
+  // In the task prompt, through the template.
+  auto values = agent::task_values(loss, loss, timing(1.0, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  EXPECT_NE(values.at("candidate_format").find("predictions"), std::string::npos);
+}
+
+// The floor line: every input read once and every output written once, at the given bandwidth, with
+// each baseline against it, and tier 3 called what it is when it sits at or below the floor
+// (level1/88: torch.compile at 96% of the copy bandwidth leaves 0.95x of it below the floor).
+TEST_F(Prompts, MemoryFloorLineNextToTheBaselines) {
+  const Op op = gelu(ref);
+  const double floor = 2.0 * 8192 * 8192 * 4 / (kCopyGbs * 1e9) * 1e3;  // 0.1805 ms
+  const std::string below = agent::baselines_text(op, timing(1.3 * floor, floor / 0.96));
+  EXPECT_NE(below.find("torch eager"), std::string::npos) << below;
+  EXPECT_NE(below.find("536870912 bytes"), std::string::npos) << below;
+  EXPECT_NE(below.find(fmt::format("Memory floor: {:.4f} ms, the operator's 536870912 bytes", floor)),
+            std::string::npos)
+      << below;
+  EXPECT_NE(below.find("once) at 2975 GB/s, this GPU's measured copy bandwidth."), std::string::npos) << below;
+  EXPECT_NE(below.find("torch eager takes 1.30x that, torch.compile 1.04x"), std::string::npos) << below;
+  EXPECT_NE(below.find("0.99x the floor: below it"), std::string::npos) << below;
+  EXPECT_NE(below.find("out of reach"), std::string::npos) << below;
+
+  const std::string near = agent::memory_floor_text(op, timing(std::nullopt, 1.08 * floor));
+  EXPECT_NE(near.find("1.03x the floor: within 5% of it"), std::string::npos) << near;
+
+  const std::string far = agent::memory_floor_text(op, timing(10 * floor, 3 * floor));
+  EXPECT_NE(far.find("2.85x the floor."), std::string::npos) << far;
+  EXPECT_EQ(far.find("out of reach"), std::string::npos) << far;
+  EXPECT_EQ(far.find("within 5%"), std::string::npos) << far;
+
+  // No torch.compile time: no tier-3 sentence (the baselines line says tier 3 is out of reach).
+  const std::string no_compile = agent::baselines_text(op, timing(2 * floor, std::nullopt));
+  EXPECT_NE(no_compile.find("unavailable (it failed): tier 3 is out of reach"), std::string::npos) << no_compile;
+  EXPECT_EQ(no_compile.find("Tier 3 ("), std::string::npos) << no_compile;
+
+  // No bandwidth: the bytes, and no time invented.
+  agent::TimingFacts unknown = timing(1.0, 0.5);
+  unknown.bandwidth_gbs = 0;
+  const std::string bytes_only = agent::memory_floor_text(op, unknown);
+  EXPECT_NE(bytes_only.find("536870912 bytes"), std::string::npos) << bytes_only;
+  EXPECT_NE(bytes_only.find("no bandwidth is known"), std::string::npos) << bytes_only;
+  EXPECT_EQ(bytes_only.find(" ms"), std::string::npos) << bytes_only;
+
+  // Weights and every output count: a linear layer's bytes.
+  const Op linear = op_with({tensor("x", {64, 128}), tensor("fc_weight", {256, 128}), tensor("fc_bias", {256})},
+                            {tensor("out", {64, 256}), tensor("out1", {64}, DType::i64)}, ref);
+  const int64_t bytes = (64 * 128 + 256 * 128 + 256 + 64 * 256) * 4 + 64 * 8;
+  EXPECT_NE(agent::memory_floor_text(linear, timing(1, 1)).find(fmt::format("{} bytes", bytes)), std::string::npos);
+  // A PyTorch reference whose tensors are not known here: no line at all.
+  EXPECT_EQ(agent::memory_floor_text(op_with({}, {}, ref), timing(1, 1)), "");
+}
+
+// Each tool's line gives its arguments from the schema the endpoint receives, required ones
+// first and optional ones marked.
+TEST_F(Prompts, ToolArgumentsComeFromTheirSchemas) {
+  tools::Workspace ws(dir.path() / "ws");
+  tools::ToolSet set = tools::make_file_tools(ws);
+  tools::KernelToolContext ktx;
+  for (auto& t : tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
+  const std::string text = agent::tools_text(set, "shell is off (--no-shell)");
+  EXPECT_NE(text.find("- read_file(path, max_lines?, start_line?): Read a text file in the workspace."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- edit_file(path, old_text, new_text): "), std::string::npos) << text;
+  EXPECT_NE(text.find("- list_files(path?): "), std::string::npos) << text;
+  EXPECT_NE(text.find("- finish(path, summary?): "), std::string::npos) << text;
+  EXPECT_NE(text.find("- (shell is off (--no-shell))"), std::string::npos) << text;
+  for (const auto& t : set) {
+    const auto spec = t->spec();
+    const size_t at = text.find(fmt::format("- {}(", spec.name));
+    ASSERT_NE(at, std::string::npos) << spec.name;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    std::set<std::string> required;
+    for (const auto& r : spec.parameters.value("required", nlohmann::json::array())) required.insert(r);
+    for (const auto& [name, _] : spec.parameters["properties"].items())
+      EXPECT_NE(line.find(required.count(name) ? name : name + "?"), std::string::npos) << line;
+    EXPECT_GT(line.size(), spec.name.size() + 16) << "a description follows: " << line;
+  }
+}
+
+// The headers and dtypes are named once, in the guide's section 6, rendered from the lists the
+// compiler and the plan parser use; no hand-written list is left in any prompt to drift.
+TEST_F(Prompts, HeadersAndDtypesHaveOneSource) {
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  const std::string all = opening[0].content + opening[1].content;
+  EXPECT_EQ(all.find("{{"), std::string::npos) << "every placeholder filled";
+  const auto skill = agent::skill_values();
+  EXPECT_EQ(count(all, skill.at("headers")), 1u);
+  for (const auto& h : candidate_headers()) EXPECT_EQ(count(all, fmt::format("<{}>", h)), 1u) << h;
+  EXPECT_EQ(count(all, skill.at("dtypes")), 1u);
+  EXPECT_EQ(count(all, skill.at("scratch_dtypes")), 1u);
+  // The lists themselves are the code's: every dtype the parser knows, and only those.
+  std::string names;
+  for (DType d : all_dtypes()) {
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", dtype_name(d));
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d);
+    EXPECT_NE(skill.at("dtypes").find(fmt::format("`{}` {}", dtype_name(d), dtype_c_type(d))), std::string::npos);
+    // A scratch buffer of every listed dtype parses.
+    const std::string plan = fmt::format(
+        "/*kagent\n{{\"scratch\": {{\"s\": {{\"dtype\": \"{}\", \"shape\": [4]}}}}, \"launch\": [{{\"kernel\": \"k\", "
+        "\"grid\": [1], \"block\": [1], \"args\": [\"s\"]}}]}}\n*/\n",
+        dtype_name(d));
+    EXPECT_NO_THROW(parse_candidate(plan, "c.cu")) << plan;
+  }
+  EXPECT_EQ(skill.at("scratch_dtypes"), names);
+  EXPECT_EQ(dtype_choices(), names);
+}
+
+// system.md and the skills are filled with the values kagent has; braces of any other kind (a
+// user's skill with code in it) stay as written.
+TEST(FillKnown, ReplacesKnownNamesOnly) {
+  EXPECT_EQ(agent::fill_known("a {{x}} b {{unknown}} c {{ {{x}}", {{"x", "1"}}), "a 1 b {{unknown}} c {{ 1");
+  EXPECT_EQ(agent::fill_known("int a[1][1] = {{0}};", {{"x", "1"}}), "int a[1][1] = {{0}};");
+}
+
+// A 0-d tensor is explained where there is one: how it appears and how a kernel writes it.
+TEST_F(Prompts, ZeroDimensionalOutputIsExplained) {
+  const Op loss =
+      op_with({tensor("predictions", {128, 4096}), tensor("targets", {128, 4096})}, {tensor("out", {})}, ref);
+  auto values = agent::task_values(loss, loss, timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  const std::string& sig = values.at("signature");
+  EXPECT_NE(sig.find("[]"), std::string::npos) << sig;
+  EXPECT_NE(sig.find("Shape [] is a 0-d tensor: one element"), std::string::npos) << sig;
+  EXPECT_NE(sig.find("set it to 0 in an earlier launch"), std::string::npos) << sig;
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  EXPECT_EQ(plain.at("signature").find("0-d"), std::string::npos) << "said only where it applies";
+}
+
+// A real KernelBench problem's whole opening, as the model reads it.
+TEST_F(Prompts, KernelBenchGeluReadsRight) {
+  const auto py = test::kernelbench_dir() / "level1/88_MinGPTNewGelu.py";
+  if (!std::filesystem::exists(py)) GTEST_SKIP() << py << " not here";
+  const Op loaded = load_op(py);
+  Op sig = loaded;
+  sig.inputs = {tensor("x", {8192, 8192})};
+  sig.outputs = {tensor("out", {8192, 8192})};
+  const double floor = 2.0 * 8192 * 8192 * 4 / (kCopyGbs * 1e9) * 1e3;
+  tools::Workspace ws(dir.path() / "ws");
+  tools::ToolSet set = tools::make_file_tools(ws);
+  tools::KernelToolContext ktx;
+  for (auto& t : tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
+  auto values = agent::task_values(loaded, sig, timing(1.27 * floor, floor / 0.96),
+                                   "NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, 50 MiB L2, 79 GiB memory.",
+                                   agent::AgentOptions{}, set, "");
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  const std::string& system = opening[0].content;
+  const std::string& task = opening[1].content;
+  if (const char* p = std::getenv("KAGENT_PRINT_PROMPTS"); p != nullptr && *p != '\0')
+    std::cout << "===== system =====\n" << system << "\n===== task =====\n" << task << "\n";
+  EXPECT_NE(task.find("40 turns, 60 minutes"), std::string::npos);
+  EXPECT_NE(task.find("0.5 * x * (1.0 + torch.tanh"), std::string::npos) << "the reference source";
+  EXPECT_NE(task.find("Notes on PyTorch references"), std::string::npos);
+  EXPECT_NE(task.find("below it"), std::string::npos) << "tier 3 sits below the floor";
+  EXPECT_NE(task.find("the gaps between\nlaunches count"), std::string::npos);
+  EXPECT_NE(task.find("no two of them alias"), std::string::npos);
+  EXPECT_NE(task.find("\"args\": [\"x\", \"partial\", \"out\", \"i64:numel(out)\"]"), std::string::npos) << task;
+  // The guide is part of the system prompt, and the system prompt says so.
+  EXPECT_NE(system.find("name: cuda-optimization"), std::string::npos);
+  EXPECT_NE(system.find("It is part of this prompt, not a file"), std::string::npos);
+  EXPECT_EQ(system.find("Read it when you need it"), std::string::npos);
+  EXPECT_NE(system.find("<!-- CLUSTER: filled after the H100 test -->"), std::string::npos);
+
+  // A native reference has no PyTorch notes and its own example names.
+  const Op native = load_op(test::examples_dir() / "softmax/op.json");
+  agent::TimingFacts nt;
+  nt.native_reference = true;
+  auto nv = agent::task_values(native, native, nt, "a GPU", agent::AgentOptions{}, set, "");
+  auto nopen = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", nv);
+  EXPECT_EQ(nopen[1].content.find("Notes on PyTorch references"), std::string::npos);
+  EXPECT_NE(nopen[1].content.find("the native reference is timed at your first evaluation"), std::string::npos);
+  EXPECT_NE(nopen[1].content.find("Memory floor: the operator's 134217728 bytes"), std::string::npos)
+      << nopen[1].content;
+}
