@@ -133,7 +133,7 @@ std::string memory_floor_text(const Op& op, const TimingFacts& t) {
   if (t.compile_ms)
     against +=
         fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ", *t.compile_ms / floor);
-  if (!against.empty()) s += " " + against + ".";
+  if (!against.empty()) s += fmt::format(" {}.", against);
   if (t.compile_ms) {
     const double need = 0.95 * *t.compile_ms, ratio = need / floor;
     s += fmt::format(" Tier 3 (<= {}) is {:.2f}x the floor", ms(need), ratio);
@@ -166,7 +166,7 @@ std::string baselines_text(const Op& op, const TimingFacts& t) {
   }
   s += "\n";
   const std::string floor = memory_floor_text(op, t);
-  return floor.empty() ? s : s + "\n" + floor;
+  return floor.empty() ? s : fmt::format("{}\n{}", s, floor);
 }
 
 std::string candidate_example(const Op& op) {
@@ -245,8 +245,8 @@ std::string budget_text(const AgentOptions& budget) {
     const std::string num = std::is_integral_v<decltype(n)> ? fmt::format("{}", n) : fmt::format("{:g}", double(n));
     return fmt::format("{} {}{}", num, what, n == 1 ? "" : "s");
   };
-  std::string s = counted(budget.max_turns, "turn") + ", " + counted(budget.max_minutes, "minute");
-  if (budget.max_tokens > 0) s += ", " + counted(budget.max_tokens, "token");
+  std::string s = fmt::format("{}, {}", counted(budget.max_turns, "turn"), counted(budget.max_minutes, "minute"));
+  if (budget.max_tokens > 0) s += fmt::format(", {}", counted(budget.max_tokens, "token"));
   return s;
 }
 

@@ -106,7 +106,7 @@ std::string default_config_path() {
 std::string LlmConfig::describe() const {
   if (provider == ProviderKind::script) return fmt::format("script {}", script);
   return fmt::format("{} {} model {} ({}){}", provider_name(provider), base_url, model,
-                     api_key_source.empty() ? "no API key" : "key from " + api_key_source,
+                     api_key_source.empty() ? std::string("no API key") : fmt::format("key from {}", api_key_source),
                      is_auto_tool_choice(tool_choice) ? "" : fmt::format(", tool_choice {}", tool_choice));
 }
 

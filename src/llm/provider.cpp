@@ -76,7 +76,7 @@ void throw_http_error(const std::string& what, const HttpResponse& r, const LlmC
     const bool refused = r.status >= 500 || r.status == 400 || r.status == 422;
     if (refused && request != nullptr && !is_auto_tool_choice(request->tool_choice)) {
       const bool configured = request->tool_choice == config.tool_choice && config.origin.count("tool_choice");
-      msg += "; " + tool_choice_hint(request->tool_choice, configured ? config.origin.at("tool_choice") : "");
+      msg += fmt::format("; {}", tool_choice_hint(request->tool_choice, configured ? config.origin.at("tool_choice") : ""));
     }
   }
   throw Error(code, redact(msg, config.api_key));

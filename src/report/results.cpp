@@ -269,8 +269,9 @@ std::string setting_text(const MeasurementSetting& s) {
   };
   std::string tol = s.atol && s.rtol ? fmt::format(" (atol {:g}, rtol {:g})", *s.atol, *s.rtol) : "";
   return fmt::format("{}, {}{}, {}, {}", or_not(s.device, "device"), or_not(s.precision, "precision"), tol,
-                     s.stop_rule.empty() ? "stop rule not recorded" : "stop rule " + s.stop_rule,
-                     s.kagent_version.empty() ? "kagent version not recorded" : "kagent " + s.kagent_version);
+                     s.stop_rule.empty() ? std::string("stop rule not recorded") : fmt::format("stop rule {}", s.stop_rule),
+                     s.kagent_version.empty() ? std::string("kagent version not recorded")
+                                              : fmt::format("kagent {}", s.kagent_version));
 }
 
 std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records) {

@@ -89,7 +89,10 @@ class CompileTool : public Tool {
     try {
       CompileResult r = compile_checked(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
       std::string text = compile_text(r);
-      if (r.ok && !sass.empty()) text += "\n" + sass_text(r, sass == "listing", kernel);
+      if (r.ok && !sass.empty()) {
+        text += "\n";
+        text += sass_text(r, sass == "listing", kernel);
+      }
       return {text, !r.ok, {{"ok", r.ok}, {"kernels", r.kernels}, {"log", r.log}}};
     } catch (const InputError& e) {  // the plan does not match the operator or the kernels
       return {fmt::format("plan error: {}", e.what()), true, {{"ok", false}, {"error", e.what()}}};
