@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -35,8 +36,12 @@ std::filesystem::path default_skills_dir() {
   return from_env_or("KAGENT_SKILLS_DIR", "skills");
 }
 
-std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values,
-                          const std::string& file) {
+namespace {
+
+// Replaces each {{name}} that `values` has. Another name goes to `unknown`, which throws
+// (fill_template) or returns, and the text is then kept as written (fill_known).
+std::string substitute(const std::string& text, const std::map<std::string, std::string>& values,
+                       const std::function<void(const std::string& name)>& unknown) {
   std::string out;
   size_t pos = 0;
   while (true) {
@@ -46,28 +51,8 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
     if (close == std::string::npos) break;
     const std::string name = text.substr(open + 2, close - open - 2);
     auto it = values.find(name);
-    if (it == values.end())
-      throw InputError(fmt::format("{}: placeholder {{{{{}}}}} has no value (known: {})", file, name, [&] {
-        std::string k;
-        for (const auto& [n, v] : values) k += (k.empty() ? "" : ", ") + n;
-        return k;
-      }()));
-    out += text.substr(pos, open - pos) + it->second;
-    pos = close + 2;
-  }
-  return out + text.substr(pos);
-}
-
-std::string fill_known(const std::string& text, const std::map<std::string, std::string>& values) {
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    size_t open = text.find("{{", pos);
-    if (open == std::string::npos) break;
-    size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) break;
-    auto it = values.find(text.substr(open + 2, close - open - 2));
-    if (it == values.end()) {  // not ours (a brace in code, a user's own syntax): kept as written
+    if (it == values.end()) {
+      unknown(name);
       out += text.substr(pos, open + 2 - pos);
       pos = open + 2;
       continue;
@@ -77,6 +62,22 @@ std::string fill_known(const std::string& text, const std::map<std::string, std:
     pos = close + 2;
   }
   return out + text.substr(pos);
+}
+
+}  // namespace
+
+std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values,
+                          const std::string& file) {
+  return substitute(text, values, [&](const std::string& name) {
+    std::string known;
+    for (const auto& [n, v] : values) known += known.empty() ? n : fmt::format(", {}", n);
+    throw InputError(fmt::format("{}: placeholder {{{{{}}}}} has no value (known: {})", file, name, known));
+  });
+}
+
+// Not ours (a brace in code, a user's own syntax): kept as written.
+std::string fill_known(const std::string& text, const std::map<std::string, std::string>& values) {
+  return substitute(text, values, [](const std::string&) {});
 }
 
 // The skill goes into the system prompt whole, not into a file the model may read_file when it
