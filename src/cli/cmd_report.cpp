@@ -21,28 +21,27 @@ namespace {
 
 // One summary per measurement setting; results with nothing measured (failed before any timing)
 // are counted apart, since they belong to no setting.
-template <class Args>
 void print_separately(const std::vector<report::ResultRecord>& records,
-                     const std::vector<std::pair<report::MeasurementSetting, int>>& settings, const Args& a) {
+                      const std::vector<std::pair<report::MeasurementSetting, int>>& settings, bool json, bool md) {
   nlohmann::json j = nlohmann::json::array();
   std::vector<report::ResultRecord> unmeasured;
   for (const auto& r : records)
-    if (r.device.empty() && r.precision.empty()) unmeasured.push_back(r);
+    if (!report::measured(r)) unmeasured.push_back(r);
   for (const auto& [setting, n] : settings) {
     std::vector<report::ResultRecord> part;
     for (const auto& r : records)
-      if ((!r.device.empty() || !r.precision.empty()) && report::setting_of(r) == setting) part.push_back(r);
+      if (report::measured(r) && report::setting_of(r) == setting) part.push_back(r);
     auto summary = report::summarize(part);
-    if (a.json) {
+    if (json) {
       nlohmann::json s = {{"setting", report::setting_text(setting)}, {"summary", nlohmann::json::array()}};
       for (const auto& x : summary) s["summary"].push_back(x);
       j.push_back(s);
     } else {
       fmt::print("== measured under: {} ({} problems)\n{}\n", report::setting_text(setting), part.size(),
-                 report::render_summary(summary, a.md));
+                 report::render_summary(summary, md));
     }
   }
-  if (a.json) {
+  if (json) {
     j.push_back({{"setting", "nothing measured"}, {"problems", unmeasured.size()}});
     print_json(j);
   } else if (!unmeasured.empty()) {
@@ -84,7 +83,7 @@ Command add_report_command(CLI::App& app) {
             }
             auto summary = report::summarize(records);
             if (settings.size() > 1) {
-              print_separately(records, settings, *a);
+              print_separately(records, settings, a->json, a->md);
             } else if (a->json) {
               nlohmann::json j = nlohmann::json::array();
               for (const auto& s : summary) j.push_back(s);

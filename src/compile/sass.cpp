@@ -11,16 +11,11 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/process.hpp"
+#include "kagent/common/text.hpp"
 
 namespace kagent {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 bool is_hex(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/text.hpp"
 
 namespace kagent::llm {
 
@@ -49,12 +50,6 @@ using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
 

@@ -263,6 +263,10 @@ MeasurementSetting setting_of(const ResultRecord& r) {
   return {r.device, r.precision, r.stop_rule, r.kagent_version, r.atol, r.rtol};
 }
 
+bool measured(const ResultRecord& r) {
+  return !r.device.empty() || !r.precision.empty();
+}
+
 std::string setting_text(const MeasurementSetting& s) {
   auto or_not = [](const std::string& v, const char* what) {
     return v.empty() ? fmt::format("{} not recorded", what) : v;
@@ -277,7 +281,7 @@ std::string setting_text(const MeasurementSetting& s) {
 std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records) {
   std::vector<std::pair<MeasurementSetting, int>> out;
   for (const auto& r : records) {
-    if (r.device.empty() && r.precision.empty()) continue;  // nothing was measured
+    if (!measured(r)) continue;
     MeasurementSetting s = setting_of(r);
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == s; });
     if (it == out.end())

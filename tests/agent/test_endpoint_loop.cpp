@@ -35,15 +35,6 @@ namespace {
 
 const std::string kKey = "sk-loop-secret-2468";
 
-std::vector<json> lines_of(const std::filesystem::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
-
 // A Chat Completions endpoint whose answer to the k-th request (0-based) `reply` writes.
 class Endpoint {
  public:
@@ -242,7 +233,7 @@ TEST_F(EndpointLoop, EmptyRepliesEndTheRunAfterTheLimit) {
   EXPECT_EQ(after_text.find("empty"), std::string::npos) << after_text;
   EXPECT_NE(std::string(requests[5]["messages"].back()["content"]).find("2 of 3"), std::string::npos);
 
-  auto events = lines_of(run / "transcript.jsonl");
+  auto events = agent::Transcript::read(run / "transcript.jsonl");
   EXPECT_EQ(of_type(events, "stop").back()["reason"], "3 empty replies in a row");
   size_t empty_events = 0;
   for (const auto& ev : of_type(events, "message")) empty_events += ev.value("empty", false);
@@ -272,7 +263,7 @@ TEST_F(EndpointLoop, StreamsWithoutUsageAreEstimatedAndMarked) {
   EXPECT_EQ(result["stop_reason"], "3 empty replies in a row");
   EXPECT_EQ(result["tokens_estimated"], true);
   EXPECT_GT(result["input_tokens"].get<int64_t>(), 3 * 1000) << "three requests of a system prompt and a task";
-  auto events = lines_of(run / "transcript.jsonl");
+  auto events = agent::Transcript::read(run / "transcript.jsonl");
   int64_t summed = 0;
   for (const auto& ev : of_type(events, "message")) {
     if (ev["message"]["role"] != "assistant") continue;
@@ -322,7 +313,7 @@ TEST_F(EndpointLoop, EmptyEventStreamFallsBackToPlainRequests) {
   EXPECT_EQ(result["turns"], 4);
   EXPECT_EQ(result["tokens_estimated"], false);
   EXPECT_EQ(result["input_tokens"], 4000);
-  auto events = lines_of(run / "transcript.jsonl");
+  auto events = agent::Transcript::read(run / "transcript.jsonl");
   expect_transcript_has_every_request(requests, events);
   expect_no_key(run, r);
 }

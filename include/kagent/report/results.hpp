@@ -62,6 +62,9 @@ struct MeasurementSetting {
   auto operator<=>(const MeasurementSetting&) const = default;
 };
 MeasurementSetting setting_of(const ResultRecord& r);
+// Whether anything of the record was measured (a device or a precision recorded); records that
+// failed before any timing belong to no setting.
+bool measured(const ResultRecord& r);
 // "NVIDIA H100 80GB HBM3, fp32 (atol 0.0001, rtol 0.0001), stop rule >= 20 samples ..., kagent 0.1.0";
 // what was not recorded is said so.
 std::string setting_text(const MeasurementSetting& s);
