@@ -96,6 +96,7 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
 
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
   if (op != nullptr && op->signature_known()) check_plan_tensors(cand, op->tensor_names(), op->scalar_names());
+  if (op != nullptr) check_plan_precision(cand, op->precision);
   CompileResult r = compiler.compile(cand, arch);
   if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
   return r;

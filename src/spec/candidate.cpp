@@ -11,6 +11,8 @@
 #include "kagent/common/files.hpp"
 #include "kagent/compile/option_allowlist.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "library_step_parse.hpp"
+#include "plan_json.hpp"
 #include "text_util.hpp"
 
 namespace kagent {
@@ -18,10 +20,9 @@ namespace kagent {
 namespace {
 
 using spec_detail::is_identifier;
+using spec_detail::PlanJson;
 using spec_detail::show;
-
-// ordered_json keeps the plan's order of scratch buffers, so allocation follows the file.
-using Json = nlohmann::ordered_json;
+using Json = spec_detail::PlanJsonValue;
 
 constexpr std::string_view kPlanStart = "/*kagent";
 constexpr std::string_view kPlanEnd = "*/";
@@ -70,16 +71,10 @@ PlanBlock find_plan_block(const std::string& source, const std::string& path) {
   return block;
 }
 
-// Reports errors as "<path>:<plan line>: plan key <key>: <what>".
-class PlanParser {
+// Reports errors as "<path>:<plan line>: plan key <key>: <what>" (plan_json.hpp).
+class PlanParser : public PlanJson {
  public:
-  PlanParser(std::string path, int plan_line) : path_(std::move(path)), line_(plan_line) {}
-
-  std::string where(const std::string& key) const { return fmt::format("{}:{}: plan key {}", path_, line_, key); }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw InputError(fmt::format("{}: {}", where(key), what));
-  }
+  using PlanJson::PlanJson;
 
   LaunchPlan parse(const Json& root) const {
     if (!root.is_object()) {
@@ -95,8 +90,11 @@ class PlanParser {
         plan.launches = parse_launches(item.value());
       } else if (key == "options") {
         plan.options = parse_options(item.value());
+      } else if (key == "graph") {
+        if (!item.value().is_boolean()) fail(key, fmt::format("expected true or false, got {}", show(item.value())));
+        plan.graph = item.value().get<bool>();
       } else {
-        fail(key, "unknown key (allowed: scratch, launch, options)");
+        fail(key, "unknown key (allowed: scratch, launch, options, graph)");
       }
     }
     if (!root.contains("launch")) fail("launch", "missing: a plan needs at least one launch");
@@ -104,46 +102,6 @@ class PlanParser {
   }
 
  private:
-  std::string path_;
-  int line_;
-
-  // A JSON integer or a string holding an expression (grid, block, smem, scratch shapes).
-  // min_literal rejects literal values that can never be valid (a grid of 0, a negative smem).
-  Expr parse_expr_item(const Json& v, const std::string& key, int64_t min_literal) const {
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        fail(key, fmt::format("{} is too large", show(v)));
-      }
-      int64_t value = v.get<int64_t>();
-      if (value < min_literal) fail(key, fmt::format("expected an integer >= {}, got {}", min_literal, value));
-      return Expr::constant(value);
-    }
-    if (v.is_string()) return parse_expr_text(v.get<std::string>(), key);
-    fail(key, fmt::format("expected an integer or an expression string, got {}", show(v)));
-  }
-
-  Expr parse_expr_text(const std::string& text, const std::string& key) const {
-    try {
-      return Expr::parse(text);
-    } catch (const ExprError& e) {
-      const std::string shown = text.size() > 60 ? text.substr(0, 57) + "..." : text;
-      fail(key, fmt::format("bad expression '{}': {}", shown, e.what()));
-    }
-  }
-
-  std::vector<Expr> parse_dims(const Json& v, const std::string& key, size_t max_items, int64_t min_literal) const {
-    if (!v.is_array() || v.empty() || v.size() > max_items) {
-      std::string got = v.is_array() ? fmt::format("{} items", v.size()) : std::string(v.type_name());
-      if (max_items == 3) fail(key, fmt::format("expected an array of 1 to 3 integers or expressions, got {}", got));
-      fail(key, fmt::format("expected a non-empty array of integers or expressions, got {}", got));
-    }
-    std::vector<Expr> dims;
-    for (size_t i = 0; i < v.size(); ++i) {
-      dims.push_back(parse_expr_item(v[i], fmt::format("{}[{}]", key, i), min_literal));
-    }
-    return dims;
-  }
-
   std::vector<ScratchBuffer> parse_scratch(const Json& v) const {
     if (!v.is_object())
       fail("scratch", fmt::format("expected an object name -> {{dtype, shape}}, got {}", v.type_name()));
@@ -175,7 +133,7 @@ class PlanParser {
     if (!parsed) fail(key + ".dtype", fmt::format("expected one of {}, got {}", dtype_choices(), show(dtype)));
     buffer.dtype = *parsed;
     if (!v.contains("shape")) fail(key + ".shape", "missing (expected a non-empty array of integers or expressions)");
-    buffer.shape = parse_dims(v.at("shape"), key + ".shape", std::numeric_limits<size_t>::max(), 1);
+    buffer.shape = dims(v.at("shape"), key + ".shape", std::numeric_limits<size_t>::max(), 1);
     return buffer;
   }
 
@@ -191,11 +149,14 @@ class PlanParser {
 
   Launch parse_launch(const Json& v, const std::string& key) const {
     if (!v.is_object())
-      fail(key, fmt::format("expected an object {{kernel, grid, block, smem, args}}, got {}", show(v)));
+      fail(key, fmt::format("expected an object {{kernel, grid, block, smem, args}} or a library step {{\"gemm\": "
+                            "{{...}}}} / {{\"conv\": {{...}}}}, got {}",
+                            show(v)));
+    if (v.contains("gemm") || v.contains("conv")) return parse_library_step(*this, v, key);
     for (const auto& item : v.items()) {
       const std::string& k = item.key();
       if (k != "kernel" && k != "grid" && k != "block" && k != "smem" && k != "args") {
-        fail(key + "." + k, "unknown key (allowed: kernel, grid, block, smem, args)");
+        fail(key + "." + k, "unknown key (allowed: kernel, grid, block, smem, args; or one library step: gemm, conv)");
       }
     }
     for (const char* required : {"kernel", "grid", "block", "args"}) {
@@ -208,9 +169,9 @@ class PlanParser {
            fmt::format("expected the name of an extern \"C\" __global__ function, got {}", show(kernel)));
     }
     launch.kernel = kernel.get<std::string>();
-    launch.grid = parse_dims(v.at("grid"), key + ".grid", 3, 1);
-    launch.block = parse_dims(v.at("block"), key + ".block", 3, 1);
-    if (v.contains("smem")) launch.smem = parse_expr_item(v.at("smem"), key + ".smem", 0);
+    launch.grid = dims(v.at("grid"), key + ".grid", 3, 1);
+    launch.block = dims(v.at("block"), key + ".block", 3, 1);
+    if (v.contains("smem")) launch.smem = expr_item(v.at("smem"), key + ".smem", 0);
     launch.args = parse_args(v.at("args"), key + ".args");
     return launch;
   }
@@ -244,7 +205,7 @@ class PlanParser {
     }
     arg.is_tensor = false;
     arg.scalar_type = found->type;
-    arg.value = parse_expr_text(arg.text.substr(colon + 1), key);
+    arg.value = expr_text(arg.text.substr(colon + 1), key);
     return arg;
   }
 

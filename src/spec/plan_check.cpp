@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kagent/common/error.hpp"
 #include "kagent/spec/device_constants.hpp"
+#include "kagent/spec/op.hpp"
 
 namespace kagent {
 
@@ -90,8 +92,42 @@ void check_dims(const Candidate& cand, const std::string& key, const std::vector
   for (size_t i = 0; i < dims.size(); ++i) check_expr_names(cand, fmt::format("{}[{}]", key, i), dims[i], known);
 }
 
+void check_tensor_name(const Candidate& cand, const std::string& key, const std::string& name, const Known& known) {
+  if (!name.empty() && !contains(known.tensors, name))
+    fail(cand, key, fmt::format("unknown tensor '{}' (known tensors: {})", name, list_or_none(known.tensors)));
+}
+
+void check_optional_expr(const Candidate& cand, const std::string& key, const std::optional<Expr>& e,
+                         const Known& known) {
+  if (e) check_expr_names(cand, key, *e, known);
+}
+
+void check_gemm_names(const Candidate& cand, const std::string& key, const GemmStep& g, const Known& known) {
+  const std::string k = key + ".gemm";
+  for (auto [name, role] : {std::pair{&g.a, "a"}, {&g.b, "b"}, {&g.c, "c"}, {&g.d, "d"}, {&g.bias, "bias"}})
+    check_tensor_name(cand, fmt::format("{}.{}", k, role), *name, known);
+  for (auto [e, role] : {std::pair{&g.m, "m"}, {&g.n, "n"}, {&g.k, "k"}, {&g.batch, "batch"}})
+    check_expr_names(cand, fmt::format("{}.{}", k, role), *e, known);
+  for (auto [e, role] : {std::pair{&g.lda, "lda"}, {&g.ldb, "ldb"}, {&g.ldc, "ldc"}, {&g.ldd, "ldd"},
+                         {&g.stride_a, "stride_a"}, {&g.stride_b, "stride_b"}, {&g.stride_c, "stride_c"},
+                         {&g.stride_d, "stride_d"}})
+    check_optional_expr(cand, fmt::format("{}.{}", k, role), *e, known);
+}
+
+void check_conv_names(const Candidate& cand, const std::string& key, const ConvStep& c, const Known& known) {
+  const std::string k = key + ".conv";
+  for (auto [name, role] : {std::pair{&c.x, "x"}, {&c.w, "w"}, {&c.y, "y"}, {&c.bias, "bias"}})
+    check_tensor_name(cand, fmt::format("{}.{}", k, role), *name, known);
+  for (auto [v, role] : {std::pair{&c.stride, "stride"}, {&c.padding, "padding"}, {&c.dilation, "dilation"},
+                         {&c.output_padding, "output_padding"}})
+    check_dims(cand, fmt::format("{}.{}", k, role), *v, known);
+  check_expr_names(cand, k + ".groups", c.groups, known);
+}
+
 void check_launch_tensors(const Candidate& cand, size_t index, const Launch& launch, const Known& known) {
   std::string key = fmt::format("launch[{}]", index);
+  if (launch.kind == StepKind::gemm) return check_gemm_names(cand, key, launch.gemm, known);
+  if (launch.kind == StepKind::conv) return check_conv_names(cand, key, launch.conv, known);
   check_dims(cand, key + ".grid", launch.grid, known);
   check_dims(cand, key + ".block", launch.block, known);
   check_expr_names(cand, key + ".smem", launch.smem, known);
@@ -110,7 +146,21 @@ void check_launch_tensors(const Candidate& cand, size_t index, const Launch& lau
 }  // namespace
 
 void check_plan_kernels(const Candidate& cand, const std::vector<KernelSignature>& kernels) {
-  for (size_t i = 0; i < cand.plan.launches.size(); ++i) check_launch_kernel(cand, i, cand.plan.launches[i], kernels);
+  for (size_t i = 0; i < cand.plan.launches.size(); ++i)
+    if (cand.plan.launches[i].kind == StepKind::kernel) check_launch_kernel(cand, i, cand.plan.launches[i], kernels);
+}
+
+void check_plan_precision(const Candidate& cand, Precision precision) {
+  for (size_t i = 0; i < cand.plan.launches.size(); ++i) {
+    const Launch& l = cand.plan.launches[i];
+    if (l.kind == StepKind::kernel) continue;
+    const std::string key = fmt::format("launch[{}].{}", i, step_kind_name(l.kind));
+    try {
+      check_step_precision(l.kind == StepKind::gemm ? l.gemm.compute : l.conv.compute, precision, key + ".compute");
+    } catch (const StepError& e) {
+      fail(cand, e.key(), e.what());
+    }
+  }
 }
 
 void check_plan_tensors(const Candidate& cand, const std::vector<std::string>& op_tensors,

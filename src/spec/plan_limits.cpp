@@ -23,7 +23,16 @@ class PlanEvaluator {
   PlanEvaluator(const Candidate& cand, const Op& op, const DeviceConstants& device)
       : cand_(cand), op_(op), device_(device) {
     for (const auto* list : {&op.inputs, &op.outputs})
-      for (const auto& t : *list) shapes_[t.name] = t.shape;
+      for (const auto& t : *list) {
+        shapes_[t.name] = t.shape;
+        tensors_[t.name] = StepTensor{t.shape, t.dtype, list == &op.inputs};
+      }
+  }
+
+  // What a library step sees of the plan's tensors (operator tensors and scratch so far).
+  const StepTensor* tensor(std::string_view name) const {
+    auto it = tensors_.find(std::string(name));
+    return it == tensors_.end() ? nullptr : &it->second;
   }
 
   ExprValue eval(const Expr& e, const std::string& key) const {
@@ -61,6 +70,7 @@ class PlanEvaluator {
       if (__builtin_mul_overflow(bytes, shape.back(), &bytes))
         fail(cand_, fmt::format("scratch.{}.shape", b.name), "the buffer's size overflows 64-bit integers");
     }
+    tensors_[b.name] = StepTensor{shape, b.dtype, false};
     shapes_[b.name] = std::move(shape);
   }
 
@@ -69,10 +79,27 @@ class PlanEvaluator {
   const Op& op_;
   const DeviceConstants& device_;
   std::map<std::string, std::vector<int64_t>> shapes_;
+  std::map<std::string, StepTensor> tensors_;
 };
+
+// A library step: its shapes resolved as the runner will (library_step.hpp), errors as plan errors.
+void check_library_step(const Candidate& cand, const PlanEvaluator& ev, size_t index, const Launch& l) {
+  const std::string key = fmt::format("launch[{}]", index);
+  StepTensorLookup tensors = [&ev](std::string_view name) { return ev.tensor(name); };
+  StepIntEval eval = [&ev](const Expr& e, const std::string& k) {
+    return ev.int_in(e, k, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), "a size");
+  };
+  try {
+    if (l.kind == StepKind::gemm) resolve_gemm(l.gemm, key, tensors, eval);
+    if (l.kind == StepKind::conv) resolve_conv(l.conv, key, tensors, eval);
+  } catch (const StepError& e) {
+    fail(cand, e.key(), e.what());
+  }
+}
 
 void check_launch(const Candidate& cand, const PlanEvaluator& ev, size_t index, const Launch& l,
                   const LaunchLimits& limits) {
+  if (l.kind != StepKind::kernel) return check_library_step(cand, ev, index, l);
   const std::string key = fmt::format("launch[{}]", index);
   for (size_t d = 0; d < l.grid.size(); ++d)
     ev.int_in(l.grid[d], fmt::format("{}.grid[{}]", key, d), 1, limits.grid[d], "a grid dimension");
@@ -133,6 +160,7 @@ std::optional<std::string> scalar_value_problem(ScalarType type, const ExprValue
 
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits) {
   check_plan_tensors(cand, op.tensor_names(), op.scalar_names());
+  check_plan_precision(cand, op.precision);
   PlanEvaluator ev(cand, op, limits.device);
   // Scratch shapes read only the operator's tensors (check_plan_tensors); launches read both.
   for (const auto& b : cand.plan.scratch) ev.add_scratch(b);

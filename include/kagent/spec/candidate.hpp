@@ -8,6 +8,7 @@
 
 #include "kagent/spec/dtype.hpp"
 #include "kagent/spec/expr.hpp"
+#include "kagent/spec/library_step.hpp"
 
 namespace kagent {
 
@@ -24,7 +25,12 @@ struct PlanArg {
   size_t size_bytes() const { return is_tensor ? 8 : scalar_type_size(scalar_type); }
 };
 
+// One entry of the plan's `launch` list: a kernel launch (kind kernel: kernel, grid, block, smem,
+// args) or a library step (kind gemm or conv: library_step.hpp), run in order on one stream.
 struct Launch {
+  StepKind kind = StepKind::kernel;
+  GemmStep gemm;  // kind gemm
+  ConvStep conv;  // kind conv
   std::string kernel;
   std::vector<Expr> grid;   // 1 to 3
   std::vector<Expr> block;  // 1 to 3
@@ -42,6 +48,9 @@ struct LaunchPlan {
   std::vector<ScratchBuffer> scratch;
   std::vector<Launch> launches;
   std::vector<std::string> options;  // extra NVRTC options, already checked against the refused set
+  // "graph": true: the runner captures the whole plan (kernels and library steps) into a CUDA graph
+  // once per buffer set and replays it; correctness and timing are taken on the replay.
+  bool graph = false;
 };
 
 struct Candidate {

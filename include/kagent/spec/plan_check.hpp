@@ -15,9 +15,15 @@ struct KernelSignature {
   std::vector<uint32_t> param_sizes;  // bytes, in parameter order
 };
 
-// Every kernel a launch names exists, and its argument count and sizes match the parameters.
+// Every kernel a launch names exists (library steps name none), and its argument count and sizes match the parameters.
 // Throws InputError naming the candidate, the launch index, the kernel and the argument.
 void check_plan_kernels(const Candidate& cand, const std::vector<KernelSignature>& kernels);
+
+enum class Precision;
+
+// Library steps ask for TF32 only where the run's precision allows it (never under fp32).
+// Throws InputError naming the step's compute key.
+void check_plan_precision(const Candidate& cand, Precision precision);
 
 // Every tensor a plan refers to (as an argument or inside an expression) is an operator tensor
 // or a scratch buffer, no scratch buffer shadows an operator tensor, and every bare name in an
