@@ -22,6 +22,7 @@
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/gpu/libraries.hpp"
 #include "kagent/llm/config.hpp"
 #include "kagent/llm/probe.hpp"
 #include "kagent/reference/ref_server.hpp"
@@ -91,6 +92,21 @@ void check_toolkit(std::vector<Check>& out) {
   }
   out.push_back(
       {"cupti", !cupti.empty(), false, cupti.empty() ? "libcupti.so not found (needed by kagent profile)" : cupti});
+}
+
+// cuBLASLt and cuDNN for plans' library steps: loaded as the runner loads them (the toolkit's,
+// else a PyTorch install's) and asked their versions; no GPU needed.
+void check_libraries(std::vector<Check>& out) {
+  std::string why;
+  if (const CublasLtApi* lt = load_cublaslt(&why))
+    out.push_back({"cublaslt", true, false, cublaslt_description(*lt)});
+  else
+    out.push_back({"cublaslt", false, false, fmt::format("{} (needed by gemm steps)", why)});
+  why.clear();
+  if (const CudnnApi* dnn = load_cudnn(&why))
+    out.push_back({"cudnn", true, false, cudnn_description(*dnn)});
+  else
+    out.push_back({"cudnn", false, false, fmt::format("{} (needed by conv steps)", why)});
 }
 
 void check_runner(std::vector<Check>& out) {
@@ -191,6 +207,7 @@ Command add_doctor_command(CLI::App& app) {
             std::vector<Check> checks;
             nlohmann::json gpus = nlohmann::json::array();
             check_toolkit(checks);
+            check_libraries(checks);
             check_gpus(checks, gpus);
             check_runner(checks);
             check_python(checks);

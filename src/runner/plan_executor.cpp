@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "kagent/spec/library_step.hpp"
 #include "kagent/spec/plan_limits.hpp"
+#include "library/conv_step.hpp"
+#include "library/gemm_step.hpp"
 
 namespace kagent::runner {
 
@@ -91,8 +94,14 @@ PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate
     t.ptr = scratch_.back().get();
     all[s.name] = t;
   }
+  graph_ = cand.plan.graph;
   for (size_t i = 0; i < cand.plan.launches.size(); ++i) {
     const Launch& l = cand.plan.launches[i];
+    if (l.kind != StepKind::kernel) {
+      launches_.emplace_back();
+      prepare_library_step(i, l, all);
+      continue;
+    }
     Prepared p;
     p.kernel = l.kernel;
     p.fn = mod.function(l.kernel);
@@ -102,6 +111,86 @@ PlanExecutor::PlanExecutor(const Device& dev, const Module& mod, const Candidate
     launches_.push_back(std::move(p));
     prepare_launch(i, l, all);
   }
+  size_t workspace = 0;
+  for (const auto& p : launches_)
+    if (p.library) workspace = std::max(workspace, p.library->workspace_bytes());
+  if (workspace > 0) workspace_ = std::make_unique<DeviceBuffer>(workspace);
+}
+
+PlanExecutor::~PlanExecutor() {
+  // Never throws: a failed destroy after a sticky error leaves the context to be torn down anyway.
+  if (graph_exec_) cu().cuGraphExecDestroy(graph_exec_);
+  if (graph_template_) cu().cuGraphDestroy(graph_template_);
+}
+
+// The step's shapes resolved by the same rules as `kagent compile --op` (library_step.hpp), with
+// this call's tensors; then the library's descriptors and algorithm, outside any timed region.
+void PlanExecutor::prepare_library_step(size_t index, const Launch& l, const TensorMap& tensors) {
+  Prepared& p = launches_[index];
+  const std::string key = fmt::format("launch[{}]", index);
+  const std::string where = fmt::format("{}: {} ({} step)", who_, key, step_kind_name(l.kind));
+  std::map<std::string, StepTensor> infos;
+  for (const auto& [name, t] : tensors) infos[name] = StepTensor{t.shape, t.dtype, t.is_input};
+  StepTensorLookup lookup = [&](std::string_view name) -> const StepTensor* {
+    auto it = infos.find(std::string(name));
+    return it == infos.end() ? nullptr : &it->second;
+  };
+  ShapeLookup shapes = [&](std::string_view name) -> const std::vector<int64_t>* {
+    auto it = tensors.find(std::string(name));
+    return it == tensors.end() ? nullptr : &it->second.shape;
+  };
+  ScalarLookup scalar_values = [this](std::string_view name) { return scalar(name); };
+  StepIntEval eval = [&](const Expr& e, const std::string& k) -> int64_t {
+    try {
+      return e.eval_int(shapes, scalar_values);
+    } catch (const ExprError& err) {
+      throw StepError(k, fmt::format("'{}': {}", e.text(), err.what()));
+    }
+  };
+  auto ptr = [&](const std::string& name) -> CUdeviceptr { return name.empty() ? 0 : tensors.at(name).ptr; };
+  try {
+    if (l.kind == StepKind::gemm) {
+      const GemmShape s = resolve_gemm(l.gemm, key, lookup, eval);
+      p.library = make_gemm_runner(l.gemm, s, {ptr(l.gemm.a), ptr(l.gemm.b), ptr(l.gemm.c), ptr(l.gemm.d),
+                                               ptr(l.gemm.bias)},
+                                   where);
+    } else {
+      const ConvShape s = resolve_conv(l.conv, key, lookup, eval);
+      p.library = make_conv_runner(l.conv, s, {ptr(l.conv.x), ptr(l.conv.w), ptr(l.conv.y), ptr(l.conv.bias)}, where);
+    }
+  } catch (const StepError& e) {
+    throw PlanError(fmt::format("{}: plan key {}: {}", who_, e.key(), e.what()));
+  }
+  p.kernel = p.library->description();
+  ++library_steps_;
+}
+
+void PlanExecutor::enqueue(size_t i, const std::string& what) {
+  Prepared& p = launches_[i];
+  if (p.library) {
+    p.library->enqueue(dev_.stream(), workspace_ ? workspace_->get() : 0, workspace_ ? workspace_->bytes() : 0, what);
+    return;
+  }
+  check(cu().cuLaunchKernel(p.fn, p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], p.smem,
+                            dev_.stream(), p.ptrs.data(), nullptr),
+        what);
+}
+
+// Every step enqueued once under stream capture; the graph is instantiated once and replayed.
+void PlanExecutor::capture_graph(const std::string& context) {
+  const std::string what = fmt::format("{}: {}: capturing the plan into a CUDA graph", context, who_);
+  check(cu().cuStreamBeginCapture(dev_.stream(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), what);
+  try {
+    for (size_t i = 0; i < launches_.size(); ++i)
+      enqueue(i, fmt::format("{} launch[{}] ({})", what, i, launches_[i].kernel));
+  } catch (...) {
+    CUgraph discard = nullptr;
+    cu().cuStreamEndCapture(dev_.stream(), &discard);
+    if (discard) cu().cuGraphDestroy(discard);
+    throw;
+  }
+  check(cu().cuStreamEndCapture(dev_.stream(), &graph_template_), what);
+  check(cu().cuGraphInstantiate(&graph_exec_, graph_template_, 0), what + " (instantiate)");
 }
 
 void PlanExecutor::prepare_launch(size_t index, const Launch& l, const TensorMap& tensors) {
@@ -228,22 +317,27 @@ std::optional<ExprValue> PlanExecutor::scalar(std::string_view name) const {
 }
 
 void PlanExecutor::run(bool sync_each, const std::string& context) {
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    Prepared& p = launches_[i];
-    const std::string what = fmt::format("{}: {} launch[{}] (kernel {})", context, who_, i, p.kernel);
+  if (graph_) {
+    // The replay is what is judged and timed; a fault inside it is the graph's, not one launch's.
+    const std::string what = fmt::format("{}: {} (CUDA graph of {} launches)", context, who_, launches_.size());
     if (sync_each) phase(what);
-    check(cu().cuLaunchKernel(p.fn, p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], p.smem,
-                              dev_.stream(), p.ptrs.data(), nullptr),
-          what);
+    if (!graph_exec_) capture_graph(context);
+    check(cu().cuGraphLaunch(graph_exec_, dev_.stream()), what);
+    if (sync_each) check(cu().cuStreamSynchronize(dev_.stream()), what);
+    return;
+  }
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const std::string what = fmt::format("{}: {} launch[{}] ({}{})", context, who_, i,
+                                         launches_[i].library ? "" : "kernel ", launches_[i].kernel);
+    if (sync_each) phase(what);
+    enqueue(i, what);
     if (sync_each) check(cu().cuStreamSynchronize(dev_.stream()), what);
   }
 }
 
 void PlanExecutor::launch(size_t i, const std::string& context) {
-  Prepared& p = launches_[i];
-  check(cu().cuLaunchKernel(p.fn, p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], p.smem,
-                            dev_.stream(), p.ptrs.data(), nullptr),
-        fmt::format("{}: {} launch[{}] (kernel {})", context, who_, i, p.kernel));
+  enqueue(i, fmt::format("{}: {} launch[{}] ({}{})", context, who_, i, launches_[i].library ? "" : "kernel ",
+                         launches_[i].kernel));
 }
 
 void PlanExecutor::poison_scratch() {

@@ -68,7 +68,12 @@ EnvPolicy runner_environment() {
              "XDG_CACHE_HOME",
              "HOME",
              "SPDLOG_LEVEL",
-             "KAGENT_RUNNER_NETNS"};
+             "KAGENT_RUNNER_NETNS",
+             // Where the runner finds cuDNN and cuBLASLt for library steps (toolkit_library.hpp).
+             "CUDA_HOME",
+             "KAGENT_LIBRARY_PATH",
+             "VIRTUAL_ENV",
+             "CONDA_PREFIX"};
   p.profiler_variables = true;
   p.set = {"LANG=C"};  // stable, parseable messages from the driver and tools
   return p;

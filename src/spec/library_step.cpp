@@ -152,6 +152,7 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
     throw StepError(gkey + ".compute", fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", g.a,
                                                    dtype_name(a.dtype)));
   s.dtype = a.dtype;
+  s.d_dtype = d.dtype;
   check_written(d, g.d, gkey + ".d");
   for (const std::string* read : {&g.a, &g.b, &g.bias}) {
     if (*read == g.d)

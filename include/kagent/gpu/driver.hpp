@@ -22,7 +22,7 @@ namespace kagent {
                       X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) \
                           X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                   \
                               X(cuEventSynchronize) X(cuEventElapsedTime) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) \
-                                  X(cuMemGetAddressRange) X(cuDeviceGetUuid) X(cuOccupancyMaxActiveClusters)
+                                  X(cuMemGetAddressRange) X(cuDeviceGetUuid) X(cuOccupancyMaxActiveClusters) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct DriverApi {
 #define KAGENT_DRIVER_SLOT(name) decltype(&::name) name = nullptr;

@@ -75,7 +75,8 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
-  DType dtype = DType::f32;  // of A, B, C, D (and the bias)
+  DType dtype = DType::f32;    // of A and B
+  DType d_dtype = DType::f32;  // of C, D and the bias: A's dtype or f32
 };
 
 struct ConvShape {
