@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "kagent/agent/nudges.hpp"
+#include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/saturate.hpp"
 
@@ -36,21 +37,16 @@ std::string first_line(const std::string& s) {
 
 RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
   RunState s;
-  for (const auto& e : events) {
-    const std::string type = e.value("type", "");
-    if (type == "message") {
-      Message m = e.at("message").get<Message>();
-      if (m.role == Role::assistant) {
+  for (auto& event : parse_events(events)) {
+    if (auto* m = std::get_if<MessageEvent>(&event)) {
+      if (m->message.role == Role::assistant) {
         ++s.turns;
         ++s.requests;
-        const auto estimated = e.find("tokens_estimated");
-        s.usage += llm::Usage{json_count(e.value("input_tokens", nlohmann::json())),
-                              json_count(e.value("output_tokens", nlohmann::json())),
-                              estimated != e.end() && estimated->is_boolean() && estimated->get<bool>()};
+        if (m->reply) s.usage += m->reply->usage;
       }
-      s.messages.push_back(std::move(m));
-    } else if (type == "session_end") {
-      s.wall_s += e.value("wall_s", 0.0);
+      s.messages.push_back(std::move(m->message));
+    } else if (auto* end = std::get_if<SessionEndEvent>(&event)) {
+      s.wall_s += end->wall_s;
     }
   }
   return s;
@@ -101,9 +97,8 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
       out.content = tools::cut_middle(r.text, opt_.tool_output_cap);
       out.is_error = r.is_error;
       record = std::move(r.record);
-      if (call.name == "finish" && !r.is_error) finished = true;
-      if ((call.name == "evaluate" || call.name == "profile") && record.contains("tier"))
-        last_tier_ = record["tier"].get<int>();
+      if (r.ends_run && !r.is_error) finished = true;
+      if (r.tier) last_tier_ = *r.tier;
     } catch (const tools::ToolError& e) {
       out.is_error = true;
       out.content = fmt::format("error: {}", e.what());
@@ -114,7 +109,7 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
           ? " " + call.arguments["path"].get<std::string>()
           : "";
   summary += (summary.empty() ? "" : ", ") + call.name + target;
-  transcript_.write({{"type", "message"}, {"message", out}, {"record", record}, {"malformed", malformed}});
+  transcript_.write(MessageEvent{out, std::nullopt, ToolResultFacts{record, malformed}});
   return out;
 }
 
@@ -209,10 +204,7 @@ RunResult Agent::run(RunState state) {
     } catch (const Error& e) {
       // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
       // transcript says why, not only stderr. The provider's messages have the key redacted.
-      transcript_.write({{"type", "endpoint_error"},
-                         {"turn", state.turns + 1},
-                         {"exit_code", static_cast<int>(e.code())},
-                         {"message", e.what()}});
+      transcript_.write(EndpointErrorEvent{state.turns + 1, static_cast<int>(e.code()), e.what()});
       throw;
     }
     ++state.turns;
@@ -220,16 +212,9 @@ RunResult Agent::run(RunState state) {
     state.usage += reply.usage;
     const bool empty = is_empty_reply(reply.message.content, reply.message.tool_calls.size());
     empty_in_a_row = empty ? empty_in_a_row + 1 : 0;
-    transcript_.write({{"type", "message"},
-                       {"message", reply.message},
-                       {"turn", state.turns},
-                       {"stop_reason", reply.stop_reason},
-                       {"input_tokens", reply.usage.input_tokens},
-                       {"output_tokens", reply.usage.output_tokens},
-                       {"tokens_estimated", reply.usage.estimated},
-                       {"latency_s", reply.latency_s},
-                       {"attempts", reply.attempts},
-                       {"empty", empty}});
+    transcript_.write(MessageEvent{
+        reply.message, ReplyFacts{state.turns, reply.stop_reason, reply.usage, reply.latency_s, reply.attempts, empty},
+        std::nullopt});
     state.messages.push_back(reply.message);
 
     turn_summary.clear();
@@ -245,7 +230,7 @@ RunResult Agent::run(RunState state) {
           "",
           "",
           false};
-      transcript_.write({{"type", "message"}, {"message", nudge}});
+      transcript_.write(MessageEvent{nudge, std::nullopt, std::nullopt});
       state.messages.push_back(nudge);
       turn_summary = empty ? "(empty reply)" : "(text only)";
     }
@@ -270,8 +255,8 @@ RunResult Agent::run(RunState state) {
   res.usage = state.usage;
   res.wall_s = state.wall_s + std::chrono::duration<double>(Clock::now() - t0).count();
   res.best = record_.best();
-  transcript_.write({{"type", "session_end"}, {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}});
-  transcript_.write({{"type", "stop"}, {"reason", res.stop_reason}, {"turns", res.turns}});
+  transcript_.write(SessionEndEvent{std::chrono::duration<double>(Clock::now() - t0).count()});
+  transcript_.write(StopEvent{res.stop_reason, res.turns});
   return res;
 }
 

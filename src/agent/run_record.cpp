@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/saturate.hpp"
 
@@ -73,17 +74,16 @@ CandidateScore RunRecord::evaluated(const std::string& path, const std::string& 
     best_ = s;
     write_file_atomic(dir_ / "best.cu", source);
   }
-  nlohmann::json ev = {{"type", "evaluation"}, {"score", s.to_json()}, {"best", best}, {"report", report_json(r)}};
-  transcript_.write(ev);
+  transcript_.write(EvaluationEvent{s, best, report_json(r)});
   return s;
 }
 
 void RunRecord::restore(const std::vector<nlohmann::json>& events) {
-  for (const auto& e : events) {
-    if (e.value("type", "") != "evaluation") continue;
-    CandidateScore s = CandidateScore::from_json(e.at("score"));
-    count_ = std::max(count_, s.number);
-    if (e.value("best", false)) best_ = s;
+  for (const auto& event : parse_events(events)) {
+    const auto* e = std::get_if<EvaluationEvent>(&event);
+    if (e == nullptr) continue;
+    count_ = std::max(count_, e->score.number);
+    if (e->best) best_ = e->score;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/jsonl.hpp"
 
@@ -49,6 +50,7 @@ std::vector<nlohmann::json> Transcript::read(const std::filesystem::path& path) 
     throw InputError(fmt::format("{}: no transcript to resume from", path.string()));
   std::vector<nlohmann::json> out;
   for (auto& line : read_jsonl(path)) out.push_back(std::move(line.value));  // a torn last line is left out
+  check_transcript_version(out, path);                                       // a newer format is refused, not misread
   return out;
 }
 

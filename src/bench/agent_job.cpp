@@ -15,6 +15,7 @@
 
 #include "kagent/agent/run_record.hpp"
 #include "kagent/agent/transcript.hpp"
+#include "kagent/agent/transcript_events.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
@@ -103,14 +104,17 @@ class AgentJob : public ProblemJob {
     if (fs::is_regular_file(dir / "result.json", ec)) return record_from_run(p, dir);
     fs::create_directories(dir, ec);
     if (ec) throw EnvError(fmt::format("{}: cannot create the run folder ({})", dir.string(), ec.message()));
-    std::vector<std::string> argv = {opt_.kagent, "optimize"};
+    agent::OptimizeRunOptions o = opt_.options;
     if (fs::is_regular_file(dir / "transcript.jsonl", ec)) {
-      argv.insert(argv.end(), {"--resume", dir.string()});
+      o.resume = dir.string();
     } else {
-      argv.insert(argv.end(), {p.path.string(), "--out", dir.string()});
+      o.op = p.path.string();
+      o.out = dir.string();
     }
-    argv.insert(argv.end(), {"--gpu", std::to_string(gpu_), "--quiet"});
-    argv.insert(argv.end(), opt_.optimize_args.begin(), opt_.optimize_args.end());
+    o.gpu = gpu_;
+    const fs::path options = dir / "optimize-options.json";
+    write_file_atomic(options, nlohmann::json(o).dump(2) + "\n");
+    const std::vector<std::string> argv = {opt_.kagent, "optimize", "--options", options.string(), "--quiet"};
     const fs::path log = dir / "optimize.log";
     write_file_atomic(dir / "bench-command.txt", fmt::format("{}\n", fmt::join(argv, " ")));
     ChildExit e = wait_child(spawn_logged(argv, log), opt_.timeout, opt_.stop);
@@ -178,15 +182,16 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   int turn = 0;
   std::optional<double> best;
   nlohmann::json best_report;
-  for (const auto& ev : events) {
-    const std::string type = ev.value("type", "");
-    if (type == "message" && ev.contains("turn"))  // converting 1e300 to an int would be UB
-      turn = static_cast<int>(json_integer(ev["turn"], 0, std::numeric_limits<int>::max()).value_or(turn));
-    if (type != "evaluation") continue;
-    const auto& score = ev.value("score", nlohmann::json::object());
-    if (ev.value("best", false)) best_report = ev.value("report", nlohmann::json::object());
-    if (score.value("tier", -1) < 1) continue;
-    auto s = number(score, "speedup_vs_eager");
+  for (const auto& event : agent::parse_events(events)) {
+    if (const auto* m = std::get_if<agent::MessageEvent>(&event)) {
+      if (m->reply && m->reply->turn) turn = *m->reply->turn;
+      continue;
+    }
+    const auto* ev = std::get_if<agent::EvaluationEvent>(&event);
+    if (ev == nullptr) continue;
+    if (ev->best) best_report = ev->report;
+    if (ev->score.tier < 1) continue;
+    const std::optional<double>& s = ev->score.speedup_vs_eager;
     if (s && (!best || *s > *best)) {
       best = s;
       r.best_by_turn.emplace_back(turn, *s);

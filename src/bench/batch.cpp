@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/worker_pool.hpp"
 
 namespace kagent::bench {
 
@@ -22,8 +22,9 @@ report::ResultRecord error_record(const Problem& p, const std::string& message, 
 
 BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions& options, const JobFactory& make_job,
                        const BatchEvents& events, const std::atomic<bool>& stop) {
-  std::mutex mu;  // guards next, outcome, and the event callbacks (they print and write files)
-  size_t next = 0;
+  // The queue's mutex guards outcome and the event callbacks too (they print and write files).
+  WorkQueue queue(problems.size(), &stop);
+  std::mutex& mu = queue.mutex();
   BatchOutcome outcome;
 
   auto worker = [&](int gpu) {
@@ -35,8 +36,9 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
       const Problem* p = nullptr;
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (stop.load() || next >= problems.size()) return;
-        p = &problems[next++];
+        std::optional<size_t> i = queue.take_locked();
+        if (!i) return;
+        p = &problems[*i];
         if (events.started) events.started(*p, gpu);
       }
       const auto t0 = Clock::now();
@@ -73,11 +75,8 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
     }
   };
 
-  std::vector<std::thread> threads;
-  for (int gpu : options.gpus)
-    for (int j = 0; j < std::max(1, options.jobs_per_gpu); ++j) threads.emplace_back(worker, gpu);
-  for (auto& t : threads) t.join();
-  outcome.not_run += static_cast<int>(problems.size() - next);
+  run_workers(options.gpus, options.jobs_per_gpu, worker);
+  outcome.not_run += static_cast<int>(problems.size() - queue.taken());
   return outcome;
 }
 

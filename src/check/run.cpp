@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/process.hpp"
+#include "kagent/common/worker_pool.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
@@ -103,8 +103,9 @@ Verdict check_one(const CheckEntry& e, const Op& op, Evaluator* ev, const std::s
 std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const CheckOptions& o,
                                 const std::function<void(const Verdict&)>& done) {
   std::vector<Verdict> out(entries.size());
-  std::mutex mu;
-  size_t next = 0;
+  // The queue's mutex guards `out` and `done` too.
+  WorkQueue queue(entries.size(), nullptr);
+  std::mutex& mu = queue.mutex();
   const Compiler compiler(find_cuda_paths(), o.cache);
   auto worker = [&](int gpu) {
     EvalOptions eo = o.eval;
@@ -121,8 +122,9 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
       size_t i;
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (next >= entries.size()) return;
-        i = next++;
+        std::optional<size_t> taken = queue.take_locked();
+        if (!taken) return;
+        i = *taken;
       }
       const auto t0 = std::chrono::steady_clock::now();
       Verdict v;
@@ -146,9 +148,7 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
       if (done) done(out[i]);
     }
   };
-  std::vector<std::thread> threads;
-  for (int g : o.gpus) threads.emplace_back(worker, g);
-  for (auto& t : threads) t.join();
+  run_workers(o.gpus, 1, worker);  // one worker per GPU: each owns its evaluator
   return out;
 }
 

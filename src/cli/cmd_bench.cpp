@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 #include "commands.hpp"
+#include "kagent/agent/optimize_run.hpp"
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
@@ -38,7 +39,7 @@ struct BenchArgs {
   int jobs = 1;
   bool resume = false, json = false, list = false, refresh_baselines = false;
   double timeout_s = 0;
-  // Passed through to each `kagent optimize` (--agent).
+  // Passed on to each `kagent optimize` (--agent), in its options.
   llm::LlmFlags llm;
   int turns = 0;
   double minutes = 0;
@@ -166,26 +167,30 @@ int run_bench(BenchArgs a) {
     ao.kagent = self_dir() + "/kagent";
     ao.timeout = std::chrono::seconds(static_cast<int64_t>(a.timeout_s));
     ao.stop = &g_stop;
-    auto add = [&](const char* flag, const std::string& v) {
-      if (!v.empty()) ao.optimize_args.insert(ao.optimize_args.end(), {flag, v});
-    };
-    add("--provider", a.llm.provider);
-    add("--base-url", a.llm.base_url);
-    add("--model", a.llm.model);
-    add("--api-key-env", a.llm.api_key_env);
-    add("--script", a.llm.script.empty() ? "" : fs::absolute(a.llm.script).string());
-    add("--tool-choice", a.llm.tool_choice);
-    add("--arch", a.arch);
-    add("--precision", a.precision);
-    if (a.turns > 0) add("--turns", std::to_string(a.turns));
-    if (a.minutes > 0) add("--minutes", fmt::format("{}", a.minutes));
-    if (a.max_tokens > 0) add("--max-tokens", std::to_string(a.max_tokens));
-    if (a.no_shell) ao.optimize_args.push_back("--no-shell");
-    for (const auto& f : a.overrides.to_args()) ao.optimize_args.push_back(f);
-    if (a.llm.allow_op_endpoint) ao.optimize_args.push_back("--allow-op-endpoint");
-    fmt::print(info, "  optimize flags: {}\n",
-               ao.optimize_args.empty() ? "(none: the ops' budgets and the LLM config)"
-                                        : fmt::format("{}", fmt::join(ao.optimize_args, " ")));
+    // Every run's options (each problem adds its op, run folder and GPU), handed to each child
+    // `kagent optimize` as one JSON document.
+    agent::OptimizeRunOptions& ro = ao.options;
+    ro.llm = a.llm;
+    if (!ro.llm.script.empty()) ro.llm.script = fs::absolute(ro.llm.script).string();
+    ro.arch = a.arch;
+    ro.precision = a.precision;
+    ro.turns = a.turns;
+    ro.minutes = a.minutes;
+    ro.max_tokens = a.max_tokens;
+    ro.no_shell = a.no_shell;
+    ro.overrides = a.overrides;
+    // What differs from optimize's defaults, said once.
+    nlohmann::json given = nlohmann::json::object();
+    const nlohmann::json all = ro, defaults = agent::OptimizeRunOptions{};
+    for (const auto& [key, value] : all.items()) {
+      if (value == defaults[key]) continue;
+      given[key] = value.is_object() ? nlohmann::json::object() : value;
+      if (value.is_object())  // the llm section: only its keys that were given
+        for (const auto& [k, v] : value.items())
+          if (v != defaults[key][k]) given[key][k] = v;
+    }
+    fmt::print(info, "  optimize options: {}\n",
+               given.empty() ? "(none: the ops' budgets and the LLM config)" : given.dump());
     factory = [ao](int gpu) { return bench::make_agent_job(ao, gpu); };
   } else {
     bench::SolutionJobOptions so;
@@ -289,15 +294,7 @@ Command add_bench_command(CLI::App& app) {
   sub->add_flag("--list", a->list, "Print the problems this shard would run, and exit");
   sub->add_flag("--json", a->json, "One JSON record per line as problems finish, then a JSON summary");
   sub->add_option("--runs", a->runs, "--agent: folder for the run folders (default: beside --out, runs/)");
-  sub->add_option("--provider", a->llm.provider, "--agent: openai, anthropic or script");
-  sub->add_option("--base-url", a->llm.base_url, "--agent: LLM endpoint base URL");
-  sub->add_option("--model", a->llm.model, "--agent: model name");
-  sub->add_option("--api-key-env", a->llm.api_key_env, "--agent: environment variable holding the API key");
-  sub->add_flag("--allow-op-endpoint", a->llm.allow_op_endpoint,
-                "--agent: let an op.json's llm section choose the endpoint (see kagent optimize)");
-  sub->add_option("--script", a->llm.script, "--agent: JSONL file of assistant turns (provider script)");
-  sub->add_option("--tool-choice", a->llm.tool_choice,
-                  "--agent: auto, required or a tool's name (see kagent optimize)");
+  add_llm_flags(sub, &a->llm, LlmFlagsFor::bench);
   sub->add_option("--turns", a->turns, "--agent: turn budget per problem")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", a->minutes, "--agent: time budget per problem")->check(CLI::Range(0.01, 100000.0));
   sub->add_option("--max-tokens", a->max_tokens, "--agent: token budget per problem");

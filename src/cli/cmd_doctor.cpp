@@ -198,10 +198,7 @@ Command add_doctor_command(CLI::App& app) {
   sub->add_option("--require", *require, "Also require these: torch, llm, cupti")
       ->delimiter(',')
       ->check(CLI::IsMember({"torch", "llm", "cupti"}));
-  sub->add_option("--provider", flags->provider, "LLM provider to check: openai, anthropic or script");
-  sub->add_option("--base-url", flags->base_url, "LLM endpoint base URL");
-  sub->add_option("--model", flags->model, "LLM model name");
-  sub->add_option("--api-key-env", flags->api_key_env, "Environment variable holding the API key");
+  add_llm_flags(sub, flags.get(), LlmFlagsFor::doctor);
 
   return {sub, [json, require, flags]() {
             std::vector<Check> checks;

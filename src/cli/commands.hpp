@@ -10,9 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/gpu/default_arch.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/llm/config.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/op_overrides.hpp"
+#include "kagent/spec/precision_option.hpp"
 
 namespace kagent::cli {
 
@@ -34,8 +37,8 @@ Command add_profile_command(CLI::App& app);
 // Shared output helpers.
 void print_json(const nlohmann::json& j);
 // The architecture to compile for: --arch if given, else GPU `gpu`'s when there is one, else
-// sm_90a. `source` says where it came from, for the output.
-std::string default_arch(int gpu, std::string* source);
+// sm_90a (gpu/default_arch.hpp: the optimize run needs it too).
+using kagent::default_arch;
 // Writes an output file a flag asked for (--html, --junit): its folder is made if missing, the file
 // replaced atomically, and where it went is said on stderr (stdout stays the command's own output).
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
@@ -49,8 +52,12 @@ struct MeasureFlags {
   void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule and o.knobs
 };
 void add_measure_flags(CLI::App* sub, MeasureFlags* m);
-// --precision fp32|tf32|fp16|bf16; InputError naming the flag otherwise.
-Precision precision_option(const std::string& text);
+// --provider, --base-url, --model, --api-key-env, and (not for doctor, which checks an endpoint)
+// --allow-op-endpoint, --script, --tool-choice, written into *f; the help says whose they are.
+enum class LlmFlagsFor { optimize, bench, doctor };
+void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who);
+// --precision fp32|tf32|fp16|bf16; InputError naming the flag otherwise (spec/precision_option.hpp).
+using kagent::precision_option;
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
 

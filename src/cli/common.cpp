@@ -16,31 +16,12 @@ void print_json(const nlohmann::json& j) {
   fmt::print("{}\n", j.dump(2));
 }
 
-std::string default_arch(int gpu, std::string* source) {
-  GpuInventory inv = query_gpus();
-  if (inv.gpus.empty()) {
-    if (source) *source = "default: no GPU found";
-    return "sm_90a";
-  }
-  if (gpu < 0 || gpu >= static_cast<int>(inv.gpus.size()))
-    throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s), numbered 0 to {}", gpu, inv.gpus.size(),
-                                 inv.gpus.size() - 1));
-  const GpuInfo& g = inv.gpus[static_cast<size_t>(gpu)];
-  if (source) *source = fmt::format("GPU {}: {}", g.index, g.name);
-  return arch_for_capability(g.cc_major, g.cc_minor);
-}
-
 void write_output_file(const std::string& path, const std::string& contents, const char* what) {
   const std::filesystem::path p(path);
   std::error_code ec;  // a folder that cannot be made shows up as write_file_atomic's error, naming the path
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   write_file_atomic(p, contents);
   fmt::print(stderr, "kagent: wrote {} to {}\n", what, p.string());
-}
-
-Precision precision_option(const std::string& text) {
-  if (auto p = parse_precision(text)) return *p;
-  throw InputError(fmt::format("--precision '{}': expected one of {}", text, kPrecisionChoices));
 }
 
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {

@@ -131,7 +131,7 @@ class EvaluateTool : public Tool {
     }
     ctx_.last_report[rel] = rep;
     if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, rep);
-    return {render_report(rep), rep.reward.tier < 0, report_json(rep)};
+    return {render_report(rep), rep.reward.tier < 0, report_json(rep), false, rep.reward.tier};
   }
 
  private:
@@ -173,7 +173,10 @@ class ProfileTool : public Tool {
       }
     }
     auto out = profile::render_profile(ctx_.op, c, r, rep ? &*rep : nullptr, ctx_.no_gpu_reason);
-    return {out.compact, false, out.record};
+    // The record carries a tier when the candidate was timed (render_profile); so does the result.
+    std::optional<int> tier;
+    if (out.record.contains("tier")) tier = out.record["tier"].get<int>();
+    return {out.compact, false, out.record, false, tier};
   }
 
  private:
@@ -200,7 +203,7 @@ class FinishTool : public Tool {
     ctx_.finished_path = rel;
     ctx_.finish_summary =
         args.contains("summary") && args["summary"].is_string() ? args["summary"].get<std::string>() : "";
-    return {fmt::format("finished with {}", rel), false, {{"path", rel}, {"summary", ctx_.finish_summary}}};
+    return {fmt::format("finished with {}", rel), false, {{"path", rel}, {"summary", ctx_.finish_summary}}, true};
   }
 
  private:

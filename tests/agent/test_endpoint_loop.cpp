@@ -22,6 +22,7 @@
 #include "../llm/mock_server.hpp"
 #include "kagent/agent/agent.hpp"
 #include "kagent/agent/nudges.hpp"
+#include "kagent/agent/optimize_run.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/process.hpp"
 #include "kagent/tools/file_tools.hpp"
@@ -433,10 +434,32 @@ TEST_F(EndpointLoop, BenchAgentPassesToolChoiceToItsChildren) {
   auto r = kagent(e, {"bench", (dir.path() / "ops").string(), "--agent", "--tool-choice", "finish", "--turns", "1",
                       "--no-shell", "--out", (dir.path() / "agent.jsonl").string()});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("--tool-choice finish"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("tool_choice":"finish")"), std::string::npos) << r.output;
   auto requests = e.requests();
   ASSERT_EQ(requests.size(), 1u) << r.output;
   EXPECT_EQ(requests[0]["tool_choice"], json({{"type", "function"}, {"function", {{"name", "finish"}}}}));
+
+  // The child got its options as one document (the struct's to_json), not as flags.
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir.path() / "runs"))
+    if (f.path().filename() == "optimize-options.json") files.push_back(f.path());
+  ASSERT_EQ(files.size(), 1u);
+  const std::filesystem::path run = files[0].parent_path();
+  agent::OptimizeRunOptions o = agent::load_optimize_options(files[0]);
+  EXPECT_EQ(o.llm.tool_choice, "finish");
+  EXPECT_EQ(o.turns, 1);
+  EXPECT_TRUE(o.no_shell);
+  EXPECT_EQ(o.out, run.string());
+  EXPECT_EQ(std::filesystem::path(o.op).filename(), "op.json");
+  EXPECT_EQ(read_text_file(run / "bench-command.txt").find("--turns"), std::string::npos);
+  EXPECT_NE(read_text_file(run / "bench-command.txt").find("optimize --options " + files[0].string()),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(run / "result.json"));
+
+  // --options gives every setting: a flag beside it is refused (exit 2) rather than ignored.
+  auto both = kagent(e, {"optimize", "--options", files[0].string(), "--turns", "3"});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--turns cannot be added"), std::string::npos) << both.output;
 }
 
 namespace {

@@ -1,10 +1,11 @@
 #pragma once
 // The ReAct loop (mini-swe-agent style: readable in one sitting, everything else pluggable). Each
 // turn: one request to the model; every tool call it makes is run and its result appended; the
-// run stops on `finish`, on the budget (turns, minutes, tokens), after too many malformed tool
-// calls in a row (each is answered with the error, so the model can correct itself), or after too
-// many empty replies in a row (no text, no tool call: each is answered with the exact next step).
-// Everything goes to the transcript as it happens.
+// run stops when a tool's result ends it (ToolResult::ends_run: `finish`), on the budget (turns,
+// minutes, tokens), after too many malformed tool calls in a row (each is answered with the
+// error, so the model can correct itself), or after too many empty replies in a row (no text, no
+// tool call: each is answered with the exact next step). Everything goes to the transcript as it
+// happens (transcript_events.hpp). optimize_run.hpp composes a run around it.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -40,8 +41,8 @@ struct TurnStatus {
 };
 
 struct RunResult {
-  // "finish", "turn budget", "time budget", "token budget", "3 malformed tool calls in a row",
-  // "3 empty replies in a row"
+  // "finish" (a tool's result ended the run), "turn budget", "time budget", "token budget",
+  // "3 malformed tool calls in a row", "3 empty replies in a row"
   std::string stop_reason;
   int turns = 0;
   int requests = 0;

@@ -1,7 +1,8 @@
 #pragma once
 // transcript.jsonl: one JSON object per line, every request's reply, tool call, tool result,
 // evaluation and stop, each line flushed to disk as it is written so a killed run loses nothing.
-// `kagent optimize --resume` rebuilds the conversation from it.
+// `kagent optimize --resume` rebuilds the conversation from it. The events' shapes are in
+// transcript_events.hpp.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -24,7 +25,8 @@ class Transcript {
   void write(nlohmann::json event);
 
   // Every line of a transcript; a torn last line (unterminated, killed mid-write) is skipped, any
-  // other bad line is InputError naming the file and line.
+  // other bad line is InputError naming the file and line, and so is a transcript of a newer
+  // format version than this kagent's (transcript_events.hpp: the events, typed, and the version).
   static std::vector<nlohmann::json> read(const std::filesystem::path& path);
 
  private:

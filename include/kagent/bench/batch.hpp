@@ -1,8 +1,8 @@
 #pragma once
 // The batch engine behind `kagent bench`: a shared queue of problems and worker threads (one or
-// more per GPU), each owning its job (and so its runner and reference server). Whatever happens
-// to one problem becomes its record and the batch goes on; an interrupt stops the workers after
-// the problems they are on.
+// more per GPU; common/worker_pool.hpp, which `kagent check` runs on too), each owning its job
+// (and so its runner and reference server). Whatever happens to one problem becomes its record
+// and the batch goes on; an interrupt stops the workers after the problems they are on.
 #include <atomic>
 #include <functional>
 #include <memory>

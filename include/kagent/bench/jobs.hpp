@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kagent/agent/optimize_run.hpp"
 #include "kagent/bench/batch.hpp"
 #include "kagent/compile/cache.hpp"
 #include "kagent/eval/evaluator.hpp"
@@ -30,9 +31,12 @@ struct SolutionJobOptions {
 std::unique_ptr<ProblemJob> make_solution_job(const SolutionJobOptions& options, int gpu);
 
 struct AgentJobOptions {
-  std::filesystem::path runs_dir;           // each problem runs in runs_dir/<level>/<name>
-  std::string kagent;                       // the kagent executable
-  std::vector<std::string> optimize_args;   // budget and LLM flags passed to every `kagent optimize`
+  std::filesystem::path runs_dir;  // each problem runs in runs_dir/<level>/<name>
+  std::string kagent;              // the kagent executable
+  // Every run's options (budgets, LLM, precision, ...): each problem sets op or resume, out and gpu,
+  // and its child `kagent optimize --options FILE` reads them from runs_dir/<level>/<name>/
+  // optimize-options.json.
+  agent::OptimizeRunOptions options;
   std::chrono::seconds timeout{0};          // wall-clock limit per problem (0: none)
   const std::atomic<bool>* stop = nullptr;  // turns true on an interrupt: the run is stopped, not recorded
 };

@@ -1,6 +1,7 @@
 #pragma once
 // Running check entries: each kernel (and its baseline: a file, or the kernel's file at a git
-// ref) through the full evaluation on one of the GPUs given, one worker per GPU.
+// ref) through the full evaluation on one of the GPUs given, one worker per GPU (bench's worker
+// pool, common/worker_pool.hpp).
 #include <filesystem>
 #include <functional>
 #include <memory>

@@ -16,10 +16,14 @@
 
 namespace kagent::tools {
 
+// What the agent loop learns from a call is in its result, never in the tool's name: a tool that
+// ends the run says so (ends_run), one that evaluated a candidate gives its reward tier.
 struct ToolResult {
-  std::string text;       // what the model reads
-  bool is_error = false;  // the call did not do what was asked (the text says why)
-  nlohmann::json record;  // structured data for the transcript (an evaluation's report, ...)
+  std::string text;                        // what the model reads
+  bool is_error = false;                   // the call did not do what was asked (the text says why)
+  nlohmann::json record;                   // structured data for the transcript (an evaluation's report, ...)
+  bool ends_run = false;                   // the run is over after this call (finish); ignored when is_error
+  std::optional<int> tier = std::nullopt;  // the reward tier of the evaluation this call ran (evaluate, profile)
 };
 
 // The model's mistake, in words it can act on ("path escapes the workspace: ../x").

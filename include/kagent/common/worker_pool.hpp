@@ -1,0 +1,37 @@
+#pragma once
+// The worker pool behind `kagent bench` and `kagent check`: a shared queue of item indices and
+// worker threads (one or more per GPU). Each worker owns what it builds in its thread (a runner,
+// a reference server, an evaluator) and takes items in order until none is left or `stop` turns
+// true. The queue's mutex is the callers' too: what they do under it (progress lines, writing
+// records) is serialized with taking items.
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace kagent {
+
+class WorkQueue {
+ public:
+  // `count` items, 0..count-1; `stop` (may be null) ends the handing out early.
+  WorkQueue(size_t count, const std::atomic<bool>* stop) : count_(count), stop_(stop) {}
+  // The next item's index, or nullopt when the queue is done or stopped. Call with mutex() held.
+  std::optional<size_t> take_locked();
+  std::mutex& mutex() { return mu_; }
+  // Items handed out so far (the rest were never started).
+  size_t taken() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t count_;
+  size_t next_ = 0;
+  const std::atomic<bool>* stop_;
+};
+
+// Runs `worker(gpu)` on `per_gpu` threads (at least one) for each GPU of `gpus`; returns when all
+// have returned. Each worker takes items from its caller's WorkQueue.
+void run_workers(const std::vector<int>& gpus, int per_gpu, const std::function<void(int gpu)>& worker);
+
+}  // namespace kagent

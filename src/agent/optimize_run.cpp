@@ -1,0 +1,344 @@
+#include "kagent/agent/optimize_run.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "kagent/agent/prompts.hpp"
+#include "kagent/agent/run_folder.hpp"
+#include "kagent/agent/task_text.hpp"
+#include "kagent/agent/transcript_events.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/json_parse.hpp"
+#include "kagent/compile/options.hpp"
+#include "kagent/gpu/default_arch.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/spec/precision_option.hpp"
+#include "kagent/tools/file_tools.hpp"
+#include "kagent/tools/kernel_tools.hpp"
+#include "kagent/tools/shell_tool.hpp"
+
+namespace kagent::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void on_sigint(int) {
+  llm::cancel_flag().store(true);
+}
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// A tool choice that names a tool must name one this run offers (the shell is off with --no-shell):
+// a server would refuse the request, or force a call of a tool kagent cannot run, on every turn.
+void check_tool_choice_names_a_tool(const llm::LlmConfig& c, const tools::ToolSet& tools) {
+  if (c.tool_choice == "auto" || c.tool_choice == "required") return;
+  std::vector<std::string> names;
+  for (const auto& t : tools) {
+    names.push_back(t->spec().name);
+    if (names.back() == c.tool_choice) return;
+  }
+  throw InputError(fmt::format(
+      "tool_choice '{}' (from {}): this run offers no such tool; expected auto, required or "
+      "one of: {}",
+      c.tool_choice, c.origin.count("tool_choice") ? c.origin.at("tool_choice") : "default", fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const OptimizeRunOptions& o) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  j = {{"op", o.op},
+       {"llm",
+        {{"provider", o.llm.provider},
+         {"base_url", o.llm.base_url},
+         {"model", o.llm.model},
+         {"api_key_env", o.llm.api_key_env},
+         {"script", o.llm.script},
+         {"tool_choice", o.llm.tool_choice},
+         {"allow_op_endpoint", o.llm.allow_op_endpoint}}},
+       {"turns", o.turns},
+       {"minutes", o.minutes},
+       {"max_tokens", o.max_tokens},
+       {"out", o.out},
+       {"resume", o.resume},
+       {"prompts", o.prompts},
+       {"skills", o.skills},
+       {"arch", o.arch},
+       {"precision", o.precision},
+       {"gpu", o.gpu},
+       {"no_shell", o.no_shell},
+       {"atol", opt(o.overrides.atol)},
+       {"rtol", opt(o.overrides.rtol)}};
+}
+
+namespace {
+
+// Every key of `j` must be one of `known` (a misspelt setting is refused, not ignored).
+void only_keys(const nlohmann::json& j, std::initializer_list<const char*> known, const char* where) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", where));
+  for (const auto& [key, value] : j.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) throw InputError(fmt::format("{}: unknown key '{}'", where, key));
+  }
+}
+
+template <class T>
+void read_key(const nlohmann::json& j, const char* key, T& into) {
+  if (auto it = j.find(key); it != j.end()) into = it->get<T>();
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
+  only_keys(j,
+            {"op", "llm", "turns", "minutes", "max_tokens", "out", "resume", "prompts", "skills", "arch", "precision",
+             "gpu", "no_shell", "atol", "rtol"},
+            "optimize options");
+  o = OptimizeRunOptions{};
+  read_key(j, "op", o.op);
+  if (auto it = j.find("llm"); it != j.end()) {
+    only_keys(*it, {"provider", "base_url", "model", "api_key_env", "script", "tool_choice", "allow_op_endpoint"},
+              "optimize options: llm");
+    read_key(*it, "provider", o.llm.provider);
+    read_key(*it, "base_url", o.llm.base_url);
+    read_key(*it, "model", o.llm.model);
+    read_key(*it, "api_key_env", o.llm.api_key_env);
+    read_key(*it, "script", o.llm.script);
+    read_key(*it, "tool_choice", o.llm.tool_choice);
+    read_key(*it, "allow_op_endpoint", o.llm.allow_op_endpoint);
+  }
+  read_key(j, "turns", o.turns);
+  read_key(j, "minutes", o.minutes);
+  read_key(j, "max_tokens", o.max_tokens);
+  read_key(j, "out", o.out);
+  read_key(j, "resume", o.resume);
+  read_key(j, "prompts", o.prompts);
+  read_key(j, "skills", o.skills);
+  read_key(j, "arch", o.arch);
+  read_key(j, "precision", o.precision);
+  read_key(j, "gpu", o.gpu);
+  read_key(j, "no_shell", o.no_shell);
+  for (auto [key, into] : {std::pair{"atol", &o.overrides.atol}, {"rtol", &o.overrides.rtol}})
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) *into = it->get<double>();
+}
+
+OptimizeRunOptions load_optimize_options(const std::filesystem::path& path) {
+  const auto j = parse_json_input<nlohmann::json>(read_text_file(path), path.string());
+  try {
+    return j.get<OptimizeRunOptions>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not kagent optimize options ({})", path.string(), e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path.string(), e.what()));
+  }
+}
+
+OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& hooks) {
+  // The run folder: a fresh one, or the one being resumed (its run.json says which op and settings).
+  const bool resuming = !a.resume.empty();
+  fs::path out = resuming ? fs::path(a.resume) : fs::path(a.out);
+  nlohmann::json run_info;
+  if (resuming) {
+    std::error_code ec;
+    if (!fs::is_regular_file(out / "run.json", ec))
+      throw InputError(fmt::format("--resume {}: no run.json there (not a kagent run folder)", out.string()));
+    const std::string run_json = (out / "run.json").string();
+    run_info = parse_json_input<nlohmann::json>(read_text_file(out / "run.json"), run_json);
+    try {  // a damaged run.json (a key of the wrong type) is bad input, not an internal error
+      if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
+      if (a.precision.empty()) a.precision = run_info.value("precision", "");
+      for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
+                               {&a.llm.base_url, "base_url"},
+                               {&a.llm.model, "model"},
+                               {&a.llm.script, "script"},
+                               {&a.llm.tool_choice, "tool_choice"}})
+        if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
+      // The run is scored as it started: its tolerance, unless a flag says otherwise.
+      if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
+        if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
+        if (!a.overrides.rtol && t->contains("rtol")) a.overrides.rtol = t->at("rtol").get<double>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a kagent run record ({})", run_json, e.what()));
+    }
+  }
+  if (a.op.empty()) throw InputError("optimize: give an operator (op.json or KernelBench .py) or --resume DIR");
+  Op op = load_op(a.op);
+  if (!a.precision.empty()) op = with_precision(std::move(op), precision_option(a.precision));
+  a.overrides.apply(op);
+  // The op's name is the problem file's text: one safe path component, never a path of its own.
+  if (out.empty()) out = fs::path("runs") / fmt::format("{}-{}", run_folder_name(op.name), timestamp());
+  std::error_code ec;
+  if (!resuming && fs::exists(out / "transcript.jsonl", ec))
+    throw InputError(
+        fmt::format("--out {}: that folder already holds a run; continue it with --resume {} or choose "
+                    "another --out",
+                    out.string(), out.string()));
+  fs::create_directories(out / "workspace");
+  if (!a.llm.script.empty()) a.llm.script = fs::absolute(a.llm.script).string();
+  llm::LlmConfig llm_config = llm::resolve_llm_config(a.llm, op.llm);
+  auto provider = llm::make_provider(llm_config);
+
+  AgentOptions opt;
+  opt.max_turns = a.turns > 0 ? a.turns : op.budget.turns;
+  opt.max_minutes = a.minutes > 0 ? a.minutes : op.budget.minutes;
+  opt.max_tokens = a.max_tokens > 0 ? a.max_tokens : op.budget.tokens;
+  opt.tool_choice = llm_config.tool_choice;
+
+  // The GPU side is optional: without one, compile still works and evaluations say why not.
+  auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  Compiler compiler(find_cuda_paths(), cache);
+  tools::KernelToolContext ktx;
+  ktx.op = op;
+  ktx.compiler = &compiler;
+  std::unique_ptr<Evaluator> evaluator;
+  TimingFacts timing;
+  timing.not_measured = "no GPU";
+  try {
+    EvalOptions eo;
+    eo.gpu = a.gpu;
+    eo.arch = a.arch;
+    evaluator = std::make_unique<Evaluator>(eo, cache);
+    ktx.arch = evaluator->arch();
+    timing.not_measured.clear();
+    if (op.ref_kind == RefKind::python) {
+      ktx.op = evaluator->pytorch_reference(op).op;
+      const RefBaselines& b = evaluator->pytorch_baselines(op);
+      timing.eager_ms = b.eager.median_ms;
+      if (b.compile) timing.compile_ms = b.compile->median_ms;
+      timing.compile_missing = b.compile_error;
+    } else {
+      timing.native_reference = true;
+      timing.compile_ms = op.compile_baseline_ms;
+    }
+    // The memory floor at this GPU's measured copy bandwidth (cached per GPU and driver; about a
+    // second to measure the first time), else at a datasheet figure, said as such.
+    std::string why;
+    if (resuming) {
+      // The task was written when the run started; nothing to measure for it.
+    } else if (auto peaks = evaluator->device_peaks(&why); peaks && peaks->copy_gbs > 0) {
+      timing.bandwidth_gbs = peaks->copy_gbs;
+      timing.bandwidth_source = fmt::format(
+          "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "
+          "{:.0f} GB/s, which no kernel reaches)",
+          peaks->theoretical_gbs);
+    } else if (GpuInventory inv = query_gpus(); a.gpu < static_cast<int>(inv.gpus.size())) {
+      timing.bandwidth_gbs = datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(a.gpu)].name);
+      timing.bandwidth_source =
+          fmt::format("this GPU's datasheet bandwidth (no measured one: {}); copies reach about 89% of it", why);
+    }
+  } catch (const EnvError& e) {
+    ktx.no_gpu_reason = e.what();
+    timing.not_measured = fmt::format("no GPU: {}", e.what());
+    std::string source;
+    ktx.arch = a.arch.empty() ? default_arch(a.gpu, &source) : a.arch;
+  }
+  ktx.evaluator = evaluator.get();
+
+  tools::Workspace ws(out / "workspace");
+  if (!resuming && op.start) write_file_atomic(ws.root() / op.start->filename(), read_text_file(*op.start));
+  tools::ToolSet tools = tools::make_file_tools(ws);
+  std::string shell_note = "shell is off (--no-shell)";
+  if (!a.no_shell) {
+    tools::ShellSandbox sb = tools::probe_shell_sandbox();
+    if (auto shell = tools::make_shell_tool(ws, sb)) {
+      tools.push_back(std::move(shell));
+      shell_note = "";
+    } else {
+      shell_note = "shell is off: " + sb.reason;
+    }
+  }
+  for (auto& t : tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
+  check_tool_choice_names_a_tool(llm_config, tools);
+
+  Transcript transcript(out / "transcript.jsonl");
+  RunRecord record(out, transcript);
+  ktx.on_evaluated = [&](const std::string& path, const std::string& source, const EvalReport& r) {
+    record.evaluated(path, source, r);
+  };
+
+  RunState state;
+  if (resuming) {
+    auto events = Transcript::read(out / "transcript.jsonl");
+    try {  // a damaged transcript (an event of the wrong shape) is bad input, not an internal error
+      for (const auto& e : parse_events(events))
+        if (const auto* stop = std::get_if<StopEvent>(&e); stop && stop->reason == "finish")
+          throw InputError(fmt::format("--resume {}: that run already finished (see result.json)", out.string()));
+      state = RunState::from_transcript(events);
+      record.restore(events);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a kagent transcript ({})", (out / "transcript.jsonl").string(), e.what()));
+    }
+    transcript.write(ResumeEvent{kTranscriptVersion, state.turns, llm_config.describe()});
+  } else {
+    std::map<std::string, std::string> values =
+        task_values(op, ktx.op, timing, gpu_text(a.gpu), opt, tools, shell_note);
+    auto opening = opening_messages(a.prompts.empty() ? default_prompts_dir() : fs::path(a.prompts),
+                                    a.skills.empty() ? default_skills_dir() : fs::path(a.skills), values);
+    run_info = {{"op", fs::absolute(a.op).string()},
+                {"precision", std::string(precision_name(op.precision))},
+                {"llm",
+                 {{"provider", std::string(llm::provider_name(llm_config.provider))},
+                  {"base_url", llm_config.base_url},
+                  {"model", llm_config.model},
+                  {"script", llm_config.script},
+                  {"tool_choice", llm_config.tool_choice}}},
+                {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
+                {"started", timestamp()}};
+    write_file_atomic(out / "run.json", run_info.dump(2) + "\n");
+    transcript.write(StartEvent{kTranscriptVersion, op.name, llm_config.describe(), opt.max_turns, opt.max_minutes,
+                                opt.max_tokens, ktx.no_gpu_reason.empty() ? "available" : ktx.no_gpu_reason});
+    for (const auto& m : opening) {
+      transcript.write(MessageEvent{m, std::nullopt, std::nullopt});
+      state.messages.push_back(m);
+    }
+  }
+  if (hooks.on_start) hooks.on_start({op.name, out, llm_config.describe(), ktx.no_gpu_reason});
+
+  llm::cancel_flag().store(false);
+  auto previous = std::signal(SIGINT, on_sigint);
+  Agent ag(*provider, tools, transcript, record, opt, hooks.on_turn);
+  RunResult res;
+  try {
+    res = ag.run(std::move(state));
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+
+  nlohmann::json result = {{"op", op.name},
+                           {"stop_reason", res.stop_reason},
+                           {"turns", res.turns},
+                           {"requests", res.requests},
+                           {"input_tokens", res.usage.input_tokens},
+                           {"output_tokens", res.usage.output_tokens},
+                           {"tokens_estimated", res.usage.estimated},
+                           {"wall_s", res.wall_s},
+                           {"evaluations", record.evaluations()},
+                           {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
+                           {"summary", ktx.finish_summary},
+                           {"llm", llm_config.describe()},
+                           {"precision", precision_name(op.precision)},
+                           {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
+                           {"best", res.best ? res.best->to_json() : nlohmann::json()}};
+  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  return {out, res, record.evaluations(), std::move(result)};
+}
+
+}  // namespace kagent::agent

@@ -1,0 +1,36 @@
+// The LLM flags, declared once for every command that talks to a model: optimize (the run),
+// bench --agent (passed on to each run, in its options) and doctor (the endpoint it checks).
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+namespace kagent::cli {
+
+void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who) {
+  // Each flag's help as optimize says it; bench says it is for --agent, doctor that it is checked.
+  const bool bench = who == LlmFlagsFor::bench, doctor = who == LlmFlagsFor::doctor;
+  auto help = [&](const char* optimize_text, const char* bench_text, const char* doctor_text = nullptr) {
+    return std::string(bench ? bench_text : doctor && doctor_text ? doctor_text : optimize_text);
+  };
+  sub->add_option("--provider", f->provider,
+                  help("openai, anthropic or script", "--agent: openai, anthropic or script",
+                       "LLM provider to check: openai, anthropic or script"));
+  sub->add_option("--base-url", f->base_url, help("LLM endpoint base URL", "--agent: LLM endpoint base URL"));
+  sub->add_option("--model", f->model, help("Model name", "--agent: model name", "LLM model name"));
+  sub->add_option(
+      "--api-key-env", f->api_key_env,
+      help("Environment variable holding the API key", "--agent: environment variable holding the API key"));
+  if (doctor) return;  // the endpoint only: doctor probes tool calling with its own request
+  sub->add_flag("--allow-op-endpoint", f->allow_op_endpoint,
+                help("Let the op.json's llm section choose provider, base_url, api_key_env and script (by default a "
+                     "problem file may set the model and generation settings only)",
+                     "--agent: let an op.json's llm section choose the endpoint (see kagent optimize)"));
+  sub->add_option("--script", f->script,
+                  help("JSONL file of assistant turns (provider script)",
+                       "--agent: JSONL file of assistant turns (provider script)"));
+  sub->add_option("--tool-choice", f->tool_choice,
+                  help("auto (default), required, or a tool's name: whether the model must call a tool each turn",
+                       "--agent: auto, required or a tool's name (see kagent optimize)"));
+}
+
+}  // namespace kagent::cli
