@@ -182,11 +182,14 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   int turn = 0;
   std::optional<double> best;
   nlohmann::json best_report;
-  for (const auto& event : agent::parse_events(events)) {
-    if (const auto* m = std::get_if<agent::MessageEvent>(&event)) {
-      if (m->reply && m->reply->turn) turn = *m->reply->turn;
+  // Only turns and evaluations matter here: a message line is not parsed whole, so one damaged
+  // message does not cost the record of a run that finished.
+  for (const auto& line : events) {
+    if (line.value("type", "") == agent::MessageEvent::kType) {
+      if (auto t = line.find("turn"); t != line.end() && t->is_number_integer()) turn = t->get<int>();
       continue;
     }
+    const agent::TranscriptEvent event = agent::parse_event(line);
     const auto* ev = std::get_if<agent::EvaluationEvent>(&event);
     if (ev == nullptr) continue;
     if (ev->best) best_report = ev->report;

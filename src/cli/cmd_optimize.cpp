@@ -96,14 +96,17 @@ Command add_optimize_command(CLI::App& app) {
   add_op_flags(sub, &r.overrides);
   // Hidden: how bench --agent hands a child its options (agent/optimize_run.hpp's to_json), in
   // place of every flag above but --json and --quiet.
-  sub->add_option("--options", a->options_file, "")->group("")->check(CLI::ExistingFile);
-  return {sub, [a, sub]() {
+  CLI::Option* options = sub->add_option("--options", a->options_file, "")->group("")->check(CLI::ExistingFile);
+  return {sub, [a, sub, options]() {
             if (!a->options_file.empty())
-              for (const CLI::Option* o : sub->get_options())
-                if (o->count() > 0 && o->get_name() != "--options" && o->get_name() != "--json" &&
-                    o->get_name() != "--quiet" && o->get_name() != "--help")
-                  throw InputError(
-                      fmt::format("optimize: --options FILE gives every setting; {} cannot be added", o->get_name()));
+              for (const CLI::Option* o : sub->get_options()) {
+                // The long name as typed ("--turns"); positionals by their name ("op").
+                const std::string name = o->get_name(false, true);
+                if (o != options && o->count() > 0 && name != "--json" && name != "--quiet" &&
+                    name != "--help,-h" && name != "-h,--help")
+                  throw InputError(fmt::format("optimize: --options FILE gives every setting; {} cannot be added",
+                                               name));
+              }
             return run_optimize(*a);
           }};
 }

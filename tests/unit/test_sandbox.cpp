@@ -121,7 +121,12 @@ TEST(Sandbox, ScrubbedEnvironmentDropsSecretsKeepsCudaVariables) {
                                          "SPDLOG_LEVEL",
                                          "KAGENT_RUNNER_NETNS",
                                          "LANG",
-                                         "KAGENT_GPU"};
+                                         "KAGENT_GPU",
+                                         // where the runner finds cuBLASLt and cuDNN (toolkit_library.hpp)
+                                         "CUDA_HOME",
+                                         "KAGENT_LIBRARY_PATH",
+                                         "VIRTUAL_ENV",
+                                         "CONDA_PREFIX"};
   auto profiler = [](const std::string& n) {
     return n == "LD_PRELOAD" || n == "CUDA_INJECTION64_PATH" || n.rfind("NV_", 0) == 0 || n.rfind("NSYS_", 0) == 0 ||
            n.rfind("NCU_", 0) == 0 || n.rfind("NVTX_", 0) == 0;

@@ -108,6 +108,10 @@ struct StopEvent {
 struct OtherEvent {
   nlohmann::json json;
 };
+// An unknown event is written back exactly as it was read.
+inline void to_json(nlohmann::json& j, const OtherEvent& e) {
+  j = e.json;
+}
 
 using TranscriptEvent = std::variant<StartEvent, ResumeEvent, MessageEvent, EndpointErrorEvent, EvaluationEvent,
                                      SessionEndEvent, StopEvent, OtherEvent>;
