@@ -70,6 +70,8 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
                                                   [](const Diagnostic& d) { return d.severity == "error"; })));
     return v;
   }
+  for (const auto& f : r.outcome.flags)
+    if (!untrusts_timing(f)) v.warnings.push_back(flag_text(f));
   if (!r.outcome.correct) {
     v.status = "fail";
     std::string why = r.outcome.failure_stage.empty() ? "incorrect" : "incorrect (" + r.outcome.failure_stage + ")";
@@ -84,7 +86,12 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
     return v;
   }
   bool failed = false;
-  if (e.t.min_speedup) {
+  const Flag* untrusted = untrusted_timing(r.outcome.flags);
+  if (untrusted) {
+    // No speedup stands on such a time (the reward withholds them): this is the reason, not them.
+    failed = true;
+    v.reasons.push_back(fmt::format("its timing is not trusted: {}", flag_text(*untrusted)));
+  } else if (e.t.min_speedup) {
     const bool vs_compile = e.t.against() == "compile";
     const auto& s = vs_compile ? v.speedup_vs_compile : v.speedup_vs_eager;
     if (!s) {
@@ -160,6 +167,7 @@ nlohmann::json verdict_json(const Verdict& v) {
                         {"max_regression_pct", v.entry.t.has_baseline() ? nlohmann::json(v.entry.t.regression_margin())
                                                                         : nlohmann::json()}}}};
   if (v.ab) j["baseline"] = *v.ab;
+  if (!v.warnings.empty()) j["warnings"] = v.warnings;
   if (!v.baseline_note.empty()) j["baseline_note"] = v.baseline_note;
   if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
   return j;
@@ -174,6 +182,7 @@ std::string render_table(const std::vector<Verdict>& vs) {
   std::string out = t.render();
   for (const auto& v : vs) {
     for (const auto& r : v.reasons) out += fmt::format("{} {}: {}\n", v.passed() ? "note" : v.status, v.entry.name, r);
+    for (const auto& w : v.warnings) out += fmt::format("warning {}: {}\n", v.entry.name, w);
     if (!v.baseline_note.empty()) out += fmt::format("note {}: baseline: {}\n", v.entry.name, v.baseline_note);
     if (!v.compile_log.empty()) out += v.compile_log + (v.compile_log.ends_with('\n') ? "" : "\n");
   }
@@ -216,6 +225,7 @@ std::string render_junit(const std::vector<Verdict>& vs) {
     if (v.atol && v.rtol)
       numbers += fmt::format("judged under {}, atol {:g}, rtol {:g}\n", v.precision, *v.atol, *v.rtol);
     for (const auto& r : v.reasons) numbers += r + "\n";
+    for (const auto& w : v.warnings) numbers += fmt::format("warning: {}\n", w);
     numbers += v.compile_log;
     const std::string message = v.reasons.empty() ? v.status : v.reasons.front();
     if (v.status == "fail")
@@ -290,8 +300,15 @@ std::string render_github(const std::vector<Verdict>& vs, const std::filesystem:
   };
   std::string out;
   for (const auto& v : vs) {
-    if (v.passed()) continue;
     const std::string title = github_escape_property("kagent check: " + v.entry.name);
+    const bool on_manifest = !manifest.empty() && v.entry.manifest_line > 0;
+    const std::string where =
+        on_manifest ? fmt::format("file={},line={}", github_escape_property(rel(manifest)), v.entry.manifest_line)
+                    : fmt::format("file={}", github_escape_property(rel(v.entry.kernel)));
+    // A pass against a weak reference proves less: said on the entry, pass or fail.
+    for (const auto& w : v.warnings)
+      out += fmt::format("::warning {},title={}::{}\n", where, title, github_escape_data(w));
+    if (v.passed()) continue;
     const std::string level = v.status == "fail" ? "error" : "warning";
     for (const auto& d : v.diagnostics) {
       // NVRTC names the file as it was given; annotate the entry's kernel when the name matches it.
@@ -301,10 +318,6 @@ std::string render_github(const std::vector<Verdict>& vs, const std::filesystem:
                          github_escape_property(rel(file)), d.line, title, github_escape_data(d.message));
     }
     if (!v.diagnostics.empty() && v.status == "fail" && v.reasons.size() == 1 && !v.compile_log.empty()) continue;
-    const bool on_manifest = !manifest.empty() && v.entry.manifest_line > 0;
-    const std::string where =
-        on_manifest ? fmt::format("file={},line={}", github_escape_property(rel(manifest)), v.entry.manifest_line)
-                    : fmt::format("file={}", github_escape_property(rel(v.entry.kernel)));
     std::string message;
     for (const auto& r : v.reasons) message += (message.empty() ? "" : "\n") + r;
     out += fmt::format("::{} {},title={}::{}\n", level, where, title, github_escape_data(message));

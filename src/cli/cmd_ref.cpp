@@ -137,7 +137,7 @@ int run_native(const Op& op, const RefArgs& a) {
   add_rows(t, op.inputs, "input");
   add_rows(t, op.outputs, "output");
   fmt::print("{}", t.render());
-  for (const auto& f : r.outcome.flags) fmt::print("flag: {}\n", f);
+  for (const auto& f : r.outcome.flags) fmt::print("flag: {}\n", flag_text(f));
   fmt::print("\neager (reference plan): {}\n", time_text(eager));
   fmt::print("torch.compile:          {}\n",
              op.compile_baseline_ms ? fmt::format("{:.4f} ms (compile_baseline_ms in op.json)", *op.compile_baseline_ms)

@@ -295,7 +295,7 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   if (per_launch && rep.outcome.correct) rep.peaks = device_peaks(&rep.peaks_note);
   std::optional<double> cand_ms;
   if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
-  rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines);
+  rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines, rep.outcome.flags);
   return rep;
 }
 
@@ -363,7 +363,7 @@ std::string render_report(const EvalReport& r) {
         o.ab->ratio.median, o.ab->ratio.low, o.ab->ratio.high, o.ab->ratio.n, o.ab->stop_reason, o.ab->candidate_ms,
         o.ab->baseline_ms, o.ab->baseline_correct ? "" : "; the baseline is NOT correct: " + o.ab->baseline_message);
   if (!r.baseline_error.empty()) out += "baseline: does not compile\n" + r.baseline_error + "\n";
-  for (const auto& f : o.flags) out += fmt::format("flag: {}\n", f);
+  for (const auto& f : o.flags) out += fmt::format("flag: {}\n", flag_text(f));
   if (!r.sandbox_warning.empty()) out += fmt::format("warning: {}\n", r.sandbox_warning);
   auto speed = [](const std::optional<double>& s) { return s ? fmt::format("{:.3f}x", *s) : std::string("n/a"); };
   out += fmt::format("speedup: {} vs eager (reference), {} vs compile\n", speed(r.reward.speedup_vs_eager),

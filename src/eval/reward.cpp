@@ -32,7 +32,8 @@ bool meets_compile_margin(double cand_ms, double compile_ms) {
 
 }  // namespace
 
-Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms, const Baselines& baselines) {
+Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms, const Baselines& baselines,
+                      const std::vector<Flag>& flags) {
   Reward r;
   if (!compiled) {
     r.reason = "did not compile";
@@ -46,6 +47,12 @@ Reward compute_reward(bool compiled, bool correct, std::optional<double> candida
   if (!usable(candidate_ms)) {
     r.tier = 1;
     r.reason = "correct, but not timed (tier 1)";
+    return r;
+  }
+  if (const Flag* f = untrusted_timing(flags)) {
+    // The time is not the kernel's: a speedup from it would reward whatever escaped the span.
+    r.tier = 1;
+    r.reason = fmt::format("correct, but its timing is not trusted: {} (tier 1)", flag_text(*f));
     return r;
   }
   const double cand = *candidate_ms;

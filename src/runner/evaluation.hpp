@@ -8,6 +8,8 @@
 // With a PyTorch reference the reference server makes each trial's inputs and outputs; the
 // runner asks kagent for them (`ask`), imports them by CUDA IPC, and compares against the
 // server's own outputs (see ipc_import.hpp for why the mappings are short-lived).
+//
+// The work is split by measurement mode, one file each (evaluation_impl.hpp has the map).
 #include <functional>
 
 #include <nlohmann/json.hpp>

@@ -105,6 +105,40 @@ TEST(CheckVerdict, MinSpeedupAgainstCompileOrEager) {
   EXPECT_EQ(judge(entry(), r).status, "pass");
 }
 
+// A timing CUPTI says does not cover the work fails the entry, naming the flag, threshold or not;
+// a weak or degenerate reference (and the other advisory flags) are warnings on a pass.
+TEST(CheckVerdict, UntrustedTimingFailsAndReferenceFlagsWarn) {
+  EvalReport r = correct_report();
+  r.outcome.flags = {
+      {FlagKind::weak_reference, "out", 0, 0, "is 97.0% exact zeros"},
+      {FlagKind::timing_untrusted, "", 8, 10, "2 kernel(s) ran outside the runner's stream and context"}};
+  r.reward = compute_reward(true, true, 1.0, r.baselines, r.outcome.flags);
+  CheckEntry e = entry();
+  e.t.min_speedup = 1.1;
+  for (const CheckEntry& which : {entry(), e}) {
+    Verdict v = judge(which, r);
+    EXPECT_EQ(v.status, "fail");
+    ASSERT_EQ(v.reasons.size(), 1u);
+    EXPECT_EQ(v.reasons[0],
+              "its timing is not trusted: cupti: 2 kernel(s) ran outside the runner's stream and context");
+    EXPECT_EQ(v.warnings, std::vector<std::string>{"weak reference: output 'out' is 97.0% exact zeros"});
+  }
+
+  EvalReport weak = correct_report();
+  weak.outcome.flags = {{FlagKind::degenerate_reference, "out", 0, 1e-6, "is all (near) zero (max |ref| = 0)"}};
+  Verdict v = judge(entry(), weak);
+  EXPECT_EQ(v.status, "pass");
+  EXPECT_TRUE(v.reasons.empty());
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_TRUE(has(render_table({v}), "warning softmax: degenerate reference: output 'out' is all (near) zero"))
+      << render_table({v});
+  EXPECT_EQ(verdict_json(v)["warnings"][0], v.warnings[0]);
+  EXPECT_FALSE(verdict_json(judge(entry(), correct_report())).contains("warnings"));
+  EXPECT_EQ(render_github({v}, "", std::filesystem::current_path()),
+            "::warning file=kernels/softmax.cu,title=kagent check%3A softmax::degenerate reference: output 'out' is "
+            "all (near) zero (max |ref| = 0)\n");
+}
+
 TEST(CheckVerdict, RegressionFailsOnlyWhenTheWholeIntervalIsPastTheMargin) {
   CheckEntry e = entry();
   e.t.baseline = "kernels/softmax_v1.cu";

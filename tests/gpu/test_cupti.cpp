@@ -46,7 +46,8 @@ TEST_F(CuptiGpu, FiftyTinyLaunchesShowFiftyRecordsPerSample) {
   EXPECT_EQ(c.off_stream, 0);
   EXPECT_EQ(c.problem, "");
   EXPECT_GE(c.event_ms, c.kernel_ms * 0.98);
-  for (const auto& f : r.outcome.flags) EXPECT_EQ(f.find("cupti"), std::string::npos) << f;
+  for (const auto& f : r.outcome.flags)
+    EXPECT_TRUE(f.kind != FlagKind::timing_untrusted && f.kind != FlagKind::cupti_disagrees) << flag_text(f);
 }
 
 TEST_F(CuptiGpu, KernelDurationsAgreeWithTheEventTiming) {

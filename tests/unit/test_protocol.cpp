@@ -103,6 +103,28 @@ TEST(Protocol, CuptiCrossCheckRoundTrips) {
   EXPECT_DOUBLE_EQ(old.get<LaunchTime>().cupti_ms, -1);
 }
 
+// Flags travel as objects with their kind by name; kagent reads back what the runner wrote.
+TEST(Protocol, FlagsRoundTripWithTheirKinds) {
+  EvalOutcome o;
+  o.flags = {{FlagKind::weak_reference, "out", 0, 0, "is 97.0% exact zeros"},
+             {FlagKind::timing_untrusted, "", 249, 250, "one missing"},
+             {FlagKind::below_memory_floor, "", 0.001, 0.002, "8 bytes at 3352 GB/s peak"}};
+  const nlohmann::json j = o;
+  ASSERT_TRUE(j["flags"].is_array());
+  EXPECT_EQ(j["flags"][0]["kind"], "weak_reference");
+  EXPECT_EQ(j["flags"][0]["subject"], "out");
+  EXPECT_EQ(j["flags"][1]["text"], "cupti: one missing");
+  const EvalOutcome back = j.get<EvalOutcome>();
+  ASSERT_EQ(back.flags.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.flags[i].kind, o.flags[i].kind);
+    EXPECT_EQ(back.flags[i].subject, o.flags[i].subject);
+    EXPECT_EQ(flag_text(back.flags[i]), flag_text(o.flags[i]));
+  }
+  EXPECT_DOUBLE_EQ(back.flags[1].value, 249);
+  EXPECT_DOUBLE_EQ(back.flags[2].limit, 0.002);
+}
+
 TEST(Protocol, GuardChecksAreOnUnlessTurnedOff) {
   EvalRequest a = sample_request();
   EXPECT_TRUE(nlohmann::json(a).get<EvalRequest>().guard_checks);

@@ -154,6 +154,26 @@ TEST(Reward, NoBaselinesAtAll) {
   EXPECT_FALSE(r.speedup_vs_compile);
 }
 
+// CUPTI saw the plan's launches missing from the timed stream: the time is not the kernel's, so a
+// kernel 10x "faster" than eager gets no speed tier and no speedup, and the reason says why.
+TEST(Reward, UntrustedTimingWithholdsTheSpeedTiers) {
+  const Flag untrusted{FlagKind::timing_untrusted, "", 8, 10,
+                       "CUPTI saw 8 launches of the plan's kernels in 5 samples, expected 10"};
+  const Reward r = compute_reward(true, true, 0.1, both(1.0, 0.5), {untrusted});
+  EXPECT_EQ(r.tier, 1);
+  EXPECT_FALSE(r.speedup_vs_eager);
+  EXPECT_FALSE(r.speedup_vs_compile);
+  EXPECT_TRUE(contains(r.reason, "correct, but its timing is not trusted: cupti: CUPTI saw 8 launches")) << r.reason;
+  EXPECT_EQ(r.reason.find('\n'), std::string::npos);
+  // Advisory flags change nothing: the same kernel with them is tier 3.
+  const std::vector<Flag> advisory = {{FlagKind::below_memory_floor, "", 0.1, 0.2, "1 bytes at 1 GB/s peak"},
+                                      {FlagKind::cupti_disagrees, "", 0.4, 0.5, "the timed span ..."},
+                                      {FlagKind::weak_reference, "out", 0, 0, "is 97.0% exact zeros"}};
+  EXPECT_EQ(compute_reward(true, true, 0.1, both(1.0, 0.5), advisory).tier, 3);
+  // Wrong stays wrong whatever the flags.
+  EXPECT_EQ(compute_reward(true, false, 0.1, both(1.0, 0.5), {untrusted}).tier, -1);
+}
+
 TEST(Reward, ReasonIsOneLine) {
   for (const Reward& r : {compute_reward(false, false, std::nullopt, Baselines{}),
                           compute_reward(true, false, 1.0, both(2, 2)),

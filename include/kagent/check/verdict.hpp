@@ -26,6 +26,10 @@ struct Verdict {
   CheckEntry entry;
   std::string status;                // "pass", "fail", or "unchecked" (no GPU or reference environment)
   std::vector<std::string> reasons;  // why it failed (or could not be checked); notes for a pass
+  // The evaluation's flags that do not fail the entry (a degenerate or weak reference, the memory
+  // floor, a CUPTI disagreement the timing still covers), as flag_text prints them. A flag that
+  // says the timing is not the kernel's (untrusts_timing) fails it instead, in reasons.
+  std::vector<std::string> warnings;
   std::vector<Diagnostic> diagnostics;
   std::string compile_log;
   int tier = -1;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/eval/flags.hpp"
 #include "kagent/eval/stats.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -171,7 +172,7 @@ struct EvalOutcome {
   std::optional<MismatchReport> mismatch;
   std::vector<OutputErrors> errors;  // one per output checked, passing or not
   std::string fp64_note;             // PyTorch references: why no fp64 reference was used ("" when one was)
-  std::vector<std::string> flags;    // degenerate or weak reference, below the memory floor, ...
+  std::vector<Flag> flags;           // degenerate or weak reference, CUPTI, below the memory floor (flags.hpp)
   std::optional<TimingSummary> candidate_time, reference_time;
   int64_t bytes_moved = 0;
   double memory_floor_ms = 0, achieved_gbs = 0, bandwidth_share = 0;

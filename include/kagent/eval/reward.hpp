@@ -2,6 +2,9 @@
 // The four-tier reward of the CUDA Agent paper (MEASUREMENT.md), plus continuous speedups.
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "kagent/eval/flags.hpp"
 
 namespace kagent {
 
@@ -19,8 +22,12 @@ struct Reward {
 
 // Tier -1: not compiled, or not correct. 1: correct, not faster than eager. 2: correct and
 // faster than eager. 3: also candidate_ms <= 0.95 * compile_ms. Without a compile baseline tier 3
-// is unreachable (the reason says so). A correct candidate without a timing is tier 1.
-Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms, const Baselines& baselines);
+// is unreachable (the reason says so). A correct candidate without a timing is tier 1, and so is
+// one whose timing a flag says is not the kernel's time (untrusts_timing: CUPTI saw the work
+// outside the timed span): no speedups then, the reason names the flag. Other flags (a weak
+// reference, the memory floor) are advisory and change nothing here.
+Reward compute_reward(bool compiled, bool correct, std::optional<double> candidate_ms, const Baselines& baselines,
+                      const std::vector<Flag>& flags = {});
 
 // The factor a candidate must reach against torch.compile for tier 3.
 inline constexpr double kCompileMargin = 0.95;

@@ -1,0 +1,107 @@
+// Timing: the reference's and the candidate's timed samples (warm-up, the stopping rule, the
+// outputs re-checked between samples), and what the candidate's median says about bandwidth.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "evaluation_impl.hpp"
+
+namespace kagent::runner {
+
+bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, EvalOutcome& o) {
+  const bool native = ref_plan != nullptr;
+  bool failed = false;
+  if (native && rq_.time_reference) {
+    bounds_.unseal(guarded(ref_out_));  // rewritten by every sample
+    o.reference_time = time_plan(*ref_plan, ref_out_, "timing reference", false, o, failed);
+    check_reference_writes("the reference's timing");
+    bounds_.seal(guarded(ref_out_));
+  }
+  // Checked once after all the samples: the checks stay out of the timed spans and cost one
+  // check per pass, not per sample (the bands and seals keep what any sample did).
+  o.candidate_time = time_plan(cand_plan, cand_out_, "timing candidate", true, o, failed);
+  check_candidate_writes("the timing");
+  // The re-checks compared against the runner's copy of the server's outputs, which candidate
+  // code could reach; the last word goes to the server's own tensors.
+  if (!failed && !native) {
+    ++o.rechecks;
+    failed = !match_server_outputs(rq_.trials - 1, "final check against the reference server", false, o);
+  }
+  if (failed) {
+    o.correct = false;
+    o.failure_stage = "re-check";
+    return false;
+  }
+  return true;
+}
+
+TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs,
+                                    const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
+  Events ev;
+  const auto wall0 = Clock::now();
+  auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
+
+  auto sample = [&]() { return timed_sample(plan, outs, ev, label); };
+
+  // Warm-up is about clocks ramping up: what counts is how long the GPU has been busy (restores,
+  // flushes and the plan), not the plan's share of it.
+  phase(label + ": warm-up");
+  int runs = 0;
+  double warm_ms = 0;
+  while (!warmup_done(runs, warm_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
+    warm_ms += sample().busy_ms;
+    ++runs;
+  }
+  phase(label + ": sampling");
+  std::vector<double> samples;
+  StopDecision d;
+  while (!d.stop) {
+    samples.push_back(sample().plan_ms);
+    // Outputs checked right after the stop event: deferred or racy work cannot hide.
+    if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.knobs.check_every)) == 0) {
+      ++o.rechecks;
+      if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
+        recheck_failed = true;
+        break;
+      }
+    }
+    d = should_stop(samples, wall_s(), rq_.stop_rule);
+  }
+  if (recheck && !recheck_failed) {
+    ++o.rechecks;
+    if (!recheck_outputs("re-check after timing", o)) recheck_failed = true;
+  }
+  TimingSummary s = summarize(samples);
+  s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
+  return s;
+}
+
+Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
+                                            const std::string& label) {
+  prepare_sample(plan, outs, ev.begin_.get());
+  check(cu().cuEventRecord(ev.start_.get(), dev_.stream()), "cuEventRecord");
+  plan.run(false, label);
+  check(cu().cuEventRecord(ev.stop_.get(), dev_.stream()), "cuEventRecord");
+  check(cu().cuEventSynchronize(ev.stop_.get()), label);
+  float plan_ms = 0, busy_ms = 0;
+  check(cu().cuEventElapsedTime(&plan_ms, ev.start_.get(), ev.stop_.get()), "cuEventElapsedTime");
+  check(cu().cuEventElapsedTime(&busy_ms, ev.begin_.get(), ev.stop_.get()), "cuEventElapsedTime");
+  return {plan_ms, busy_ms};
+}
+
+void Evaluation::note_bandwidth(EvalOutcome& o) const {
+  for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
+  for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();
+  const double med_s = o.candidate_time->median_ms * 1e-3;
+  if (med_s > 0) o.achieved_gbs = static_cast<double>(o.bytes_moved) / med_s / 1e9;
+  if (o.device.peak_gbs > 0) {
+    o.bandwidth_share = o.achieved_gbs / o.device.peak_gbs;
+    o.memory_floor_ms = static_cast<double>(o.bytes_moved) / (o.device.peak_gbs * 1e9) * 1e3;
+    // Advisory: the floor uses the theoretical bandwidth, which no kernel quite reaches.
+    if (o.candidate_time->median_ms < o.memory_floor_ms)
+      o.flags.push_back({FlagKind::below_memory_floor, "", o.candidate_time->median_ms, o.memory_floor_ms,
+                         fmt::format("{} bytes at {:.0f} GB/s peak", o.bytes_moved, o.device.peak_gbs)});
+  }
+}
+
+}  // namespace kagent::runner
