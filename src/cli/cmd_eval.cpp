@@ -1,6 +1,8 @@
 // kagent eval CAND.cu --op OP : the verdict on a candidate: compile, correctness, timing, reward.
 // Exit 0 correct, 1 not correct or not compiled, 2 bad input (including an error in a PyTorch
 // problem file), 3 environment (no GPU; for a PyTorch reference no python3 or torch).
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "commands.hpp"

@@ -5,6 +5,8 @@
 // agent's form.
 // Exit 0 profiled (correct), 1 does not compile or not correct, 2 bad input, 3 no GPU (the
 // static part is still printed).
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "commands.hpp"
