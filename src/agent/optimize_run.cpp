@@ -206,19 +206,20 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   tools::KernelToolContext ktx;
   ktx.op = op;
   ktx.compiler = &compiler;
-  std::unique_ptr<Evaluator> evaluator;
+  EvalOptions eo;
+  eo.gpu = a.gpu;
+  eo.arch = a.arch;
+  auto evaluator = std::make_unique<Evaluator>(eo, cache);  // finds the GPU on first use
   TimingFacts timing;
   timing.not_measured = "no GPU";
   try {
-    EvalOptions eo;
-    eo.gpu = a.gpu;
-    eo.arch = a.arch;
-    evaluator = std::make_unique<Evaluator>(eo, cache);
+    if (const std::string& no_gpu = evaluator->gpu_problem(); !no_gpu.empty()) throw EnvError(no_gpu);
     ktx.arch = evaluator->arch();
     timing.not_measured.clear();
     if (op.ref_kind == RefKind::python) {
-      ktx.op = evaluator->pytorch_reference(op).op;
-      const RefBaselines& b = evaluator->pytorch_baselines(op);
+      const ResolvedOp resolved = evaluator->resolve(op);
+      ktx.op = resolved.op;
+      const RefBaselines& b = evaluator->pytorch_baselines(resolved);
       timing.eager_ms = b.eager.median_ms;
       if (b.compile) timing.compile_ms = b.compile->median_ms;
       timing.compile_missing = b.compile_error;
@@ -245,8 +246,8 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   } catch (const EnvError& e) {
     ktx.no_gpu_reason = e.what();
     timing.not_measured = fmt::format("no GPU: {}", e.what());
-    std::string source;
-    ktx.arch = a.arch.empty() ? default_arch(a.gpu, &source) : a.arch;
+    ktx.arch = evaluator->arch();  // --arch, the GPU's, or the compile-only default
+    evaluator.reset();             // the tools say evaluations are unavailable, and why
   }
   ktx.evaluator = evaluator.get();
 

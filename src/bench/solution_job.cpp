@@ -54,7 +54,7 @@ class SolutionJob : public ProblemJob {
       r.candidate = solution->string();
       return r;
     }
-    if (!ev_) ev_ = std::make_unique<Evaluator>(opt_.eval, opt_.cache);  // EnvError: no GPU
+    if (!ev_) ev_ = std::make_unique<Evaluator>(opt_.eval, opt_.cache);  // evaluate throws EnvError: no GPU
     try {
       report::ResultRecord r = record_from_report(p, ev_->evaluate(op, cand));
       r.candidate = solution->string();

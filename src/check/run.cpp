@@ -52,9 +52,8 @@ void resolve_baselines(std::vector<CheckEntry>& entries) {
 
 namespace {
 
-// One entry on one worker. `ev` is null when this worker has no GPU (`no_gpu` says why).
-Verdict check_one(const CheckEntry& e, const Op& op, Evaluator* ev, const std::string& no_gpu, const Compiler& compiler,
-                  const std::string& arch) {
+// One entry on one worker.
+Verdict check_one(const CheckEntry& e, const Op& op, Evaluator& ev) {
   Candidate cand;
   try {
     cand = load_candidate(e.kernel);
@@ -73,9 +72,9 @@ Verdict check_one(const CheckEntry& e, const Op& op, Evaluator* ev, const std::s
       return v;
     }
   }
-  if (!ev) {
+  if (const std::string& no_gpu = ev.gpu_problem(); !no_gpu.empty()) {
     // No GPU: a compile error is still a verdict.
-    CompileResult c = compile_checked(cand, &op, compiler, arch);
+    CompileResult c = ev.compile(cand, op);
     if (!c.ok) {
       EvalReport r;
       r.compile = c;
@@ -86,7 +85,7 @@ Verdict check_one(const CheckEntry& e, const Op& op, Evaluator* ev, const std::s
   try {
     CheckEntry judged = e;
     if (!base) judged.t.baseline.reset(), judged.t.baseline_ref.reset();  // new kernel: the other gates only
-    Verdict v = judge(judged, ev->evaluate(op, cand, false, base ? &*base : nullptr));
+    Verdict v = judge(judged, ev.evaluate(op, cand, EvalMode::score, base ? &*base : nullptr));
     v.entry = e;
     v.baseline_note = e.baseline_note;
     return v;
@@ -106,18 +105,10 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
   // The queue's mutex guards `out` and `done` too.
   WorkQueue queue(entries.size(), nullptr);
   std::mutex& mu = queue.mutex();
-  const Compiler compiler(find_cuda_paths(), o.cache);
   auto worker = [&](int gpu) {
     EvalOptions eo = o.eval;
     eo.gpu = gpu;
-    std::unique_ptr<Evaluator> ev;
-    std::string no_gpu, arch = eo.arch.empty() ? "sm_90a" : eo.arch;
-    try {
-      ev = std::make_unique<Evaluator>(eo, o.cache);
-      arch = ev->arch();
-    } catch (const EnvError& err) {
-      no_gpu = err.what();
-    }
+    Evaluator ev(eo, o.cache);  // finds the GPU on first use: compiles without one
     for (;;) {
       size_t i;
       {
@@ -131,7 +122,7 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
       try {
         Op op = load_op(entries[i].op);
         o.overrides.apply(op);
-        v = check_one(entries[i], op, ev.get(), no_gpu, compiler, arch);
+        v = check_one(entries[i], op, ev);
         v.precision = std::string(precision_name(op.precision));
         v.atol = op.tolerance.atol;
         v.rtol = op.tolerance.rtol;

@@ -66,25 +66,20 @@ Command add_eval_command(CLI::App& app) {
         opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
         args->measure.apply(opt);
         auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
-        // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
-        std::unique_ptr<Evaluator> ev;
-        try {
-          ev = std::make_unique<Evaluator>(opt, cache);
-        } catch (const EnvError&) {
-          std::string source;
-          std::string arch = args->arch.empty() ? default_arch(args->gpu, &source) : args->arch;
-          Compiler compiler(find_cuda_paths(), cache);
-          CompileResult r = compile_checked(cand, &op, compiler, arch);
+        Evaluator ev(opt, cache);
+        if (const std::string& no_gpu = ev.gpu_problem(); !no_gpu.empty()) {
+          // Compile errors are the candidate's failure (exit 1) even on a machine without a GPU.
+          CompileResult r = ev.compile(cand, op);
           if (!r.ok) {
             if (args->json)
               print_json({{"candidate", args->candidate}, {"tier", -1}, {"compile", {{"ok", false}, {"log", r.log}}}});
             else
-              fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, arch, r.log);
+              fmt::print("{}: compile failed ({})\n{}\ntier -1: does not compile\n", args->candidate, ev.arch(), r.log);
             return static_cast<int>(ExitCode::failed);
           }
-          throw;
+          throw EnvError(no_gpu);
         }
-        EvalReport rep = ev->evaluate(op, cand);
+        EvalReport rep = ev.evaluate(op, cand);
         if (args->json)
           print_json(report_json(rep));
         else

@@ -61,33 +61,24 @@ Command add_profile_command(CLI::App& app) {
               else
                 fmt::print("{}: {}\n{}", a->candidate, op.name, out.text);
             };
-            std::unique_ptr<Evaluator> ev;
-            std::string no_gpu;
-            try {
-              ev = std::make_unique<Evaluator>(opt, cache);
-            } catch (const EnvError& e) {
-              no_gpu = e.what();
-            }
-            if (!ev) {
+            Evaluator ev(opt, cache);
+            if (const std::string& no_gpu = ev.gpu_problem(); !no_gpu.empty()) {
               // Without a GPU: the static part (registers, shared memory, occupancy) still helps.
-              std::string source;
-              std::string arch = a->arch.empty() ? default_arch(a->gpu, &source) : a->arch;
-              Compiler compiler(find_cuda_paths(), cache);
-              CompileResult r = compile_checked(cand, &op, compiler, arch);
+              CompileResult r = ev.compile(cand, op);
               if (!r.ok) {
-                fmt::print("{}: compile failed ({})\n{}", a->candidate, arch, r.log);
+                fmt::print("{}: compile failed ({})\n{}", a->candidate, ev.arch(), r.log);
                 return static_cast<int>(ExitCode::failed);
               }
               print(profile::render_profile(op, cand, r, nullptr, no_gpu));
               return static_cast<int>(ExitCode::environment);
             }
-            const Op& shapes = op.ref_kind == RefKind::python ? ev->pytorch_reference(op).op : op;
-            EvalReport rep = ev->evaluate(op, cand, /*per_launch=*/true);
+            const ResolvedOp shapes = ev.resolve(op);
+            EvalReport rep = ev.evaluate(shapes, cand, EvalMode::profile);
             if (!rep.compile.ok) {
               fmt::print("{}: compile failed ({})\n{}", a->candidate, rep.arch, rep.compile.log);
               return static_cast<int>(ExitCode::failed);
             }
-            print(profile::render_profile(shapes, cand, rep.compile, &rep, ""));
+            print(profile::render_profile(shapes.op, cand, rep.compile, &rep, ""));
             return static_cast<int>(rep.outcome.correct ? ExitCode::ok : ExitCode::failed);
           }};
 }

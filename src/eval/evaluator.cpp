@@ -17,6 +17,7 @@
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/harness_source.hpp"
+#include "kagent/eval/runner_messages.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/peaks.hpp"
 #include "kagent/spec/op_overrides.hpp"
@@ -66,8 +67,24 @@ std::string render_errors(const EvalOutcome& o) {
 Evaluator::Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache)
     : opt_(std::move(options)), compiler_(find_cuda_paths(), cache) {
   cache_dir_ = cache ? cache->dir() : CompileCache::default_dir();
+}
+
+Evaluator::~Evaluator() {
+  runner_.reset();
+  std::error_code ec;
+  if (!work_dir_.empty()) std::filesystem::remove_all(work_dir_, ec);
+}
+
+void Evaluator::probe() {
+  if (probed_) return;
   GpuInventory inv = query_gpus();
-  if (inv.gpus.empty()) throw EnvError(fmt::format("no GPU to evaluate on: {}", inv.problem));
+  if (inv.gpus.empty()) {
+    // Compiling still works: at --arch, else the target every compile-only path uses.
+    gpu_problem_ = fmt::format("no GPU to evaluate on: {}", inv.problem);
+    arch_ = opt_.arch.empty() ? std::string(kNoGpuArch) : opt_.arch;
+    probed_ = true;
+    return;
+  }
   if (opt_.gpu < 0 || opt_.gpu >= static_cast<int>(inv.gpus.size()))
     throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s)", opt_.gpu, inv.gpus.size()));
   const GpuInfo& g = inv.gpus[static_cast<size_t>(opt_.gpu)];
@@ -75,17 +92,37 @@ Evaluator::Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache)
   driver_version_ = inv.driver_version;
   arch_ = opt_.arch.empty() ? arch_for_capability(g.cc_major, g.cc_minor) : opt_.arch;
   check_arch(arch_);
+  probed_ = true;
+}
+
+void Evaluator::require_gpu() {
+  probe();
+  if (!gpu_problem_.empty()) throw EnvError(gpu_problem_);
+  if (runner_) return;
+  work_dir_ = make_work_dir();
   RunnerOptions ro;
   ro.runner_path = runner_path(opt_);
   ro.gpu = opt_.gpu;
   runner_ = std::make_unique<RunnerClient>(ro);
-  work_dir_ = make_work_dir();
 }
 
-Evaluator::~Evaluator() {
-  runner_.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(work_dir_, ec);
+const std::string& Evaluator::gpu_problem() {
+  probe();
+  return gpu_problem_;
+}
+
+const std::string& Evaluator::arch() {
+  probe();
+  return arch_;
+}
+
+CompileResult Evaluator::compile(const Candidate& cand, const Op& op) {
+  return compile_checked(cand, &op, compiler_, arch());
+}
+
+RunnerClient& Evaluator::runner() {
+  require_gpu();
+  return *runner_;
 }
 
 std::string Evaluator::write_cubin(const CompileResult& r) {
@@ -102,6 +139,7 @@ std::string Evaluator::harness_cubin() {
 }
 
 std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
+  require_gpu();
   if (peaks_) return peaks_;
   if (!peaks_error_.empty()) {
     if (why) *why = peaks_error_;
@@ -116,15 +154,16 @@ std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
     if (auto cached = profile::read_peaks(file)) return peaks_ = cached;
   nlohmann::json rq = {{"cmd", "peaks"}, {"gpu", opt_.gpu}, {"harness_cubin_path", harness_cubin()}};
   RunnerReply reply = runner_->request(rq, std::chrono::seconds(120));
+  std::optional<RunnerResult> result;
   if (!reply.ok())
     peaks_error_ = "measuring the GPU's peaks: " + reply.message;
-  else if (!reply.body.value("ok", false))
-    peaks_error_ = reply.body.value("error", "measuring the GPU's peaks failed");
+  else if (result = reply.body.get<RunnerResult>(); !result->ok || !result->peaks)
+    peaks_error_ = result->error.empty() ? std::string("measuring the GPU's peaks failed") : result->error;
   if (!peaks_error_.empty()) {
     if (why) *why = peaks_error_;
     return std::nullopt;
   }
-  DevicePeaks p = reply.body.at("peaks").get<DevicePeaks>();
+  DevicePeaks p = *result->peaks;
   p.uuid = gpu_uuid_;
   try {
     profile::write_peaks(file, p);
@@ -134,7 +173,13 @@ std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
   return peaks_ = p;
 }
 
+ResolvedOp Evaluator::resolve(const Op& op) {
+  if (op.ref_kind == RefKind::cuda) return {op};
+  return {pytorch_reference(op).op};
+}
+
 const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
+  require_gpu();  // the reference server runs on this GPU
   const std::string key = op.reference.string() + "|" + std::string(precision_name(op.precision));
   if (ref_server_ && loaded_key_ == key) return loaded_;
   if (!ref_server_) ref_server_ = std::make_unique<RefServer>(opt_.gpu);
@@ -154,8 +199,8 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   return loaded_;
 }
 
-const RefBaselines& Evaluator::pytorch_baselines(const Op& op) {
-  pytorch_reference(op);
+const RefBaselines& Evaluator::pytorch_baselines(const ResolvedOp& op) {
+  pytorch_reference(op.op);
   measure_torch_baselines();
   return *loaded_.baselines;
 }
@@ -173,7 +218,15 @@ GpuLock Evaluator::lock_gpu(const std::string& what) const {
   });
 }
 
-EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_launch, const Candidate* baseline) {
+EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand, EvalMode mode, const Candidate* baseline) {
+  return evaluate(resolve(op), cand, mode, baseline);
+}
+
+EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
+                               const Candidate* baseline) {
+  require_gpu();
+  const Op& op_in = resolved.op;
+  const bool per_launch = mode == EvalMode::profile;
   EvalReport rep;
   rep.candidate = cand.path.string();
   rep.op = op_in.name;
@@ -246,16 +299,36 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
   }
 
   // The runner asks for each trial of a PyTorch reference; the server makes it. A server failure
-  // is the reference's fault, not the candidate's: it is raised once the runner has answered.
+  // (or a runner of another message version) is not the candidate's fault: it is raised once the
+  // runner has answered.
   std::exception_ptr server_failure;
-  NeedHandler on_need = [&](const nlohmann::json& need) -> nlohmann::json {
-    if (need.value("need", "") != "trial" || !ref_server_) return {{"error", "unexpected request " + need.dump()}};
+  NeedHandler on_need = [&](const nlohmann::json& msg) -> nlohmann::json {
+    TrialAnswer answer;
+    TrialNeed need;
     try {
-      return ref_server_->trial(need.at("seed").get<uint64_t>());
+      need = msg.get<TrialNeed>();
+    } catch (const EnvError& e) {
+      server_failure = std::current_exception();
+      answer.error = e.what();
+      return answer;
+    } catch (const std::exception&) {
+      answer.error = "unexpected request " + msg.dump();
+      return answer;
+    }
+    if (!ref_server_) {
+      answer.error = "unexpected request " + msg.dump();
+      return answer;
+    }
+    try {
+      nlohmann::json trial = ref_server_->trial(need.seed);
+      answer.tensors = trial.at("tensors").get<std::vector<IpcTensorRef>>();
+      answer.fp64_note = trial.value("fp64_note", "");
     } catch (const std::exception& e) {
       server_failure = std::current_exception();
-      return {{"error", e.what()}};
+      answer = TrialAnswer{};
+      answer.error = e.what();
     }
+    return answer;
   };
   auto timeout = opt_.timeout;
   if (deadline_) {
@@ -274,13 +347,14 @@ EvalReport Evaluator::evaluate(const Op& op_in, const Candidate& cand, bool per_
     rep.outcome.failure_stage = reply.failure == RunnerReply::Failure::timeout ? "timeout" : "crash";
     rep.outcome.message = reply.message;
     if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
-  } else if (!reply.body.value("ok", false)) {
-    std::string err = reply.body.value("error", "unknown runner error");
-    if (reply.body.value("environment", false)) throw EnvError(err);
+  } else if (RunnerResult result = reply.body.get<RunnerResult>(); !result.ok) {
+    std::string err = result.error.empty() ? std::string("unknown runner error") : result.error;
+    if (result.environment) throw EnvError(err);
     throw Error(ExitCode::environment, "kagent-runner: " + err);
   } else {
+    if (!result.outcome) throw Error(ExitCode::environment, "kagent-runner: its reply has no outcome");
     rep.ran = true;
-    rep.outcome = reply.body.at("outcome").get<EvalOutcome>();
+    rep.outcome = std::move(*result.outcome);
     if (rep.outcome.reference_time) reference_times_[ref_key] = *rep.outcome.reference_time;
   }
   if (rep.outcome.candidate_time && !rep.outcome.reference_time && cached_ref != reference_times_.end()) {
@@ -344,8 +418,8 @@ std::string render_report(const EvalReport& r) {
       out += fmt::format("torch.compile: no time ({}); tier 3 is out of reach\n", r.torch->compile_error);
     out += fmt::format("bandwidth: {:.0f} GB/s achieved ({:.1f}% of peak), memory floor {:.4f} ms for {} bytes\n",
                        o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
-    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\nknobs: {}\n",
-                       o.flush_bytes >> 20, stop_rule_text(o.stop_rule), knobs_text(o.knobs));
+    out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\nknobs: {}\n", o.flush_bytes >> 20,
+                       stop_rule_text(o.stop_rule), knobs_text(o.knobs));
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

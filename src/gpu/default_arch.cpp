@@ -12,7 +12,7 @@ std::string default_arch(int gpu, std::string* source) {
   GpuInventory inv = query_gpus();
   if (inv.gpus.empty()) {
     if (source) *source = "default: no GPU found";
-    return "sm_90a";
+    return kNoGpuArch;
   }
   if (gpu < 0 || gpu >= static_cast<int>(inv.gpus.size()))
     throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s), numbered 0 to {}", gpu, inv.gpus.size(),

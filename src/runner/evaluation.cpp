@@ -67,10 +67,13 @@ void Evaluation::new_inputs(int trial) {
 void Evaluation::import_trial(int trial) {
   phase(fmt::format("trial {}: waiting for the reference server", trial));
   const uint64_t trial_seed = splitmix64(rq_.seed + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(trial + 1));
-  nlohmann::json answer = ask_({{"need", "trial"}, {"trial", trial}, {"seed", trial_seed}});
-  if (answer.contains("error")) throw ReferenceFailure(answer["error"].get<std::string>());
-  trial_refs_ = answer.at("tensors").get<std::vector<IpcTensorRef>>();
-  if (answer.contains("fp64_note") && answer["fp64_note"].is_string()) fp64_note_ = answer["fp64_note"];
+  TrialNeed need;
+  need.trial = trial;
+  need.seed = trial_seed;
+  TrialAnswer answer = ask_(need);
+  if (!answer.error.empty()) throw ReferenceFailure(answer.error);
+  trial_refs_ = std::move(answer.tensors);
+  if (!answer.fp64_note.empty()) fp64_note_ = answer.fp64_note;
   phase(fmt::format("trial {}: importing the reference inputs", trial));
   IpcImport imp(refs_of(rq_.inputs));
   for (size_t i = 0; i < rq_.inputs.size(); ++i)

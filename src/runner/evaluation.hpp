@@ -16,6 +16,7 @@
 
 #include "harness.hpp"
 #include "kagent/eval/protocol.hpp"
+#include "kagent/eval/runner_messages.hpp"
 
 namespace kagent::runner {
 
@@ -24,8 +25,8 @@ struct EvaluationResult {
   bool restart = false;  // a sticky CUDA error: the context is unusable, the runner must exit
 };
 
-// Sends one "need" message to kagent and returns its answer (main.cpp owns the channel).
-using AskKagent = std::function<nlohmann::json(const nlohmann::json& need)>;
+// Asks kagent for a trial's tensors and returns its answer (main.cpp owns the channel).
+using AskKagent = std::function<TrialAnswer(const TrialNeed& need)>;
 
 EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask);
 

@@ -15,6 +15,7 @@
 
 #include "evaluation.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/eval/runner_messages.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/sandbox/network.hpp"
 #include "peaks.hpp"
@@ -50,26 +51,35 @@ struct State {
   std::string harness_path;
 };
 
-// In the middle of request `id`: sends {"id", "need", ...} and reads kagent's answer line.
-nlohmann::json ask_kagent(const nlohmann::json& id, const nlohmann::json& need) {
+// In the middle of request `id`: asks kagent for a trial's tensors and reads its answer line.
+TrialAnswer ask_kagent(const nlohmann::json& id, const TrialNeed& need) {
   nlohmann::json msg = need;
   msg["id"] = id;
   reply(msg);
   std::string line;
   if (!std::getline(std::cin, line)) std::_Exit(0);  // kagent is gone: nobody to answer to
   nlohmann::json answer = nlohmann::json::parse(line, nullptr, false);
-  if (!answer.is_object() || answer.value("id", nlohmann::json()) != id)
-    return {{"error", "kagent's answer to a runner request is malformed or for another request"}};
-  return answer;
+  TrialAnswer out;
+  if (!answer.is_object() || answer.value("id", nlohmann::json()) != id) {
+    out.error = "kagent's answer to a runner request is malformed or for another request";
+    return out;
+  }
+  try {
+    out = answer.get<TrialAnswer>();
+  } catch (const std::exception& e) {
+    out = TrialAnswer{};
+    out.error = fmt::format("kagent's answer to a runner request: {}", e.what());
+  }
+  return out;
 }
 
 // The GPU and kagent's harness kernels, set up on first use. False (with the error in `out`) when
 // they cannot be; `keep_going` false when the runner must exit after replying (a sticky error).
-bool prepare(State& s, int gpu, const std::string& harness_cubin_path, nlohmann::json& out, bool& keep_going) {
+bool prepare(State& s, int gpu, const std::string& harness_cubin_path, RunnerResult& out, bool& keep_going) {
   keep_going = true;
   if (gpu != gpu_ordinal()) {
-    out["ok"] = false;
-    out["error"] = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), gpu);
+    out.ok = false;
+    out.error = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), gpu);
     return false;
   }
   try {
@@ -81,55 +91,54 @@ bool prepare(State& s, int gpu, const std::string& harness_cubin_path, nlohmann:
     }
     return true;
   } catch (const CudaError& e) {
-    out["ok"] = false;
-    out["environment"] = true;  // no GPU or no driver: kagent exits 3
-    out["error"] = e.what();
+    out.ok = false;
+    out.environment = true;  // no GPU or no driver: kagent exits 3
+    out.error = e.what();
     keep_going = !e.sticky();
   } catch (const std::exception& e) {
-    out["ok"] = false;
-    out["error"] = e.what();
+    out.ok = false;
+    out.error = e.what();
   }
   return false;
 }
 
 // Returns false when the runner must exit after replying (a sticky CUDA error).
-bool handle_evaluate(State& s, const nlohmann::json& req, nlohmann::json& out) {
+bool handle_evaluate(State& s, const nlohmann::json& req, RunnerResult& out) {
   EvalRequest rq;
   try {
     rq = req.get<EvalRequest>();
   } catch (const std::exception& e) {
-    out["ok"] = false;
-    out["error"] = fmt::format("bad evaluate request: {}", e.what());
+    out.ok = false;
+    out.error = fmt::format("bad evaluate request: {}", e.what());
     return true;
   }
   bool keep_going = true;
   if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
   const nlohmann::json id = req.value("id", nlohmann::json());
-  EvaluationResult r =
-      evaluate(*s.device, *s.harness, rq, [&](const nlohmann::json& need) { return ask_kagent(id, need); });
-  out["ok"] = true;
-  out["outcome"] = r.outcome;
-  out["restart"] = r.restart;
+  EvaluationResult r = evaluate(*s.device, *s.harness, rq, [&](const TrialNeed& need) { return ask_kagent(id, need); });
+  out.ok = true;
+  out.outcome = r.outcome;
+  out.restart = r.restart;
   return !r.restart;
 }
 
 // {"cmd": "peaks", "gpu": N, "harness_cubin_path": "..."}: this GPU's copy bandwidth and FP32
 // matrix-product throughput (peaks.hpp). Only kagent's own kernels run, so a CUDA error here is
 // the environment's.
-bool handle_peaks(State& s, const nlohmann::json& req, nlohmann::json& out) {
+bool handle_peaks(State& s, const nlohmann::json& req, RunnerResult& out) {
   bool keep_going = true;
   if (!prepare(s, req.value("gpu", -1), req.value("harness_cubin_path", ""), out, keep_going)) return keep_going;
   try {
-    out["peaks"] = measure_peaks(*s.device, *s.harness);
-    out["ok"] = true;
+    out.peaks = measure_peaks(*s.device, *s.harness);
+    out.ok = true;
   } catch (const CudaError& e) {
-    out["ok"] = false;
-    out["error"] = fmt::format("measuring the GPU's peaks: {}", e.what());
-    out["restart"] = e.sticky();
+    out.ok = false;
+    out.error = fmt::format("measuring the GPU's peaks: {}", e.what());
+    out.restart = e.sticky();
     return !e.sticky();
   } catch (const std::exception& e) {
-    out["ok"] = false;
-    out["error"] = fmt::format("measuring the GPU's peaks: {}", e.what());
+    out.ok = false;
+    out.error = fmt::format("measuring the GPU's peaks: {}", e.what());
   }
   return true;
 }
@@ -185,10 +194,10 @@ int main(int argc, char** argv) {
       out["ok"] = true;
       reply(out);
       break;
-    } else if (cmd == "evaluate") {
-      keep_going = handle_evaluate(state, req, out);
-    } else if (cmd == "peaks") {
-      keep_going = handle_peaks(state, req, out);
+    } else if (cmd == "evaluate" || cmd == "peaks") {
+      RunnerResult result;
+      keep_going = cmd == "evaluate" ? handle_evaluate(state, req, result) : handle_peaks(state, req, result);
+      out.update(nlohmann::json(result));
     } else {
       out["ok"] = false;
       out["error"] = fmt::format("unknown cmd '{}'", cmd);

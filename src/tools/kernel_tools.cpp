@@ -165,7 +165,7 @@ class ProfileTool : public Tool {
     if (ctx_.evaluator != nullptr) {
       try {
         ctx_.evaluator->set_deadline(deadline());
-        rep = ctx_.evaluator->evaluate(ctx_.op, c, /*per_launch=*/true);
+        rep = ctx_.evaluator->evaluate(ctx_.op, c, EvalMode::profile);
         ctx_.last_report[rel] = *rep;
         if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, *rep);
       } catch (const InputError& e) {

@@ -85,7 +85,7 @@ TEST_F(Bounds, HonestKernelsAreNeverFlagged) {
                                                         {"softmax/cand_bf16_pipeline.cu", "softmax/op.json"}}) {
     SCOPED_TRACE(cand);
     EvalReport e = ev->evaluate(load_op(test::examples_dir() / op), load_candidate(test::examples_dir() / cand),
-                                /*per_launch=*/true);
+                                EvalMode::profile);
     EXPECT_TRUE(e.outcome.correct) << e.outcome.failure_stage << ": " << e.outcome.message;
   }
 }

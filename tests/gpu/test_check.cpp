@@ -29,7 +29,7 @@ class CheckGpu : public test::GpuTest {
     e.t.baseline = baseline;
     e.t.max_regression = margin_pct;
     Candidate k = load_candidate(kernel), b = load_candidate(baseline);
-    return check::judge(e, ev->evaluate(op, k, false, &b));
+    return check::judge(e, ev->evaluate(op, k, EvalMode::score, &b));
   }
   static std::string naive() { return (test::examples_dir() / "vector_add/cand_naive.cu").string(); }
   static std::string kernel(const std::string& name) {

@@ -20,9 +20,9 @@ namespace {
 
 class CuptiGpu : public test::GpuTest {
  protected:
-  EvalReport eval(const std::string& kernel, bool per_launch = false) {
+  EvalReport eval(const std::string& kernel, EvalMode mode = EvalMode::score) {
     Op op = load_op(test::examples_dir() / "vector_add/op.json");
-    return ev->evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels" / kernel), per_launch);
+    return ev->evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels" / kernel), mode);
   }
   // The cross-check's result, or a skip when CUPTI could not run here.
   const CuptiCheck& cupti(const EvalReport& r) {
@@ -83,7 +83,7 @@ TEST_F(CuptiGpu, KernelDurationsAgreeWithTheEventTiming) {
 }
 
 TEST_F(CuptiGpu, ProfileBreakdownCarriesCuptiDurations) {
-  EvalReport r = eval("fifty_launches.cu", /*per_launch=*/true);
+  EvalReport r = eval("fifty_launches.cu", EvalMode::profile);
   ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
   ASSERT_EQ(r.outcome.launch_times.size(), 50u);
   if (!r.outcome.cupti || !r.outcome.cupti->ran) GTEST_SKIP() << "CUPTI not usable here";
@@ -110,7 +110,7 @@ TEST_F(CuptiGpu, CountersNameTheLimiter) {
                         Case{"tests/gpu/kernels/fma_chain.cu", "examples/vector_add/op.json", "compute-bound"}}) {
     SCOPED_TRACE(k.kernel);
     Op op = load_op(test::source_dir() / k.op);
-    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), /*per_launch=*/true);
+    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), EvalMode::profile);
     ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
     const std::string& note = r.outcome.metrics_note;
     if (note.find("INSUFFICIENT_PRIVILEGES") != std::string::npos || note.find("administrators") != std::string::npos)
@@ -178,7 +178,7 @@ TEST_F(CuptiGpu, RooflineCountsFlopsAndBytes) {
                         Case{"tests/gpu/kernels/fma_chain.cu", "examples/vector_add/op.json", 2001, 12, "compute"}}) {
     SCOPED_TRACE(k.kernel);
     Op op = load_op(test::source_dir() / k.op);
-    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), /*per_launch=*/true);
+    EvalReport r = ev->evaluate(op, load_candidate(test::source_dir() / k.kernel), EvalMode::profile);
     ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
     if (!r.outcome.metrics_note.empty()) GTEST_SKIP() << "no counters here: " << r.outcome.metrics_note;
     ASSERT_TRUE(r.peaks.has_value()) << r.peaks_note;

@@ -70,7 +70,7 @@ TEST_F(GpuEval, ExamplesAreCorrectAndTimed) {
 TEST_F(GpuEval, PerLaunchTimesAddUpToThePlan) {
   // cand_scratch.cu: two launches (row_stats, row_normalize) through a scratch buffer.
   Op op = load_op(test::examples_dir() / "softmax/op.json");
-  EvalReport r = ev().evaluate(op, load_candidate(example("softmax/cand_scratch.cu")), /*per_launch=*/true);
+  EvalReport r = ev().evaluate(op, load_candidate(example("softmax/cand_scratch.cu")), EvalMode::profile);
   ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
   ASSERT_EQ(r.outcome.launch_times.size(), 2u);
   EXPECT_EQ(r.outcome.launch_times[0].kernel, "row_stats");
@@ -243,7 +243,7 @@ TEST_F(GpuEval, RunnerRefusesARequestForAnotherGpu) {
 TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
   opts.knobs = MeasureKnobs{1, 0.0, 2, 3, 4};
   Op op = load_op(test::examples_dir() / "vector_add/op.json");
-  EvalReport r = ev().evaluate(op, load_candidate(example("vector_add/cand_naive.cu")), /*per_launch=*/true);
+  EvalReport r = ev().evaluate(op, load_candidate(example("vector_add/cand_naive.cu")), EvalMode::profile);
   ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
   EXPECT_EQ(r.outcome.knobs.check_every, 2);
   ASSERT_TRUE(r.outcome.candidate_time.has_value());
@@ -252,7 +252,8 @@ TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
   if (r.outcome.cupti && r.outcome.cupti->ran) {
     EXPECT_EQ(r.outcome.cupti->samples, 3);
   }
-  EXPECT_TRUE(has(render_report(r), "knobs: warm-up >= 1 samples and >= 0 ms GPU busy; outputs re-checked every 2 "
-                                    "sample(s); CUPTI cross-check 3 samples; per-launch timing 4 samples"))
+  EXPECT_TRUE(has(render_report(r),
+                  "knobs: warm-up >= 1 samples and >= 0 ms GPU busy; outputs re-checked every 2 "
+                  "sample(s); CUPTI cross-check 3 samples; per-launch timing 4 samples"))
       << render_report(r);
 }

@@ -2,6 +2,8 @@
 // as cached; a file from another measurement method or a damaged one is measured again.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "kagent/common/files.hpp"
 #include "kagent/profile/peaks.hpp"
 #include "test_util.hpp"
@@ -68,4 +70,29 @@ TEST(PeaksCache, OtherMethodsAndDamagedFilesAreMeasuredAgain) {
   zero.copy_gbs = 0;
   write_peaks(file, zero);
   EXPECT_FALSE(read_peaks(file).has_value());
+}
+
+// The file carries "version"; a file of another version (or none: before versions) is measured
+// again, and why names the file and both versions.
+TEST(PeaksCache, AnotherFileVersionIsMeasuredAgain) {
+  test::TempDir dir;
+  auto file = peaks_file(dir.path(), "GPU-2", 13000);
+  DevicePeaks p = measured();
+  write_peaks(file, p);
+  nlohmann::json j = nlohmann::json::parse(read_text_file(file));
+  EXPECT_EQ(j.at("version"), kPeaksFileVersion);
+  EXPECT_EQ(j.get<PeaksFile>().peaks.copy_gbs, 2900);  // the struct round-trips
+
+  j["version"] = kPeaksFileVersion + 1;
+  write_file_atomic(file, j.dump());
+  std::string why;
+  EXPECT_FALSE(read_peaks(file, &why).has_value());
+  EXPECT_NE(why.find(file.string()), std::string::npos) << why;
+  EXPECT_NE(why.find(fmt::format("version {}", kPeaksFileVersion + 1)), std::string::npos) << why;
+  EXPECT_NE(why.find(fmt::format("reads version {}", kPeaksFileVersion)), std::string::npos) << why;
+
+  j.erase("version");
+  write_file_atomic(file, j.dump());
+  EXPECT_FALSE(read_peaks(file, &why).has_value());
+  EXPECT_NE(why.find("no version"), std::string::npos) << why;
 }

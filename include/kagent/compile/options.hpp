@@ -30,5 +30,7 @@ std::optional<int> arch_number(std::string_view arch);
 void check_arch(const std::string& arch);
 // The architecture name for a compute capability: Hopper and newer get their "a" target.
 std::string arch_for_capability(int major, int minor);
+// The compile target when no GPU says otherwise (a machine without one, no --arch).
+inline constexpr const char* kNoGpuArch = "sm_90a";
 
 }  // namespace kagent

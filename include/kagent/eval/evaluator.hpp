@@ -1,7 +1,9 @@
 #pragma once
 // The orchestrator side of an evaluation: compile the candidate (and the native reference and
 // kagent's harness kernels), hand them to this GPU's runner, turn the outcome into a reward.
-// kagent itself never creates a CUDA context.
+// kagent itself never creates a CUDA context. The GPU is lazy: an Evaluator compiles on any
+// machine; the first call that needs the GPU finds it and starts the runner, and throws EnvError
+// there when there is none. So a caller has one Evaluator for compiling and for evaluating.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -50,27 +52,55 @@ struct EvalReport {
   bool reference_time_cached = false;  // the reference was timed by an earlier evaluation
   std::optional<RefBaselines> torch;   // PyTorch references: the server's eager/compile timings
   std::string baseline_error;          // a baseline kernel was given but does not compile (its log)
-  // With per_launch (the profile), for a correct candidate: this GPU's measured roofs, or why not.
+  // With EvalMode::profile, for a correct candidate: this GPU's measured roofs, or why not.
   std::optional<DevicePeaks> peaks;
   std::string peaks_note;
 };
 
+// What an evaluation measures besides correctness and the plan's time (EvalOptions::timing).
+enum class EvalMode {
+  score,    // the verdict and reward: kagent eval, the evaluate tool, bench, check
+  profile,  // also each launch timed on its own, hardware counters and this GPU's peaks (profile)
+};
+
+// An operator as candidates see it, resolved once (Evaluator::resolve): for a PyTorch reference,
+// its problem file loaded in the evaluator's reference server and the signature filled in
+// (tensors and scalars as the candidate sees them); a native operator as it is.
+struct ResolvedOp {
+  Op op;
+};
+
 class Evaluator {
  public:
-  // Throws EnvError when no GPU can be used (no driver, no device).
+  // Touches no GPU and starts nothing.
   Evaluator(EvalOptions options, std::shared_ptr<CompileCache> cache);
   ~Evaluator();
 
-  // Throws InputError for a bad plan (unknown kernel, wrong argument count or size, unknown
-  // tensor) found before the GPU, EnvError for a missing environment. Everything about the
-  // candidate itself (compile errors, faults, hangs, wrong results) is in the report.
-  // With per_launch, also each launch of the plan timed on its own (the profile tool). With a
-  // baseline (the previous version of the kernel), a correct, timed candidate is also compared
-  // with it sample by sample in alternation (outcome.ab).
-  EvalReport evaluate(const Op& op, const Candidate& cand, bool per_launch = false,
-                      const Candidate* baseline = nullptr);
+  // Why this machine cannot evaluate ("no GPU to evaluate on: ..."), "" when it can. Asks the
+  // driver once; starts nothing. Throws InputError for a GPU index the machine does not have, or
+  // (with a GPU) an --arch this NVRTC does not know.
+  const std::string& gpu_problem();
+  // The compile target: EvalOptions::arch, else the GPU's, else (no GPU) kNoGpuArch.
+  const std::string& arch();
+  // Compiles the candidate at arch() and checks its plan against the op (InputError for a bad
+  // plan): works without a GPU.
+  CompileResult compile(const Candidate& cand, const Op& op);
 
-  const std::string& arch() const { return arch_; }
+  // The op as candidates see it. A PyTorch reference needs the GPU: starts the reference server
+  // on first use and loads the problem file (once per op and precision). Throws EnvError (no
+  // GPU, no python3/torch, out of memory) or InputError (problem errors).
+  ResolvedOp resolve(const Op& op);
+
+  // Needs the GPU (EnvError without one, with gpu_problem()'s message). Throws InputError for a
+  // bad plan (unknown kernel, wrong argument count or size, unknown tensor) found before the GPU.
+  // Everything about the candidate itself (compile errors, faults, hangs, wrong results) is in the
+  // report. With a baseline (the previous version of the kernel), a correct, timed candidate is
+  // also compared with it sample by sample in alternation (outcome.ab).
+  EvalReport evaluate(const ResolvedOp& op, const Candidate& cand, EvalMode mode = EvalMode::score,
+                      const Candidate* baseline = nullptr);
+  // evaluate(resolve(op), ...), for callers that need nothing else of the resolved op.
+  EvalReport evaluate(const Op& op, const Candidate& cand, EvalMode mode = EvalMode::score,
+                      const Candidate* baseline = nullptr);
 
   // Evaluations end by this moment (the agent's time budget): the runner's timeout is cut to
   // what is left, at least a second. nullopt: only EvalOptions::timeout.
@@ -78,25 +108,29 @@ class Evaluator {
 
   // This GPU's copy bandwidth and FP32 matrix-product throughput: from the cache (one file per GPU
   // and driver under the compile cache's folder), else measured by the runner (about a second) and
-  // cached. nullopt with *why when they cannot be measured; a failure is not retried.
+  // cached. nullopt with *why when they cannot be measured; a failure is not retried. Needs the
+  // GPU (EnvError without one).
   std::optional<DevicePeaks> device_peaks(std::string* why);
-  RunnerClient& runner() { return *runner_; }
+  RunnerClient& runner();                                // needs the GPU (EnvError without one)
   RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
 
+  // A resolved PyTorch reference's eager and torch.compile baselines, measured now (or read from
+  // the cache) if not yet.
+  const RefBaselines& pytorch_baselines(const ResolvedOp& op);
+
+ private:
   // A PyTorch reference loaded in this evaluator's reference server: the op with its signature
-  // filled in (tensors and scalars as the candidate sees them) and the eager/compile baselines.
+  // filled in and the eager/compile baselines.
   struct PyTorchReference {
     Op op;
     RefSignature signature;
     std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
   };
-  // Starts the reference server on first use and loads the op's problem file (once per op and
-  // precision). Throws EnvError (no python3/torch, out of memory) or InputError (problem errors).
   const PyTorchReference& pytorch_reference(const Op& op);
-  // Its eager and torch.compile baselines, measured now (or read from the cache) if not yet.
-  const RefBaselines& pytorch_baselines(const Op& op);
-
- private:
+  // Finds the GPU (once): its arch, UUID and driver, or why there is none (gpu_problem_).
+  void probe();
+  // probe(), then EnvError without a GPU; starts the runner's client and work folder once.
+  void require_gpu();
   std::string write_cubin(const CompileResult& r);
   // This GPU to ourselves for one measurement (gpu_lock.hpp), saying so when it has to wait.
   GpuLock lock_gpu(const std::string& what) const;
@@ -105,11 +139,13 @@ class Evaluator {
 
   EvalOptions opt_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
+  bool probed_ = false;
+  std::string gpu_problem_;  // after probe(): "" with a GPU
   std::string arch_;
   Compiler compiler_;
-  std::unique_ptr<RunnerClient> runner_;
-  std::filesystem::path work_dir_;   // cubins handed to the runner; removed at destruction
-  std::filesystem::path cache_dir_;  // the compile cache's folder: the peaks are cached beside it
+  std::unique_ptr<RunnerClient> runner_;  // made by require_gpu()
+  std::filesystem::path work_dir_;        // cubins handed to the runner; removed at destruction
+  std::filesystem::path cache_dir_;       // the compile cache's folder: the peaks are cached beside it
   std::string gpu_uuid_;
   int driver_version_ = 0;
   std::optional<DevicePeaks> peaks_;

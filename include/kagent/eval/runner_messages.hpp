@@ -1,0 +1,64 @@
+#pragma once
+// The typed, versioned messages between kagent and kagent-runner besides the request itself
+// (protocol.hpp): the reply to "evaluate" and "peaks", and the trial exchange in the middle of an
+// evaluation of a PyTorch reference. runner_client.hpp has the framing (ids, JSON lines); both
+// sides read and write these structs only, so the JSON has one definition. Each message carries
+// "version"; a reader refuses one it does not know (a stale kagent-runner beside a new kagent).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/eval/protocol.hpp"
+
+namespace kagent {
+
+// Bump when a message below changes shape.
+inline constexpr int kRunnerMessageVersion = 1;
+
+// The runner's reply to "evaluate" and "peaks": {"id": N, "version": 1, "ok": bool, ...}.
+struct RunnerResult {
+  int version = kRunnerMessageVersion;
+  bool ok = false;
+  std::string error;                   // why not ok
+  bool environment = false;            // the error is the environment's (no GPU, no driver): kagent exits 3
+  bool restart = false;                // a sticky CUDA error: the runner exits after this reply
+  std::optional<EvalOutcome> outcome;  // "evaluate", when ok
+  std::optional<DevicePeaks> peaks;    // "peaks", when ok
+};
+
+// What the runner can ask kagent for in the middle of a request. Written by name.
+enum class RunnerNeed { trial };
+
+// The runner -> kagent: a PyTorch reference's trial t under `seed` (the reference server makes
+// its inputs and outputs). {"id": N, "need": "trial", "version": 1, "trial": t, "seed": s}
+struct TrialNeed {
+  int version = kRunnerMessageVersion;
+  RunnerNeed need = RunnerNeed::trial;
+  int trial = 0;
+  uint64_t seed = 0;
+};
+
+// kagent -> the runner: the trial's tensors (inputs, then outputs, by name) shared by CUDA IPC,
+// or why not. {"id": N, "version": 1, "tensors": [...], "fp64_note": "..."} or {..., "error": "..."}
+struct TrialAnswer {
+  int version = kRunnerMessageVersion;
+  std::vector<IpcTensorRef> tensors;
+  std::string fp64_note;  // why no fp64 reference was sent ("" when one was, or not said)
+  std::string error;      // non-empty: the reference server failed; no tensors
+};
+
+// The readers throw EnvError for another version (naming the message and both versions) and
+// nlohmann's errors for missing fields.
+void to_json(nlohmann::json& j, const RunnerResult& r);
+void from_json(const nlohmann::json& j, RunnerResult& r);
+void to_json(nlohmann::json& j, RunnerNeed n);
+void from_json(const nlohmann::json& j, RunnerNeed& n);
+void to_json(nlohmann::json& j, const TrialNeed& n);
+void from_json(const nlohmann::json& j, TrialNeed& n);
+void to_json(nlohmann::json& j, const TrialAnswer& a);
+void from_json(const nlohmann::json& j, TrialAnswer& a);
+
+}  // namespace kagent

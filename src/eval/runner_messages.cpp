@@ -1,0 +1,82 @@
+#include "kagent/eval/runner_messages.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/versioned.hpp"
+
+namespace kagent {
+
+void to_json(nlohmann::json& j, const RunnerResult& r) {
+  j = {{"version", r.version}, {"ok", r.ok}};
+  if (!r.error.empty()) j["error"] = r.error;
+  if (r.environment) j["environment"] = true;
+  if (r.restart) j["restart"] = true;  // runner_client.cpp reads this key itself
+  if (r.outcome) j["outcome"] = *r.outcome;
+  if (r.peaks) j["peaks"] = *r.peaks;
+}
+
+void from_json(const nlohmann::json& j, RunnerResult& r) {
+  require_version(j, kRunnerMessageVersion, "kagent-runner's reply", "kagent");
+  r.version = kRunnerMessageVersion;
+  r.ok = j.at("ok").get<bool>();
+  r.error = j.value("error", "");
+  r.environment = j.value("environment", false);
+  r.restart = j.value("restart", false);
+  r.outcome.reset();
+  r.peaks.reset();
+  if (auto o = j.find("outcome"); o != j.end()) r.outcome = o->get<EvalOutcome>();
+  if (auto p = j.find("peaks"); p != j.end()) r.peaks = p->get<DevicePeaks>();
+}
+
+void to_json(nlohmann::json& j, RunnerNeed n) {
+  switch (n) {
+    case RunnerNeed::trial:
+      j = "trial";
+      return;
+  }
+  j = "unknown";
+}
+
+void from_json(const nlohmann::json& j, RunnerNeed& n) {
+  if (j.is_string() && j.get<std::string>() == "trial") {
+    n = RunnerNeed::trial;
+    return;
+  }
+  throw InputError(fmt::format("kagent-runner needs {}: kagent knows only \"trial\"", j.dump()));
+}
+
+void to_json(nlohmann::json& j, const TrialNeed& n) {
+  j = {{"need", n.need}, {"version", n.version}, {"trial", n.trial}, {"seed", n.seed}};
+}
+
+void from_json(const nlohmann::json& j, TrialNeed& n) {
+  require_version(j, kRunnerMessageVersion, "kagent-runner's request for a trial", "kagent");
+  n.version = kRunnerMessageVersion;
+  n.need = j.at("need").get<RunnerNeed>();
+  n.trial = j.at("trial").get<int>();
+  n.seed = j.at("seed").get<uint64_t>();
+}
+
+void to_json(nlohmann::json& j, const TrialAnswer& a) {
+  j = {{"version", a.version}};
+  if (!a.error.empty()) {
+    j["error"] = a.error;
+    return;
+  }
+  j["tensors"] = a.tensors;
+  if (!a.fp64_note.empty()) j["fp64_note"] = a.fp64_note;
+}
+
+void from_json(const nlohmann::json& j, TrialAnswer& a) {
+  require_version(j, kRunnerMessageVersion, "kagent's answer with a trial's tensors", "kagent-runner");
+  a = TrialAnswer{};
+  if (auto e = j.find("error"); e != j.end()) {
+    a.error = e->get<std::string>();
+    return;
+  }
+  a.tensors = j.at("tensors").get<std::vector<IpcTensorRef>>();
+  a.fp64_note = j.value("fp64_note", "");
+}
+
+}  // namespace kagent

@@ -1,0 +1,130 @@
+// The typed, versioned messages between kagent and kagent-runner (runner_messages.hpp): each
+// round-trips through its JSON, and a reader refuses a version it does not know, naming the
+// message and both versions.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/eval/runner_messages.hpp"
+
+using namespace kagent;
+
+namespace {
+
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+// The EnvError's message when `j` (with its "version" replaced) is read as T.
+template <typename T>
+std::string refusal(nlohmann::json j, const nlohmann::json& version) {
+  if (version.is_null())
+    j.erase("version");
+  else
+    j["version"] = version;
+  try {
+    (void)j.get<T>();
+  } catch (const EnvError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(RunnerMessages, AnEvaluateReplyRoundTrips) {
+  RunnerResult r;
+  r.ok = true;
+  r.restart = true;
+  r.outcome = EvalOutcome{};
+  r.outcome->correct = true;
+  r.outcome->failure_stage = "";
+  r.outcome->trials_run = 5;
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("version"), kRunnerMessageVersion);
+  EXPECT_EQ(j.at("restart"), true);  // runner_client.cpp reads this key itself
+  RunnerResult back = j.get<RunnerResult>();
+  EXPECT_TRUE(back.ok);
+  EXPECT_TRUE(back.restart);
+  EXPECT_FALSE(back.environment);
+  ASSERT_TRUE(back.outcome.has_value());
+  EXPECT_TRUE(back.outcome->correct);
+  EXPECT_EQ(back.outcome->trials_run, 5);
+  EXPECT_FALSE(back.peaks.has_value());
+}
+
+TEST(RunnerMessages, AFailedAndAPeaksReplyRoundTrip) {
+  RunnerResult failed;
+  failed.error = "cuInit failed: no CUDA-capable device is detected";
+  failed.environment = true;
+  RunnerResult back = nlohmann::json(failed).get<RunnerResult>();
+  EXPECT_FALSE(back.ok);
+  EXPECT_TRUE(back.environment);
+  EXPECT_EQ(back.error, failed.error);
+  EXPECT_FALSE(back.outcome.has_value());
+
+  RunnerResult peaks;
+  peaks.ok = true;
+  peaks.peaks = DevicePeaks{};
+  peaks.peaks->copy_gbs = 2900;
+  peaks.peaks->gemm_by = "cuBLAS";
+  back = nlohmann::json(peaks).get<RunnerResult>();
+  ASSERT_TRUE(back.peaks.has_value());
+  EXPECT_EQ(back.peaks->copy_gbs, 2900);
+  EXPECT_EQ(back.peaks->gemm_by, "cuBLAS");
+}
+
+TEST(RunnerMessages, TheTrialExchangeRoundTrips) {
+  TrialNeed need;
+  need.trial = 3;
+  need.seed = 0xFEEDFACECAFEBEEFull;
+  nlohmann::json j = need;
+  EXPECT_EQ(j.at("need"), "trial");  // the enum by name: runner_client.cpp finds "need" messages by this key
+  TrialNeed nback = j.get<TrialNeed>();
+  EXPECT_EQ(nback.need, RunnerNeed::trial);
+  EXPECT_EQ(nback.trial, 3);
+  EXPECT_EQ(nback.seed, 0xFEEDFACECAFEBEEFull);
+
+  TrialAnswer answer;
+  answer.tensors = {{"x", std::string(128, 'a'), 0, 4096}, {"y", std::string(128, 'b'), 4096, 4096}};
+  answer.fp64_note = "fp64 does not fit";
+  TrialAnswer aback = nlohmann::json(answer).get<TrialAnswer>();
+  ASSERT_EQ(aback.tensors.size(), 2u);
+  EXPECT_EQ(aback.tensors[1].name, "y");
+  EXPECT_EQ(aback.tensors[1].offset, 4096u);
+  EXPECT_EQ(aback.fp64_note, "fp64 does not fit");
+  EXPECT_TRUE(aback.error.empty());
+
+  TrialAnswer failed;
+  failed.error = "the reference server died";
+  aback = nlohmann::json(failed).get<TrialAnswer>();
+  EXPECT_EQ(aback.error, "the reference server died");
+  EXPECT_TRUE(aback.tensors.empty());
+}
+
+TEST(RunnerMessages, AnUnknownNeedIsRefused) {
+  nlohmann::json j = TrialNeed{};
+  j["need"] = "weights";
+  EXPECT_THROW(j.get<TrialNeed>(), InputError);
+}
+
+TEST(RunnerMessages, AnotherVersionIsRefusedNamingTheMessageAndBothVersions) {
+  const std::string reply = refusal<RunnerResult>(RunnerResult{}, 2);
+  EXPECT_TRUE(has(reply, "kagent-runner's reply")) << reply;
+  EXPECT_TRUE(has(reply, "version 2")) << reply;
+  EXPECT_TRUE(has(reply, fmt::format("version {}", kRunnerMessageVersion))) << reply;
+
+  const std::string need = refusal<TrialNeed>(TrialNeed{}, 7);
+  EXPECT_TRUE(has(need, "request for a trial")) << need;
+  EXPECT_TRUE(has(need, "version 7")) << need;
+
+  const std::string answer = refusal<TrialAnswer>(TrialAnswer{}, 0);
+  EXPECT_TRUE(has(answer, "answer with a trial's tensors")) << answer;
+  EXPECT_TRUE(has(answer, "version 0")) << answer;
+
+  const std::string unversioned = refusal<RunnerResult>(RunnerResult{}, nullptr);
+  EXPECT_TRUE(has(unversioned, "no version")) << unversioned;
+}
