@@ -11,6 +11,7 @@
 #include "kagent/common/hash.hpp"
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/spec/plan_limits.hpp"
 #include "kagent/compile/cubin.hpp"
 #include "kagent/compile/option_allowlist.hpp"
 #include "kagent/compile/ptxas_log.hpp"
@@ -97,6 +98,7 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
   if (op != nullptr && op->signature_known()) check_plan_tensors(cand, op->tensor_names(), op->scalar_names());
   if (op != nullptr) check_plan_precision(cand, op->precision);
+  if (op != nullptr && op->signature_known()) check_plan_library_steps(cand, *op);
   CompileResult r = compiler.compile(cand, arch);
   if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
   return r;

@@ -1,4 +1,5 @@
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/plan_libraries.hpp"
 
 #include <unistd.h>
 
@@ -249,6 +250,8 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
     rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
     return rep;
   }
+  require_plan_libraries(cand);  // cuBLASLt/cuDNN missing: exit 3 here, not a candidate failure
+  if (baseline) require_plan_libraries(*baseline);
 
   EvalRequest rq;
   rq.gpu = opt_.gpu;

@@ -34,7 +34,7 @@ Evaluation::Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, con
 TensorMap Evaluation::tensors(const std::vector<GuardedBuffer>& outs) const {
   TensorMap m;
   for (size_t i = 0; i < rq_.inputs.size(); ++i)
-    m[rq_.inputs[i].name] = {rq_.inputs[i].shape, rq_.inputs[i].dtype, in_[i].get(), in_[i].bytes()};
+    m[rq_.inputs[i].name] = {rq_.inputs[i].shape, rq_.inputs[i].dtype, in_[i].get(), in_[i].bytes(), true};
   for (size_t i = 0; i < rq_.outputs.size(); ++i)
     m[rq_.outputs[i].name] = {rq_.outputs[i].shape, rq_.outputs[i].dtype, outs[i].get(), outs[i].bytes()};
   return m;

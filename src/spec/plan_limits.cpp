@@ -158,6 +158,16 @@ std::optional<std::string> scalar_value_problem(ScalarType type, const ExprValue
   return std::nullopt;
 }
 
+void check_plan_library_steps(const Candidate& cand, const Op& op) {
+  bool any = false;
+  for (const auto& l : cand.plan.launches) any = any || l.kind != StepKind::kernel;
+  if (!any) return;
+  PlanEvaluator ev(cand, op, DeviceConstants{});
+  for (const auto& b : cand.plan.scratch) ev.add_scratch(b);
+  for (size_t i = 0; i < cand.plan.launches.size(); ++i)
+    if (cand.plan.launches[i].kind != StepKind::kernel) check_library_step(cand, ev, i, cand.plan.launches[i]);
+}
+
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits) {
   check_plan_tensors(cand, op.tensor_names(), op.scalar_names());
   check_plan_precision(cand, op.precision);

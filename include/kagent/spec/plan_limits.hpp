@@ -37,4 +37,8 @@ std::optional<std::string> scalar_value_problem(ScalarType type, const ExprValue
 // ..." naming the expression and what is wrong.
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits);
 
+// Only the library steps (gemm, conv) resolved against the operator's shapes, as the runner will:
+// what every evaluation checks before the GPU (Compiler's compile_checked). Needs the signature.
+void check_plan_library_steps(const Candidate& cand, const Op& op);
+
 }  // namespace kagent
