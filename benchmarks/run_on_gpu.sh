@@ -27,7 +27,7 @@ step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
 if want all tests; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
-  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds|Cluster)'
+  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds|Cluster|LibrarySteps)'
   step tests ${TESTS_LIMIT:-500} bash -c "cd $B && ctest --output-on-failure -j 12 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi

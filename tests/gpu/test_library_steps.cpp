@@ -1,0 +1,78 @@
+// Library steps (cuBLASLt gemm, cuDNN conv) against naive reference kernels on odd sizes: a linear
+// layer with bias and ReLU in cuBLASLt's epilogue, a grouped, strided and dilated convolution, a
+// transposed 1-D convolution; a CUDA-graph replay of the same plan gives the same result in the
+// same time; a step that leaves part of an output unwritten fails on the poison; a step asked to
+// write an input is refused before the GPU. Skips without a GPU, or without cuBLASLt/cuDNN.
+#include <gtest/gtest.h>
+
+#include "gpu_test.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/gpu/libraries.hpp"
+
+using namespace kagent;
+
+namespace {
+
+class LibrarySteps : public test::GpuTest {
+ protected:
+  EvalReport eval(const std::string& op, const std::string& fixture) {
+    Op o = load_op(test::source_dir() / "tests/gpu/ops" / op / "op.json");
+    return ev->evaluate(o, load_candidate(test::source_dir() / "tests/gpu/kernels" / fixture));
+  }
+  void need_cublaslt() {
+    std::string why;
+    if (!load_cublaslt(&why)) GTEST_SKIP() << why;
+  }
+  void need_cudnn() {
+    std::string why;
+    if (!load_cudnn(&why)) GTEST_SKIP() << why;
+  }
+  static void expect_correct(const EvalReport& r) {
+    EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+    EXPECT_GE(r.reward.tier, 1) << r.reward.reason;
+    for (const auto& f : r.outcome.flags) EXPECT_NE(f.kind, FlagKind::timing_untrusted) << flag_text(f);
+  }
+};
+
+}  // namespace
+
+TEST_F(LibrarySteps, GemmWithBiasAndReluEpilogueMatchesTheReference) {
+  need_cublaslt();
+  EvalReport r = eval("linear_relu", "gemm_linear_relu.cu");
+  expect_correct(r);
+  ASSERT_TRUE(r.outcome.cupti.has_value());
+  EXPECT_TRUE(r.outcome.cupti->problem.empty()) << r.outcome.cupti->problem;
+}
+
+TEST_F(LibrarySteps, GraphReplayGivesTheSameResultInTheSameTime) {
+  need_cublaslt();
+  EvalReport eager = eval("linear_relu", "gemm_linear_relu.cu");
+  EvalReport graph = eval("linear_relu", "gemm_linear_relu_graph.cu");
+  expect_correct(eager);
+  expect_correct(graph);
+  ASSERT_TRUE(eager.outcome.candidate_time && graph.outcome.candidate_time);
+  const double e = eager.outcome.candidate_time->median_ms, g = graph.outcome.candidate_time->median_ms;
+  // One step: a graph saves at most a launch's overhead; the kernel time is the same.
+  EXPECT_NEAR(g / e, 1.0, 0.15) << "eager " << e << " ms, graph " << g << " ms";
+}
+
+TEST_F(LibrarySteps, AnOutputLeftPartlyUnwrittenFailsOnThePoison) {
+  need_cublaslt();
+  EvalReport r = eval("linear_relu", "gemm_leaves_last_row.cu");
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(LibrarySteps, AStepThatWritesAnInputIsRefusedBeforeTheGpu) {
+  EXPECT_THROW(eval("linear_relu", "gemm_writes_input.cu"), InputError);
+}
+
+TEST_F(LibrarySteps, GroupedStridedDilatedConvolutionWithBiasAndRelu) {
+  need_cudnn();
+  expect_correct(eval("conv2d_grouped", "conv2d_grouped_relu.cu"));
+}
+
+TEST_F(LibrarySteps, TransposedOneDimensionalConvolution) {
+  need_cudnn();
+  expect_correct(eval("conv_transpose1d", "conv_transpose1d.cu"));
+}
