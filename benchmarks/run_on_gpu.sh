@@ -2,8 +2,9 @@
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
-#   ncu roofline level1 check problems precision precision-tests multigpu all (default all; several
-#   modes run in this script's order; multigpu needs two GPUs: the nvidia-h200-x2 kind)
+#   ncu roofline level1 check problems precision precision-tests multigpu library before-after all
+#   (default all; several modes run in this script's order; multigpu needs two GPUs: the
+#   nvidia-h200-x2 kind; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -96,6 +97,35 @@ if want multigpu; then
   step multigpu 580 python3 benchmarks/multi_gpu_bench.py --kagent $B/kagent --kernelbench "$KB" --gpus 0,1
   step multigpu 300 $B/tests/kagent_gpu_tests --gtest_filter='EveryGpu.*'
 fi
+if want library; then
+  # Library steps (issue #19): the GPU tests, then each solution of examples/kernelbench_library
+  # against its KernelBench problem under fp32 (tier and time in library.log).
+  step library 400 $B/tests/kagent_gpu_tests --gtest_filter='LibrarySteps.*'
+  for f in examples/kernelbench_library/level*/*.cu; do
+    rel=${f#examples/kernelbench_library/}
+    echo "== $rel" >> "$OUT/library.log"
+    step library 300 $B/kagent eval "$f" --op "$KB/${rel%.cu}.py" --precision fp32
+  done
+fi
+if want before-after; then
+  # Issue #18's re-measure: the tree before the evaluator was split (a `git archive` of commit
+  # ae5c02c unpacked in build-before/src, carried to the device) built beside this one; warm and cold
+  # evaluation latency and repeatability in alternation, then Nsight Compute agreement of both.
+  BT=${KAGENT_BEFORE_TREE:-build-before/src}
+  step before-build 300 cmake -S "$BT" -B build-before/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKAGENT_BUILD_TESTS=OFF
+  step before-build 300 cmake --build build-before/build -j 16
+  for round in 1 2; do
+    echo "== before (round $round)" >> "$OUT/before-after.log"
+    step before-after 200 build-before/build/benchmarks/eval_latency --reps 3 --repeat 5
+    echo "== after (round $round)" >> "$OUT/before-after.log"
+    step before-after 200 $B/benchmarks/eval_latency --reps 3 --repeat 5
+  done
+  echo "== before" >> "$OUT/before-after-ncu.log"
+  step before-after-ncu 400 python3 benchmarks/ncu_agreement.py --kagent build-before/build/kagent --evals 3
+  echo "== after" >> "$OUT/before-after-ncu.log"
+  step before-after-ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
+fi
 if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -115,5 +145,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
+[ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|reward|tier|error" "$OUT/library.log" | tail -n 30; }
+[ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }
+[ -f "$OUT/before-after-ncu.log" ] && { echo "== before-after ncu"; grep -v "^==PROF==\|^warning" "$OUT/before-after-ncu.log" | tail -n 30; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }
 echo "== steps"; printf '%s\n' "${summary[@]}"
