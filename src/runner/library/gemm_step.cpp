@@ -58,7 +58,13 @@ class GemmRunner final : public LibraryStepRunner {
     }
     std::string last;
     for (cublasComputeType_t ct : computes) {
-      if (try_prepare(g, s, ct, ab, last)) {
+      bool ok = false;
+      try {
+        ok = try_prepare(g, s, ct, ab, last);
+      } catch (const PlanError& e) {  // a descriptor this compute type refuses: try the next one
+        last = e.what();
+      }
+      if (ok) {
         description_ = fmt::format("cuBLASLt gemm {}x{}x{}{} {} ({}{}){}", s.m, s.n, s.k,
                                    s.batch > 1 ? fmt::format(" x{}", s.batch) : "", dtype_name(s.dtype), compute_text,
                                    ct == CUBLAS_COMPUTE_32F_PEDANTIC ? ", pedantic" : "", epilogue_text(g));
