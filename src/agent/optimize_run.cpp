@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/result_file.hpp"
 #include "kagent/agent/prompts.hpp"
 #include "kagent/agent/run_folder.hpp"
 #include "kagent/agent/task_text.hpp"
@@ -323,21 +324,24 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   }
   std::signal(SIGINT, previous);
 
-  nlohmann::json result = {{"op", op.name},
-                           {"stop_reason", res.stop_reason},
-                           {"turns", res.turns},
-                           {"requests", res.requests},
-                           {"input_tokens", res.usage.input_tokens},
-                           {"output_tokens", res.usage.output_tokens},
-                           {"tokens_estimated", res.usage.estimated},
-                           {"wall_s", res.wall_s},
-                           {"evaluations", record.evaluations()},
-                           {"final", ktx.finished_path ? nlohmann::json(*ktx.finished_path) : nlohmann::json()},
-                           {"summary", ktx.finish_summary},
-                           {"llm", llm_config.describe()},
-                           {"precision", precision_name(op.precision)},
-                           {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
-                           {"best", res.best ? res.best->to_json() : nlohmann::json()}};
+  ResultFile file;
+  file.op = op.name;
+  file.stop_reason = res.stop_reason;
+  file.turns = res.turns;
+  file.requests = res.requests;
+  file.input_tokens = res.usage.input_tokens;
+  file.output_tokens = res.usage.output_tokens;
+  file.tokens_estimated = res.usage.estimated;
+  file.wall_s = res.wall_s;
+  file.evaluations = record.evaluations();
+  file.final_path = ktx.finished_path;
+  file.summary = ktx.finish_summary;
+  file.llm = llm_config.describe();
+  file.precision = std::string(precision_name(op.precision));
+  file.atol = op.tolerance.atol;
+  file.rtol = op.tolerance.rtol;
+  file.best = res.best ? res.best->to_json() : nlohmann::json();
+  const nlohmann::json result = file;
   write_file_atomic(out / "result.json", result.dump(2) + "\n");
   return {out, res, record.evaluations(), std::move(result)};
 }

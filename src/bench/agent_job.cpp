@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/result_file.hpp"
 #include "kagent/agent/run_record.hpp"
 #include "kagent/agent/transcript.hpp"
 #include "kagent/agent/transcript_events.hpp"
@@ -163,18 +164,14 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   r.problem = p.id;
   r.level = p.level;
   r.run_dir = dir.string();
-  // Bounded like every reader of text kagent did not write in this process (json_parse.hpp).
-  const nlohmann::json result =
-      parse_json_input<nlohmann::json>(read_text_file(dir / "result.json"), (dir / "result.json").string());
-  if (!result.is_object()) throw InputError(fmt::format("{}: expected a JSON object", (dir / "result.json").string()));
-  const std::string stopped = result.value("stop_reason", "");
-  const int evaluations = result.value("evaluations", 0);
-  if (result.contains("wall_s") && result["wall_s"].is_number()) r.wall_s = result["wall_s"].get<double>();
-  if (result.contains("precision") && result["precision"].is_string()) r.precision = result["precision"];
-  if (result.contains("tolerance") && result["tolerance"].is_object()) {
-    r.atol = number(result["tolerance"], "atol");
-    r.rtol = number(result["tolerance"], "rtol");
-  }
+  // Bounded like every reader of text kagent did not write in this process (result_file.hpp).
+  const agent::ResultFile result = agent::read_result_file(dir / "result.json");
+  const std::string& stopped = result.stop_reason;
+  const int evaluations = result.evaluations;
+  r.wall_s = result.wall_s;
+  if (!result.precision.empty()) r.precision = result.precision;
+  r.atol = result.atol;
+  r.rtol = result.rtol;
 
   // The best-so-far curve, and the baselines seen with the best candidate.
   std::vector<nlohmann::json> events;
@@ -201,7 +198,7 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
     }
   }
 
-  const nlohmann::json b = result.value("best", nlohmann::json());
+  const nlohmann::json& b = result.best;
   if (b.is_object() && b.value("tier", -1) > 0) {
     r.status = "correct";
     r.tier = b.value("tier", -1);

@@ -11,6 +11,7 @@
 
 #include "kagent/agent/agent.hpp"
 #include "kagent/agent/optimize_run.hpp"
+#include "kagent/agent/result_file.hpp"
 #include "kagent/agent/transcript.hpp"
 #include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/error.hpp"
@@ -196,4 +197,38 @@ TEST(TranscriptEvents, ANewerVersionIsRefusedNamingTheFileAndBothVersions) {
     EXPECT_NE(what.find(std::to_string(agent::kTranscriptVersion + 1)), std::string::npos) << what;
     EXPECT_NE(what.find(fmt::format("version {}", agent::kTranscriptVersion)), std::string::npos) << what;
   }
+}
+
+// result.json: one struct with a version; files from before the version read as version 1, a
+// newer one is refused naming both versions.
+TEST(ResultFile, RoundTripsOldFilesReadAndNewerRefused) {
+  agent::ResultFile r;
+  r.op = "softmax";
+  r.stop_reason = "finish";
+  r.turns = 7;
+  r.evaluations = 3;
+  r.final_path = "best.cu";
+  r.precision = "fp32";
+  r.atol = 1e-4;
+  r.best = nlohmann::json{{"tier", 2}};
+  const nlohmann::json j = r;
+  EXPECT_EQ(j.at("version"), 1);
+  const auto back = j.get<agent::ResultFile>();
+  EXPECT_EQ(nlohmann::json(back), j);
+
+  nlohmann::json old = j;
+  old.erase("version");
+  EXPECT_EQ(old.get<agent::ResultFile>().turns, 7);
+
+  nlohmann::json newer = j;
+  newer["version"] = 2;
+  try {
+    (void)newer.get<agent::ResultFile>();
+    ADD_FAILURE() << "a newer version was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("result version 2; this kagent reads version 1"), std::string::npos) << e.what();
+  }
+  nlohmann::json wrong = j;
+  wrong["turns"] = "seven";
+  EXPECT_THROW((void)wrong.get<agent::ResultFile>(), InputError);
 }
