@@ -35,8 +35,13 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
                 nlohmann::json& json_out, const CompileArgs& args) {
   const bool json = args.json;
   CompileResult r;
+  std::vector<std::string> steps;  // the plan's library steps, which compile to no kernel here
   try {
     Candidate cand = load_candidate(path);
+    for (size_t i = 0; i < cand.plan.launches.size(); ++i)
+      if (cand.plan.launches[i].kind != StepKind::kernel)
+        steps.push_back(fmt::format("launch[{}]: {} step ({} at run time)", i, step_kind_name(cand.plan.launches[i].kind),
+                                    cand.plan.launches[i].kind == StepKind::gemm ? "cuBLASLt" : "cuDNN"));
     // Shapes are known here for native references: evaluate the plan against them and the
     // architecture's limits, so a plan that could never launch is bad input now.
     if (op != nullptr && op->signature_known())
@@ -53,6 +58,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   if (json) {
     auto j = compile_json(path, r);
     j["exit_code"] = rc;
+    if (!steps.empty()) j["library_steps"] = steps;
     json_out.push_back(std::move(j));
     return rc;
   }
@@ -63,6 +69,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   fmt::print("{}  {}  {:.3f} s{}\n", path, r.arch, r.seconds, r.cache_hit ? " (cached)" : "");
   if (!r.log.empty()) fmt::print("{}", r.log);  // warnings
   fmt::print("{}\n", render_kernel_table(r));
+  for (const auto& s : steps) fmt::print("{}\n", s);
   if (args.sass) fmt::print("{}", render_sass(disassemble(r.cubin, find_cuda_paths()), true, args.kernel, SIZE_MAX));
   return rc;
 }
