@@ -83,6 +83,18 @@ void check_written(const StepTensor& t, const std::string& name, const std::stri
                                      name));
 }
 
+// A bias vector: `count` values of the dtype of the tensor it is added to (`owner`, for the message).
+void check_bias(const StepTensorLookup& tensors, const std::string& name, const std::string& key, DType dtype,
+                const char* owner, int64_t count, const std::string& per) {
+  const StepTensor& bias = need(tensors, name, key);
+  if (bias.dtype != dtype)
+    throw StepError(key, fmt::format("'{}' is {}: the bias has {} dtype ({})", name, dtype_name(bias.dtype), owner,
+                                     dtype_name(dtype)));
+  if (numel(bias) != count)
+    throw StepError(key, fmt::format("'{}' has {} elements {}; the bias is one value per {}", name, numel(bias),
+                                     shape_text(bias.shape), per));
+}
+
 }  // namespace
 
 std::string_view step_kind_name(StepKind k) {
@@ -187,16 +199,8 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
     if (g.c == g.d && (s.ldc != s.ldd || s.stride_c != s.stride_d))
       throw StepError(gkey + ".c", "C and D are the same tensor: they need the same ldc/ldd and stride_c/stride_d");
   }
-  if (!g.bias.empty()) {
-    const StepTensor& bias = need(tensors, g.bias, gkey + ".bias");
-    if (bias.dtype != d.dtype)
-      throw StepError(gkey + ".bias", fmt::format("'{}' is {}: the bias has D's dtype ({})", g.bias,
-                                                  dtype_name(bias.dtype), dtype_name(d.dtype)));
-    if (numel(bias) != s.n)
-      throw StepError(gkey + ".bias", fmt::format("'{}' has {} elements {}; the bias is one value per column of D "
-                                                  "(n = {})",
-                                                  g.bias, numel(bias), shape_text(bias.shape), s.n));
-  }
+  if (!g.bias.empty())
+    check_bias(tensors, g.bias, gkey + ".bias", d.dtype, "D's", s.n, fmt::format("column of D (n = {})", s.n));
   return s;
 }
 
@@ -310,16 +314,8 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
   for (const auto& t : {&x, &w, &y})
     for (int64_t d : t->shape)
       if (d > kInt32Max) throw StepError(ckey, fmt::format("a dimension of {} is over {}", d, kInt32Max));
-  if (!c.bias.empty()) {
-    const StepTensor& bias = need(tensors, c.bias, ckey + ".bias");
-    if (bias.dtype != x.dtype)
-      throw StepError(ckey + ".bias", fmt::format("'{}' is {}: the bias has x's dtype ({})", c.bias,
-                                                  dtype_name(bias.dtype), dtype_name(x.dtype)));
-    if (numel(bias) != s.c_out)
-      throw StepError(ckey + ".bias", fmt::format("'{}' has {} elements {}; the bias is one value per output "
-                                                  "channel ({})",
-                                                  c.bias, numel(bias), shape_text(bias.shape), s.c_out));
-  }
+  if (!c.bias.empty())
+    check_bias(tensors, c.bias, ckey + ".bias", x.dtype, "x's", s.c_out, fmt::format("output channel ({})", s.c_out));
   return s;
 }
 
