@@ -40,7 +40,8 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
     Candidate cand = load_candidate(path);
     for (size_t i = 0; i < cand.plan.launches.size(); ++i)
       if (cand.plan.launches[i].kind != StepKind::kernel)
-        steps.push_back(fmt::format("launch[{}]: {} step ({} at run time)", i, step_kind_name(cand.plan.launches[i].kind),
+        steps.push_back(fmt::format("launch[{}]: {} step ({} at run time)", i,
+                                    step_kind_name(cand.plan.launches[i].kind),
                                     cand.plan.launches[i].kind == StepKind::gemm ? "cuBLASLt" : "cuDNN"));
     // Shapes are known here for native references: evaluate the plan against them and the
     // architecture's limits, so a plan that could never launch is bad input now.

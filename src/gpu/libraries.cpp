@@ -10,11 +10,11 @@ namespace kagent {
 namespace {
 
 // Resolves every slot of `api` from `lib`; false with *why naming the first missing symbol.
-#define KAGENT_LIBRARY_RESOLVE(name)                                                 \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));                \
-  if (!api.name) {                                                                   \
-    why = fmt::format("{} has no {} (too old a version?)", api.path, #name);         \
-    return false;                                                                    \
+#define KAGENT_LIBRARY_RESOLVE(name)                                         \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));        \
+  if (!api.name) {                                                           \
+    why = fmt::format("{} has no {} (too old a version?)", api.path, #name); \
+    return false;                                                            \
   }
 
 bool resolve(void* lib, CublasLtApi& api, std::string& why) {
@@ -56,8 +56,8 @@ Loaded<Api> load(const std::vector<std::string>& sonames, const char* what) {
 }  // namespace
 
 const CublasLtApi* load_cublaslt(std::string* why) {
-  static const Loaded<CublasLtApi> l = load<CublasLtApi>({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                                                         "cuBLASLt");
+  static const Loaded<CublasLtApi> l =
+      load<CublasLtApi>({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cuBLASLt");
   if (!l.ok && why) *why = l.why;
   return l.ok ? &l.api : nullptr;
 }

@@ -151,9 +151,8 @@ void PlanExecutor::prepare_library_step(size_t index, const Launch& l, const Ten
   try {
     if (l.kind == StepKind::gemm) {
       const GemmShape s = resolve_gemm(l.gemm, key, lookup, eval);
-      p.library = make_gemm_runner(l.gemm, s, {ptr(l.gemm.a), ptr(l.gemm.b), ptr(l.gemm.c), ptr(l.gemm.d),
-                                               ptr(l.gemm.bias)},
-                                   where);
+      p.library = make_gemm_runner(
+          l.gemm, s, {ptr(l.gemm.a), ptr(l.gemm.b), ptr(l.gemm.c), ptr(l.gemm.d), ptr(l.gemm.bias)}, where);
     } else {
       const ConvShape s = resolve_conv(l.conv, key, lookup, eval);
       p.library = make_conv_runner(l.conv, s, {ptr(l.conv.x), ptr(l.conv.w), ptr(l.conv.y), ptr(l.conv.bias)}, where);
@@ -285,9 +284,10 @@ void PlanExecutor::prepare_cluster(Prepared& p, const std::string& where) {
   const std::string dims = fmt::format("{}x{}x{}", cluster[0], cluster[1], cluster[2]);
   for (int d = 0; d < 3; ++d)
     if (p.grid[d] % static_cast<unsigned>(cluster[d]) != 0)
-      throw PlanError(fmt::format("{}: grid {}x{}x{} is not a whole number of the kernel's {} clusters "
-                                  "(__cluster_dims__): grid[{}] = {} is not a multiple of {}",
-                                  where, p.grid[0], p.grid[1], p.grid[2], dims, d, p.grid[d], cluster[d]));
+      throw PlanError(
+          fmt::format("{}: grid {}x{}x{} is not a whole number of the kernel's {} clusters "
+                      "(__cluster_dims__): grid[{}] = {} is not a multiple of {}",
+                      where, p.grid[0], p.grid[1], p.grid[2], dims, d, p.grid[d], cluster[d]));
   if (cluster[0] * cluster[1] * cluster[2] > 8)
     check(cu().cuFuncSetAttribute(p.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
           fmt::format("{}: allowing the non-portable cluster size {}", where, dims));
@@ -304,10 +304,11 @@ void PlanExecutor::prepare_cluster(Prepared& p, const std::string& where) {
   check(cu().cuOccupancyMaxActiveClusters(&clusters, p.fn, &config),
         fmt::format("{}: asking how many {} clusters fit", where, dims));
   if (clusters < 1)
-    throw PlanError(fmt::format("{}: a cluster of {} blocks of {} threads with {} bytes of dynamic shared memory "
-                                "each cannot be scheduled on this GPU (all blocks of a cluster must be resident at "
-                                "once in one GPC): use smaller clusters or less shared memory",
-                                where, dims, p.block[0] * p.block[1] * p.block[2], p.smem));
+    throw PlanError(
+        fmt::format("{}: a cluster of {} blocks of {} threads with {} bytes of dynamic shared memory "
+                    "each cannot be scheduled on this GPU (all blocks of a cluster must be resident at "
+                    "once in one GPC): use smaller clusters or less shared memory",
+                    where, dims, p.block[0] * p.block[1] * p.block[2], p.smem));
 }
 
 std::optional<ExprValue> PlanExecutor::scalar(std::string_view name) const {

@@ -9,8 +9,8 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/compile/option_allowlist.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "kagent/compile/option_allowlist.hpp"
 #include "library_step_parse.hpp"
 #include "plan_json.hpp"
 #include "text_util.hpp"

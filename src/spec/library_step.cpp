@@ -127,8 +127,9 @@ std::string_view step_compute_name(StepCompute c) {
 
 void check_step_precision(StepCompute compute, Precision p, const std::string& key) {
   if (compute == StepCompute::tf32 && p == Precision::fp32)
-    throw StepError(key, "\"compute\": \"tf32\" under the fp32 precision: fp32 means IEEE fp32 everywhere (use "
-                         "\"auto\", or run with --precision tf32)");
+    throw StepError(key,
+                    "\"compute\": \"tf32\" under the fp32 precision: fp32 means IEEE fp32 everywhere (use "
+                    "\"auto\", or run with --precision tf32)");
 }
 
 std::vector<std::string> step_reads(const GemmStep& g) {
@@ -152,8 +153,8 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
   const StepTensor& b = need(tensors, g.b, gkey + ".b");
   const StepTensor& d = need(tensors, g.d, gkey + ".d");
   if (!library_dtype(a.dtype))
-    throw StepError(gkey + ".a", fmt::format("'{}' is {}: a GEMM step takes f32, f16 or bf16 tensors", g.a,
-                                             dtype_name(a.dtype)));
+    throw StepError(gkey + ".a",
+                    fmt::format("'{}' is {}: a GEMM step takes f32, f16 or bf16 tensors", g.a, dtype_name(a.dtype)));
   if (b.dtype != a.dtype)
     throw StepError(gkey + ".b", fmt::format("'{}' is {} but '{}' is {}: A and B have one dtype", g.b,
                                              dtype_name(b.dtype), g.a, dtype_name(a.dtype)));
@@ -161,8 +162,8 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
     throw StepError(gkey + ".d", fmt::format("'{}' is {}: D is {} (A's dtype) or f32", g.d, dtype_name(d.dtype),
                                              dtype_name(a.dtype)));
   if (g.compute == StepCompute::tf32 && a.dtype != DType::f32)
-    throw StepError(gkey + ".compute", fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", g.a,
-                                                   dtype_name(a.dtype)));
+    throw StepError(gkey + ".compute",
+                    fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", g.a, dtype_name(a.dtype)));
   s.dtype = a.dtype;
   s.d_dtype = d.dtype;
   check_written(d, g.d, gkey + ".d");
@@ -170,7 +171,10 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
     if (*read == g.d)
       throw StepError(gkey + ".d", fmt::format("'{}' is also read as {}: a GEMM cannot write a matrix it reads "
                                                "(C may be D)",
-                                               g.d, read == &g.a ? "A" : read == &g.b ? "B" : "the bias"));
+                                               g.d,
+                                               read == &g.a   ? "A"
+                                               : read == &g.b ? "B"
+                                                              : "the bias"));
   }
 
   s.m = eval(g.m, gkey + ".m");
@@ -179,7 +183,8 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
   s.batch = eval(g.batch, gkey + ".batch");
   for (auto [v, name] : {std::pair{s.m, "m"}, {s.n, "n"}, {s.k, "k"}, {s.batch, "batch"}}) {
     if (v < 1 || v > kInt32Max)
-      throw StepError(fmt::format("{}.{}", gkey, name), fmt::format("{} = {}: must be from 1 to {}", name, v, kInt32Max));
+      throw StepError(fmt::format("{}.{}", gkey, name),
+                      fmt::format("{} = {}: must be from 1 to {}", name, v, kInt32Max));
   }
 
   resolve_operand({"a", g.a, g.trans_a ? s.k : s.m, g.trans_a ? s.m : s.k, g.lda, g.stride_a}, gkey, a, eval, s.batch,
@@ -219,23 +224,24 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
   s.spatial = static_cast<int>(rank) - 2;
   for (auto [t, name, role] : {std::tuple{&w, &c.w, "w"}, {&y, &c.y, "y"}}) {
     if (t->shape.size() != rank)
-      throw StepError(fmt::format("{}.{}", ckey, role), fmt::format("'{}' has shape {}: rank {} like x ('{}', {})",
-                                                                    *name, shape_text(t->shape), rank, c.x,
-                                                                    shape_text(x.shape)));
-    if (t->dtype != x.dtype)
       throw StepError(fmt::format("{}.{}", ckey, role),
-                      fmt::format("'{}' is {} but x is {}: one dtype", *name, dtype_name(t->dtype), dtype_name(x.dtype)));
+                      fmt::format("'{}' has shape {}: rank {} like x ('{}', {})", *name, shape_text(t->shape), rank,
+                                  c.x, shape_text(x.shape)));
+    if (t->dtype != x.dtype)
+      throw StepError(fmt::format("{}.{}", ckey, role), fmt::format("'{}' is {} but x is {}: one dtype", *name,
+                                                                    dtype_name(t->dtype), dtype_name(x.dtype)));
   }
   if (!library_dtype(x.dtype))
     throw StepError(ckey + ".x", fmt::format("'{}' is {}: a convolution step takes f32, f16 or bf16 tensors", c.x,
                                              dtype_name(x.dtype)));
   if (c.compute == StepCompute::tf32 && x.dtype != DType::f32)
-    throw StepError(ckey + ".compute", fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", c.x,
-                                                   dtype_name(x.dtype)));
+    throw StepError(ckey + ".compute",
+                    fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", c.x, dtype_name(x.dtype)));
   s.dtype = x.dtype;
   check_written(y, c.y, ckey + ".y");
   for (const std::string* read : {&c.x, &c.w, &c.bias})
-    if (*read == c.y) throw StepError(ckey + ".y", fmt::format("'{}' is also read by this step: no in-place convolution", c.y));
+    if (*read == c.y)
+      throw StepError(ckey + ".y", fmt::format("'{}' is also read by this step: no in-place convolution", c.y));
 
   auto per_dim = [&](const std::vector<Expr>& v, const char* name, int64_t fallback, int64_t lo) {
     const std::string k = fmt::format("{}.{}", ckey, name);
@@ -251,7 +257,8 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
       const size_t j = v.size() == 1 ? 0 : static_cast<size_t>(i);
       const int64_t x_i = eval(v[j], fmt::format("{}[{}]", k, j));
       if (x_i < lo || x_i > kInt32Max)
-        throw StepError(fmt::format("{}[{}]", k, j), fmt::format("{} = {}: must be from {} to {}", name, x_i, lo, kInt32Max));
+        throw StepError(fmt::format("{}[{}]", k, j),
+                        fmt::format("{} = {}: must be from {} to {}", name, x_i, lo, kInt32Max));
       out.push_back(x_i);
     }
     return out;
@@ -266,8 +273,8 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
   s.n = x.shape[0];
   s.c_in = x.shape[1];
   if (s.c_in % s.groups != 0)
-    throw StepError(ckey + ".groups", fmt::format("groups = {} does not divide the {} input channels of '{}'", s.groups,
-                                                  s.c_in, c.x));
+    throw StepError(ckey + ".groups",
+                    fmt::format("groups = {} does not divide the {} input channels of '{}'", s.groups, s.c_in, c.x));
   if (!c.transposed) {
     s.c_out = w.shape[0];
     if (w.shape[1] != s.c_in / s.groups || s.c_out % s.groups != 0)
@@ -292,9 +299,9 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
       if (in + 2 * p - dl * (k - 1) - 1 < 0) out = 0;
     } else {
       if (op >= st && op >= dl)
-        throw StepError(fmt::format("{}.output_padding", ckey),
-                        fmt::format("output_padding {} must be smaller than the stride ({}) or the dilation ({})", op,
-                                    st, dl));
+        throw StepError(
+            fmt::format("{}.output_padding", ckey),
+            fmt::format("output_padding {} must be smaller than the stride ({}) or the dilation ({})", op, st, dl));
       out = (in - 1) * st - 2 * p + dl * (k - 1) + op + 1;
     }
     if (out < 1)

@@ -103,9 +103,9 @@ class StepObject {
 };
 
 GemmStep parse_gemm(const PlanJson& in, const Json& v, const std::string& key) {
-  StepObject o(in, v, key,
-               {"a", "b", "c", "d", "bias", "trans_a", "trans_b", "m", "n", "k", "lda", "ldb", "ldc", "ldd", "batch",
-                "stride_a", "stride_b", "stride_c", "stride_d", "alpha", "beta", "activation", "compute"});
+  StepObject o(in, v, key, {"a",        "b",        "c",        "d",     "bias", "trans_a",    "trans_b", "m",
+                            "n",        "k",        "lda",      "ldb",   "ldc",  "ldd",        "batch",   "stride_a",
+                            "stride_b", "stride_c", "stride_d", "alpha", "beta", "activation", "compute"});
   GemmStep g;
   g.a = o.tensor("a", true);
   g.b = o.tensor("b", true);
@@ -132,8 +132,7 @@ GemmStep parse_gemm(const PlanJson& in, const Json& v, const std::string& key) {
   g.compute = o.compute();
   if (g.beta != 0.0 && g.c.empty())
     in.fail(o.sub("beta"), fmt::format("beta = {} needs \"c\", the matrix it scales", g.beta));
-  if (g.c.empty() && (g.ldc || g.stride_c))
-    in.fail(o.sub(g.ldc ? "ldc" : "stride_c"), "given without \"c\"");
+  if (g.c.empty() && (g.ldc || g.stride_c)) in.fail(o.sub(g.ldc ? "ldc" : "stride_c"), "given without \"c\"");
   return g;
 }
 

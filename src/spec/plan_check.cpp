@@ -108,8 +108,13 @@ void check_gemm_names(const Candidate& cand, const std::string& key, const GemmS
     check_tensor_name(cand, fmt::format("{}.{}", k, role), *name, known);
   for (auto [e, role] : {std::pair{&g.m, "m"}, {&g.n, "n"}, {&g.k, "k"}, {&g.batch, "batch"}})
     check_expr_names(cand, fmt::format("{}.{}", k, role), *e, known);
-  for (auto [e, role] : {std::pair{&g.lda, "lda"}, {&g.ldb, "ldb"}, {&g.ldc, "ldc"}, {&g.ldd, "ldd"},
-                         {&g.stride_a, "stride_a"}, {&g.stride_b, "stride_b"}, {&g.stride_c, "stride_c"},
+  for (auto [e, role] : {std::pair{&g.lda, "lda"},
+                         {&g.ldb, "ldb"},
+                         {&g.ldc, "ldc"},
+                         {&g.ldd, "ldd"},
+                         {&g.stride_a, "stride_a"},
+                         {&g.stride_b, "stride_b"},
+                         {&g.stride_c, "stride_c"},
                          {&g.stride_d, "stride_d"}})
     check_optional_expr(cand, fmt::format("{}.{}", k, role), *e, known);
 }
@@ -118,7 +123,9 @@ void check_conv_names(const Candidate& cand, const std::string& key, const ConvS
   const std::string k = key + ".conv";
   for (auto [name, role] : {std::pair{&c.x, "x"}, {&c.w, "w"}, {&c.y, "y"}, {&c.bias, "bias"}})
     check_tensor_name(cand, fmt::format("{}.{}", k, role), *name, known);
-  for (auto [v, role] : {std::pair{&c.stride, "stride"}, {&c.padding, "padding"}, {&c.dilation, "dilation"},
+  for (auto [v, role] : {std::pair{&c.stride, "stride"},
+                         {&c.padding, "padding"},
+                         {&c.dilation, "dilation"},
                          {&c.output_padding, "output_padding"}})
     check_dims(cand, fmt::format("{}.{}", k, role), *v, known);
   check_expr_names(cand, k + ".groups", c.groups, known);

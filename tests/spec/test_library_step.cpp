@@ -22,9 +22,14 @@ Op model_op(Precision p = Precision::fp32) {
   op.name = "m";
   op.ref_kind = RefKind::cuda;
   op.precision = p;
-  op.inputs = {tensor("x", {128, 512}), tensor("weight", {256, 512}), tensor("bias", {256}),
-               tensor("img", {8, 3, 32, 32}), tensor("cw", {16, 3, 3, 3}), tensor("cb", {16}),
-               tensor("h", {4, 64, 32}, DType::f16), tensor("hw", {4, 32, 16}, DType::f16)};
+  op.inputs = {tensor("x", {128, 512}),
+               tensor("weight", {256, 512}),
+               tensor("bias", {256}),
+               tensor("img", {8, 3, 32, 32}),
+               tensor("cw", {16, 3, 3, 3}),
+               tensor("cb", {16}),
+               tensor("h", {4, 64, 32}, DType::f16),
+               tensor("hw", {4, 32, 16}, DType::f16)};
   op.outputs = {tensor("out", {128, 256}), tensor("y", {8, 16, 16, 16}), tensor("ho", {4, 64, 16}, DType::f16)};
   return op;
 }
@@ -36,8 +41,7 @@ Candidate plan(const std::string& steps, const std::string& extra = "") {
 const char* kLinear =
     R"({"gemm": {"a": "x", "b": "weight", "trans_b": true, "d": "out", "bias": "bias", "m": "x.shape[0]",
         "n": "weight.shape[0]", "k": "x.shape[1]", "activation": "relu"}})";
-const char* kConv =
-    R"({"conv": {"x": "img", "w": "cw", "y": "y", "bias": "cb", "stride": 2, "padding": [1, 1]}})";
+const char* kConv = R"({"conv": {"x": "img", "w": "cw", "y": "y", "bias": "cb", "stride": 2, "padding": [1, 1]}})";
 
 // The error of checking `c` against the op, or "" (and a test failure) when there is none.
 std::string error_of(const Candidate& c, const Op& op = model_op()) {
@@ -130,16 +134,17 @@ TEST(LibraryStep, ParseErrorsNameTheKey) {
                   "launch[0].gemm.m: expected an integer >= 1"));
   EXPECT_TRUE(has(parse_error(R"({"gemm": {"a": "x", "b": "w", "d": "o", "m": 1, "n": 1, "k": 1, "beta": 1}})"),
                   "launch[0].gemm.beta: beta = 1 needs \"c\""));
-  EXPECT_TRUE(has(parse_error(R"({"gemm": {"a": "x", "b": "w", "d": "o", "m": 1, "n": 1, "k": 1, "activation": "gelu"}})"),
-                  "expected one of none, relu, gelu_tanh"));
+  EXPECT_TRUE(
+      has(parse_error(R"({"gemm": {"a": "x", "b": "w", "d": "o", "m": 1, "n": 1, "k": 1, "activation": "gelu"}})"),
+          "expected one of none, relu, gelu_tanh"));
   EXPECT_TRUE(has(parse_error(R"({"conv": {"x": "img", "w": "cw", "y": "y", "activation": "gelu_tanh"}})"),
                   "launch[0].conv.activation: expected one of none, relu"));
   EXPECT_TRUE(has(parse_error(R"({"conv": {"x": "img", "w": "cw", "y": "y", "output_padding": 1}})"),
                   "only a transposed convolution"));
   EXPECT_TRUE(has(parse_error(R"({"conv": {"x": "img", "w": "cw", "y": "y"}, "gemm": {}})"),
                   "a library step is an object with one key"));
-  EXPECT_TRUE(has(parse_error(R"({"conv": {"x": "img", "w": "cw", "y": "y", "compute": "fp16"}})"),
-                  "launch[0].conv.compute"));
+  EXPECT_TRUE(
+      has(parse_error(R"({"conv": {"x": "img", "w": "cw", "y": "y", "compute": "fp16"}})"), "launch[0].conv.compute"));
   EXPECT_TRUE(has(parse_error(kConv, R"("graph": 1, )"), "plan key graph: expected true or false"));
 }
 
@@ -148,7 +153,8 @@ TEST(LibraryStep, ShapeErrorsNameTheStepAndTheTensor) {
   std::string e = error_of(plan(R"({"gemm": {"a": "x", "b": "weight", "trans_b": true, "d": "out", "m": 128,
       "n": 256, "k": 1024}})"));
   EXPECT_TRUE(has(e, "cand.cu:1: plan key launch[0].gemm.lda: lda = 512 is less than the 1024 columns") ||
-              has(e, "launch[0].gemm.a")) << e;
+              has(e, "launch[0].gemm.a"))
+      << e;
   // B read as k x n = 512 x 512: more than the weight's 256 x 512 elements.
   e = error_of(plan(R"({"gemm": {"a": "x", "b": "weight", "d": "out", "m": 128, "n": 512, "k": 512}})"));
   EXPECT_TRUE(has(e, "launch[0].gemm.b: 'weight'")) << e;
@@ -167,8 +173,9 @@ TEST(LibraryStep, ShapeErrorsNameTheStepAndTheTensor) {
   EXPECT_TRUE(has(e, "launch[0].gemm.b: 'hw' is f16 but 'x' is f32")) << e;
   // A convolution whose output tensor has the wrong shape says what the shape should be.
   e = error_of(plan(R"({"conv": {"x": "img", "w": "cw", "y": "y"}})"));
-  EXPECT_TRUE(has(e, "launch[0].conv.y: 'y' has shape [8, 16, 16, 16]; this convolution of x [8, 3, 32, 32] with w "
-                     "[16, 3, 3, 3] gives [8, 16, 30, 30]"))
+  EXPECT_TRUE(has(e,
+                  "launch[0].conv.y: 'y' has shape [8, 16, 16, 16]; this convolution of x [8, 3, 32, 32] with w "
+                  "[16, 3, 3, 3] gives [8, 16, 30, 30]"))
       << e;
   // Groups that do not divide the channels, and a weight of the wrong channel count.
   e = error_of(plan(R"({"conv": {"x": "img", "w": "cw", "y": "y", "groups": 2, "stride": 2, "padding": 1}})"));
@@ -219,8 +226,7 @@ TEST(LibraryStep, BatchStridesAndTransposedConvolutions) {
   EXPECT_NO_THROW(check_plan_limits(shared, model_op(), launch_limits(90)));
   std::string e = error_of(plan(R"({"gemm": {"a": "h", "b": "hw", "d": "ho", "stride_d": 16, "m": 64, "n": 16,
       "k": 32, "batch": 4}})"));
-  EXPECT_TRUE(has(e, "launch[0].gemm.stride_d: stride_d = 16: the 4 output matrices of 64 x 16 (ldd 16) overlap"))
-      << e;
+  EXPECT_TRUE(has(e, "launch[0].gemm.stride_d: stride_d = 16: the 4 output matrices of 64 x 16 (ldd 16) overlap")) << e;
   // ConvTranspose2d(16, 3, 3, stride 2, padding 1, output_padding 1): y [8, 16, 16, 16] -> [8, 3, 32, 32].
   Op op = model_op();
   op.inputs.push_back(tensor("ty", {8, 16, 16, 16}));

@@ -36,8 +36,7 @@ std::vector<int> ints(const std::vector<int64_t>& v) {
 class ConvRunner final : public LibraryStepRunner {
  public:
   ConvRunner(const CudnnApi& dnn, const ConvStep& c, const ConvShape& s, const ConvPointers& p, std::string where)
-      : dnn_(dnn), p_(p), transposed_(c.transposed), relu_(c.activation == Activation::relu),
-        where_(std::move(where)) {
+      : dnn_(dnn), p_(p), transposed_(c.transposed), relu_(c.activation == Activation::relu), where_(std::move(where)) {
     check(dnn_.cudnnCreate(&handle_), "cudnnCreate");
     // cuDNN's Nd descriptors start at 2 spatial dimensions: a 1-D convolution is a 2-D one of height 1.
     std::vector<int64_t> in = s.in, out = s.out, kernel = s.kernel, stride = s.stride, pad = s.padding,
@@ -55,8 +54,9 @@ class ConvRunner final : public LibraryStepRunner {
     std::vector<int> y_dims = {static_cast<int>(s.n), static_cast<int>(s.c_out)};
     // The filter: [C_out, C_in / g, k...] forward; for a transposed convolution the forward one it
     // is the gradient of has K = C_in and C = C_out / g: the same [C_in, C_out / g, k...] tensor.
-    std::vector<int> w_dims = transposed_ ? std::vector<int>{static_cast<int>(s.c_in), static_cast<int>(s.c_out / s.groups)}
-                                          : std::vector<int>{static_cast<int>(s.c_out), static_cast<int>(s.c_in / s.groups)};
+    std::vector<int> w_dims = transposed_
+                                  ? std::vector<int>{static_cast<int>(s.c_in), static_cast<int>(s.c_out / s.groups)}
+                                  : std::vector<int>{static_cast<int>(s.c_out), static_cast<int>(s.c_in / s.groups)};
     for (size_t i = 0; i < in.size(); ++i) {
       x_dims.push_back(static_cast<int>(in[i]));
       y_dims.push_back(static_cast<int>(out[i]));
@@ -71,16 +71,16 @@ class ConvRunner final : public LibraryStepRunner {
     check(dnn_.cudnnCreateConvolutionDescriptor(&conv_desc_), "cudnnCreateConvolutionDescriptor");
     const std::vector<int> pad_i = ints(pad), stride_i = ints(stride), dil_i = ints(dil);
     // PyTorch's convolution is cuDNN's cross-correlation; products accumulate in fp32.
-    check(dnn_.cudnnSetConvolutionNdDescriptor(conv_desc_, static_cast<int>(pad_i.size()), pad_i.data(),
-                                               stride_i.data(), dil_i.data(), CUDNN_CROSS_CORRELATION,
-                                               CUDNN_DATA_FLOAT),
-          "the convolution descriptor");
+    check(
+        dnn_.cudnnSetConvolutionNdDescriptor(conv_desc_, static_cast<int>(pad_i.size()), pad_i.data(), stride_i.data(),
+                                             dil_i.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "the convolution descriptor");
     check(dnn_.cudnnSetConvolutionGroupCount(conv_desc_, static_cast<int>(s.groups)), "the group count");
     // f32 under fp32: FMA only (no tensor cores, so no TF32); TF32 where the plan asked for it;
     // half types: tensor cores.
-    math_ = s.dtype != DType::f32                ? CUDNN_TENSOR_OP_MATH
+    math_ = s.dtype != DType::f32            ? CUDNN_TENSOR_OP_MATH
             : c.compute == StepCompute::tf32 ? CUDNN_DEFAULT_MATH
-                                                : CUDNN_FMA_MATH;
+                                             : CUDNN_FMA_MATH;
     check(dnn_.cudnnSetConvolutionMathType(conv_desc_, math_), "the math type");
     if (!c.bias.empty()) {
       std::vector<int> b_dims(y_dims.size(), 1);
@@ -93,9 +93,11 @@ class ConvRunner final : public LibraryStepRunner {
             "the ReLU descriptor");
     }
     pick_algorithm();
-    description_ = fmt::format("cuDNN {}conv{}d {} ({}), algorithm {}{}{}", transposed_ ? "transposed " : "",
-                               s.spatial, dtype_name(s.dtype),
-                               math_ == CUDNN_FMA_MATH ? "IEEE fp32" : math_ == CUDNN_DEFAULT_MATH ? "TF32 allowed" : "tensor cores",
+    description_ = fmt::format("cuDNN {}conv{}d {} ({}), algorithm {}{}{}", transposed_ ? "transposed " : "", s.spatial,
+                               dtype_name(s.dtype),
+                               math_ == CUDNN_FMA_MATH       ? "IEEE fp32"
+                               : math_ == CUDNN_DEFAULT_MATH ? "TF32 allowed"
+                                                             : "tensor cores",
                                algo_, c.bias.empty() ? "" : ", +bias", relu_ ? ", relu" : "");
   }
 

@@ -37,7 +37,11 @@ void lt_check(cublasStatus_t st, const std::string& what) {
 class GemmRunner final : public LibraryStepRunner {
  public:
   GemmRunner(const CublasLtApi& lt, const GemmStep& g, const GemmShape& s, const GemmPointers& p, std::string where)
-      : lt_(lt), p_(p), alpha_(static_cast<float>(g.alpha)), beta_(static_cast<float>(g.beta)), where_(std::move(where)) {
+      : lt_(lt),
+        p_(p),
+        alpha_(static_cast<float>(g.alpha)),
+        beta_(static_cast<float>(g.beta)),
+        where_(std::move(where)) {
     lt_check(lt_.cublasLtCreate(&handle_), where_ + ": cublasLtCreate");
     const cudaDataType_t ab = cuda_type(s.dtype);
     d_type_ = cuda_type(s.d_dtype);
@@ -87,14 +91,13 @@ class GemmRunner final : public LibraryStepRunner {
   void enqueue(CUstream stream, CUdeviceptr workspace, size_t workspace_bytes, const std::string& context) override {
     const void* c = reinterpret_cast<const void*>(p_.c ? p_.c : p_.d);
     // Column-major view: the first operand is B, the second A (see gemm_step.hpp).
-    cublasStatus_t st = lt_.cublasLtMatmul(handle_, op_, &alpha_, reinterpret_cast<const void*>(p_.b), layout_b_,
-                                           reinterpret_cast<const void*>(p_.a), layout_a_, &beta_, c, layout_c_,
-                                           reinterpret_cast<void*>(p_.d), layout_d_, &algo_,
-                                           reinterpret_cast<void*>(workspace), workspace_bytes,
-                                           reinterpret_cast<cudaStream_t>(stream));
+    cublasStatus_t st = lt_.cublasLtMatmul(
+        handle_, op_, &alpha_, reinterpret_cast<const void*>(p_.b), layout_b_, reinterpret_cast<const void*>(p_.a),
+        layout_a_, &beta_, c, layout_c_, reinterpret_cast<void*>(p_.d), layout_d_, &algo_,
+        reinterpret_cast<void*>(workspace), workspace_bytes, reinterpret_cast<cudaStream_t>(stream));
     if (st != CUBLAS_STATUS_SUCCESS)
-      throw CudaError(CUDA_ERROR_UNKNOWN, fmt::format("{}: {}: cublasLtMatmul failed (status {})", context, where_,
-                                                      static_cast<int>(st)),
+      throw CudaError(CUDA_ERROR_UNKNOWN,
+                      fmt::format("{}: {}: cublasLtMatmul failed (status {})", context, where_, static_cast<int>(st)),
                       false);
   }
 
@@ -115,27 +118,31 @@ class GemmRunner final : public LibraryStepRunner {
       const int32_t count = static_cast<int32_t>(batch);
       lt_check(lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
                where_ + ": batch count");
-      lt_check(lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                    sizeof(stride)),
-               where_ + ": batch stride");
+      lt_check(
+          lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+          where_ + ": batch stride");
     }
     return l;
   }
 
-  bool try_prepare(const GemmStep& g, const GemmShape& s, cublasComputeType_t ct, cudaDataType_t ab,
-                   std::string& why) {
+  bool try_prepare(const GemmStep& g, const GemmShape& s, cublasComputeType_t ct, cudaDataType_t ab, std::string& why) {
     lt_check(lt_.cublasLtMatmulDescCreate(&op_, ct, CUDA_R_32F), where_ + ": cublasLtMatmulDescCreate");
     // Column-major D^T (n x m) = op(B)^T (n x k) op(A)^T (k x m). Row-major B stored k x n is the
     // column-major n x k we need (no transpose); stored n x k (trans_b) it is k x n (transpose).
     const cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &tb, sizeof(tb)), where_ + ": transa");
-    lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta)), where_ + ": transb");
+    lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &tb, sizeof(tb)),
+             where_ + ": transa");
+    lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta)),
+             where_ + ": transb");
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     const bool bias = !g.bias.empty();
-    if (g.activation == Activation::relu) epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    else if (g.activation == Activation::gelu_tanh) epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-    else if (bias) epi = CUBLASLT_EPILOGUE_BIAS;
+    if (g.activation == Activation::relu)
+      epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    else if (g.activation == Activation::gelu_tanh)
+      epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    else if (bias)
+      epi = CUBLASLT_EPILOGUE_BIAS;
     lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
              where_ + ": epilogue");
     if (bias) {
@@ -143,9 +150,9 @@ class GemmRunner final : public LibraryStepRunner {
       lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)),
                where_ + ": bias pointer");
       const cudaDataType_t bias_type = d_type_;
-      lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                  sizeof(bias_type)),
-               where_ + ": bias type");
+      lt_check(
+          lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
+          where_ + ": bias type");
       const int64_t bias_stride = 0;  // one bias for every batch index
       lt_check(lt_.cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride,
                                                   sizeof(bias_stride)),
@@ -175,7 +182,7 @@ class GemmRunner final : public LibraryStepRunner {
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     cublasStatus_t st = lt_.cublasLtMatmulAlgoGetHeuristic(handle_, op_, layout_b_, layout_a_, layout_c_, layout_d_,
-                                                            pref_, 1, &result, &found);
+                                                           pref_, 1, &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       why = fmt::format("heuristic status {}, {} algorithm{}", static_cast<int>(st), found, found == 1 ? "" : "s");
       return false;
