@@ -65,7 +65,9 @@ void resolve_operand(const Operand& o, const std::string& gkey, const StepTensor
   if (ld < o.cols)
     throw StepError(ld_key, fmt::format("ld{} = {} is less than the {} columns of {} as stored ({} x {}, row-major)",
                                         o.role, ld, o.cols, o.name, o.rows, o.cols));
-  stride = o.stride_expr ? eval(*o.stride_expr, stride_key) : o.rows * ld;
+  if (!o.stride_expr && __builtin_mul_overflow(o.rows, ld, &stride))
+    throw StepError(ld_key, fmt::format("ld{} = {}: {} rows of it overflow 64-bit integers", o.role, ld, o.rows));
+  if (o.stride_expr) stride = eval(*o.stride_expr, stride_key);
   if (stride < 0) throw StepError(stride_key, fmt::format("stride_{} = {} is negative", o.role, stride));
   const int64_t need_elems = extent(batch, stride, o.rows, ld, o.cols);
   if (need_elems > numel(t))
@@ -237,6 +239,10 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
   if (c.compute == StepCompute::tf32 && x.dtype != DType::f32)
     throw StepError(ckey + ".compute",
                     fmt::format("\"tf32\" applies to f32 tensors; '{}' is {}", c.x, dtype_name(x.dtype)));
+  // cuDNN takes int dimensions; bounding them here also keeps every product below in 64 bits.
+  for (const auto& t : {&x, &w, &y})
+    for (int64_t d : t->shape)
+      if (d > kInt32Max) throw StepError(ckey, fmt::format("a dimension of {} is over {}", d, kInt32Max));
   s.dtype = x.dtype;
   check_written(y, c.y, ckey + ".y");
   for (const std::string* read : {&c.x, &c.w, &c.bias})
@@ -295,14 +301,18 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
     const int64_t st = s.stride[i], p = s.padding[i], dl = s.dilation[i], op = s.output_padding[i];
     int64_t out = 0;
     if (!c.transposed) {
-      out = (in + 2 * p - dl * (k - 1) - 1) / st + 1;
-      if (in + 2 * p - dl * (k - 1) - 1 < 0) out = 0;
+      // In 128 bits: the shapes come from op.json and the settings from the plan, both unbounded.
+      const __int128 span = static_cast<__int128>(in) + 2 * static_cast<__int128>(p) -
+                            static_cast<__int128>(dl) * (k - 1) - 1;
+      out = span < 0 ? 0 : static_cast<int64_t>(span / st + 1);
     } else {
       if (op >= st && op >= dl)
         throw StepError(
             fmt::format("{}.output_padding", ckey),
             fmt::format("output_padding {} must be smaller than the stride ({}) or the dilation ({})", op, st, dl));
-      out = (in - 1) * st - 2 * p + dl * (k - 1) + op + 1;
+      const __int128 full = static_cast<__int128>(in - 1) * st - 2 * static_cast<__int128>(p) +
+                            static_cast<__int128>(dl) * (k - 1) + op + 1;
+      out = full > kInt32Max ? kInt32Max + int64_t{1} : static_cast<int64_t>(full);
     }
     if (out < 1)
       throw StepError(ckey + ".padding",
@@ -318,9 +328,6 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
     throw StepError(ckey + ".y", fmt::format("'{}' has shape {}; this {}convolution of x {} with w {} gives {}", c.y,
                                              shape_text(y.shape), c.transposed ? "transposed " : "",
                                              shape_text(x.shape), shape_text(w.shape), shape_text(expected)));
-  for (const auto& t : {&x, &w, &y})
-    for (int64_t d : t->shape)
-      if (d > kInt32Max) throw StepError(ckey, fmt::format("a dimension of {} is over {}", d, kInt32Max));
   if (!c.bias.empty())
     check_bias(tensors, c.bias, ckey + ".bias", x.dtype, "x's", s.c_out, fmt::format("output channel ({})", s.c_out));
   return s;
