@@ -34,7 +34,8 @@ seed() {  # seed TARGET FILE...
   return 0
 }
 seed op_json examples/*/op.json
-seed plan examples/*/*.cu examples/kernelbench/*/*.cu tests/gpu/kernels/*.cu
+seed plan examples/*/*.cu examples/kernelbench/*/*.cu examples/kernelbench_library/*/*.cu tests/gpu/kernels/*.cu \
+  tests/fuzz/seeds/plan/*
 seed manifest examples/ci/*.json
 seed results tests/fuzz/seeds/results/*
 seed expr tests/fuzz/seeds/expr/*
