@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "kagent/common/process.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/sandbox/process.hpp"
 
 using namespace kagent;
 namespace fs = std::filesystem;

@@ -22,7 +22,7 @@
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent::bench {

@@ -7,9 +7,9 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/common/worker_pool.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 

@@ -19,10 +19,10 @@
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/llm/config.hpp"
 #include "kagent/llm/tool_choice.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "progress.hpp"
 
 namespace kagent::cli {

@@ -16,7 +16,6 @@
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/cache.hpp"
 #include "kagent/compile/compiler.hpp"
@@ -26,6 +25,7 @@
 #include "kagent/llm/config.hpp"
 #include "kagent/llm/probe.hpp"
 #include "kagent/reference/ref_server.hpp"
+#include "kagent/sandbox/process.hpp"
 
 namespace kagent::cli {
 

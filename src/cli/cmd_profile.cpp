@@ -13,7 +13,7 @@
 #include "compile_report.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
-#include "kagent/profile/profile_table.hpp"
+#include "kagent/eval/profile_table.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::cli {

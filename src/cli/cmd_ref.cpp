@@ -12,8 +12,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/eval/evaluator.hpp"
-#include "kagent/eval/protocol.hpp"
-#include "kagent/eval/reference_quality.hpp"
+#include "kagent/protocol/protocol.hpp"
+#include "kagent/protocol/reference_quality.hpp"
 #include "kagent/reference/ref_server.hpp"
 
 namespace kagent::cli {

@@ -9,8 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kagent/compile/default_arch.hpp"
 #include "kagent/eval/evaluator.hpp"
-#include "kagent/gpu/default_arch.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/llm/config.hpp"
 #include "kagent/spec/op.hpp"
@@ -37,7 +37,7 @@ Command add_profile_command(CLI::App& app);
 // Shared output helpers.
 void print_json(const nlohmann::json& j);
 // The architecture to compile for: --arch if given, else GPU `gpu`'s when there is one, else
-// sm_90a (gpu/default_arch.hpp: the optimize run needs it too).
+// sm_90a (compile/default_arch.hpp: the optimize run needs it too).
 using kagent::default_arch;
 // Writes an output file a flag asked for (--html, --junit): its folder is made if missing, the file
 // replaced atomically, and where it went is said on stderr (stdout stays the command's own output).

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent {

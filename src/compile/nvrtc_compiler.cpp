@@ -11,11 +11,11 @@
 #include "kagent/common/hash.hpp"
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
-#include "kagent/spec/plan_limits.hpp"
 #include "kagent/compile/cubin.hpp"
-#include "kagent/compile/option_allowlist.hpp"
 #include "kagent/compile/ptxas_log.hpp"
 #include "kagent/compile/toolkit_identity.hpp"
+#include "kagent/spec/option_allowlist.hpp"
+#include "kagent/spec/plan_limits.hpp"
 
 namespace kagent {
 

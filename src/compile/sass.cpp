@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/common/text.hpp"
+#include "kagent/sandbox/process.hpp"
 
 namespace kagent {
 

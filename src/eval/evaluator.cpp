@@ -14,13 +14,13 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/hash.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/harness_source.hpp"
-#include "kagent/eval/runner_messages.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/peaks.hpp"
+#include "kagent/protocol/runner_messages.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/spec/op_overrides.hpp"
 
 namespace kagent {

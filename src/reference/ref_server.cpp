@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/compile/cache.hpp"
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
+#include "kagent/sandbox/process.hpp"
 
 namespace kagent {
 

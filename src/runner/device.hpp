@@ -6,8 +6,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "kagent/eval/protocol.hpp"
 #include "kagent/gpu/driver.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::runner {
 

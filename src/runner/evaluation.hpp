@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
-#include "kagent/eval/protocol.hpp"
-#include "kagent/eval/runner_messages.hpp"
+#include "kagent/protocol/protocol.hpp"
+#include "kagent/protocol/runner_messages.hpp"
 
 namespace kagent::runner {
 

@@ -1,12 +1,12 @@
 #pragma once
 // A device buffer between two guard bands, in one allocation: [front band][data][back band]
-// (layout in kagent/eval/guard_bands.hpp). get() is the data, what a plan receives; the bands are
+// (layout in kagent/protocol/guard_bands.hpp). get() is the data, what a plan receives; the bands are
 // filled and checked by BoundsCheck. Every buffer the runner allocates for an evaluation is one of
 // these, so a stray write near any of them lands in a band.
 #include <string>
 
 #include "device.hpp"
-#include "kagent/eval/guard_bands.hpp"
+#include "kagent/protocol/guard_bands.hpp"
 
 namespace kagent::runner {
 

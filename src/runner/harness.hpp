@@ -6,7 +6,7 @@
 #include <string>
 
 #include "device.hpp"
-#include "kagent/eval/guard_bands.hpp"
+#include "kagent/protocol/guard_bands.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::runner {
@@ -28,7 +28,7 @@ class Harness {
   Harness(const Device& dev, const std::string& cubin);
   void fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed);
   // ref64: the reference computed in float64 (numel doubles), or 0 for none; the element rule is
-  // kagent/eval/compare_rule.hpp's.
+  // kagent/protocol/compare_rule.hpp's.
   CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
                         CUdeviceptr ref64 = 0);
   double read(CUdeviceptr p, int64_t index, DType t);

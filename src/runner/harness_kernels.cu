@@ -1,6 +1,6 @@
 // kagent's own device kernels, compiled by NVRTC like a candidate and loaded by kagent-runner:
 // input generation (counter-based, so a seed fully determines a tensor and no RNG state lives on
-// the GPU) and output comparison (the element rule of kagent/eval/compare_rule.hpp with the
+// the GPU) and output comparison (the element rule of kagent/protocol/compare_rule.hpp with the
 // optional fp64 reference, NaN/Inf parity, mismatch statistics, the reference's own error, and
 // its value range and zeros for the degenerate and weak-reference flags), guard bands and digests
 // that catch writes outside the candidate's buffers. Device code only.
@@ -88,7 +88,7 @@ __device__ void fill<bool>(bool* out, i64 n, u64 seed, int, double, double) {
 
 // ---- comparison ----
 // The element rule, shared with the host (CMake pastes the header here when it embeds this file).
-#include "kagent/eval/compare_rule.hpp"
+#include "kagent/protocol/compare_rule.hpp"
 
 // Doubles as unsigned keys whose order is the numeric order, for atomicMin/atomicMax.
 __device__ __forceinline__ u64 ordered_key(double v) {
@@ -222,7 +222,7 @@ extern "C" __global__ void kagent_flush(const uint4* p, i64 n16, unsigned int ne
 }
 
 // ---- writes outside the buffers (src/runner/bounds_check.cpp) ----
-// A guarded allocation is [front band][data][back band] (kagent/eval/guard_bands.hpp). A band
+// A guarded allocation is [front band][data][back band] (kagent/protocol/guard_bands.hpp). A band
 // byte holds a canary derived from the evaluation's seed and the byte's address: it varies with the
 // offset and from buffer to buffer (so bytes copied from one buffer's band into another's, as by
 // out[i] = x[i] one element too far, differ from it), and it is never 0x00 or 0xFF, so zeros, the

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "device.hpp"
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::runner {
 

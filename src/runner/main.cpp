@@ -1,5 +1,5 @@
 // kagent-runner: the sandboxed GPU evaluator. kagent starts one per GPU and talks to it in JSON
-// lines (include/kagent/eval/runner_client.hpp has the protocol). Only kagent's own host code
+// lines (include/kagent/protocol/runner_client.hpp has the protocol). Only kagent's own host code
 // runs here; candidates are device code loaded from cubins.
 #include <unistd.h>
 
@@ -15,8 +15,8 @@
 
 #include "evaluation.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/eval/runner_messages.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/protocol/runner_messages.hpp"
 #include "kagent/sandbox/network.hpp"
 #include "peaks.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "evaluation_impl.hpp"
 #include "ipc_import.hpp"
-#include "kagent/eval/reference_quality.hpp"
+#include "kagent/protocol/reference_quality.hpp"
 
 namespace kagent::runner {
 

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "cublas_sgemm.hpp"
-#include "kagent/eval/stats.hpp"
 #include "kagent/profile/peaks.hpp"
+#include "kagent/protocol/stats.hpp"
 
 namespace kagent::runner {
 

@@ -6,7 +6,7 @@
 // per GPU and caches them (src/profile/peaks.cpp); the profile puts each kernel against them.
 #include "device.hpp"
 #include "harness.hpp"
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::runner {
 

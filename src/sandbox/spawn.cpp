@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 
 extern char** environ;
 

@@ -10,7 +10,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
-#include "kagent/compile/option_allowlist.hpp"
+#include "kagent/spec/option_allowlist.hpp"
 #include "library_step_parse.hpp"
 #include "plan_json.hpp"
 #include "text_util.hpp"
@@ -240,7 +240,7 @@ size_t scalar_type_size(ScalarType t) {
 }
 
 void check_candidate_option(const std::string& option, const std::string& where) {
-  check_option_allowed(option, where);  // an allowlist: compile/option_allowlist.cpp
+  check_option_allowed(option, where);  // an allowlist: spec/option_allowlist.cpp
 }
 
 Candidate parse_candidate(std::string source, const std::filesystem::path& path) {

@@ -10,7 +10,7 @@
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/compile/sass.hpp"
-#include "kagent/profile/profile_table.hpp"
+#include "kagent/eval/profile_table.hpp"
 
 namespace kagent::tools {
 

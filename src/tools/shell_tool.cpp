@@ -27,11 +27,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "kagent/common/process.hpp"
 #include "kagent/sandbox/environment.hpp"
 #include "kagent/sandbox/filesystem_view.hpp"
 #include "kagent/sandbox/pid_limit.hpp"
 #include "kagent/sandbox/policy.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/sandbox/process_setup.hpp"
 
 extern char** environ;

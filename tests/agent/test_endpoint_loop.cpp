@@ -24,7 +24,7 @@
 #include "kagent/agent/nudges.hpp"
 #include "kagent/agent/optimize_run.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/tools/file_tools.hpp"
 #include "test_util.hpp"
 

@@ -21,8 +21,8 @@
 #include "kagent/agent/agent.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/tools/file_tools.hpp"
 #include "test_util.hpp"
 

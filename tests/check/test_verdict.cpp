@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kagent/check/verdict.hpp"
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

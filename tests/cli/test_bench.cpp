@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/files.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/report/results.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 extern char** environ;

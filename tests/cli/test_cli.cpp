@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/files.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

@@ -8,9 +8,9 @@
 
 #include "gpu/gpu_test.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/profile_table.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/peaks.hpp"
-#include "kagent/profile/profile_table.hpp"
 #include "kagent/profile/roofline.hpp"
 
 using namespace kagent;

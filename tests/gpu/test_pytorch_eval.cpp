@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "kagent/common/error.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/reference/ref_server.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

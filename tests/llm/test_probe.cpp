@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/common/process.hpp"
 #include "kagent/llm/probe.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "mock_server.hpp"
 #include "test_util.hpp"
 

@@ -91,7 +91,7 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
 // ref64, n, atol, rtol, stats.
 TEST_F(CompileTest, CompareKernelsUseTheSharedRuleAndTakeTheFp64Reference) {
   const Candidate h = harness_kernels();
-  EXPECT_EQ(h.source.find("#include \"kagent/eval/compare_rule.hpp\""), std::string::npos);
+  EXPECT_EQ(h.source.find("#include \"kagent/protocol/compare_rule.hpp\""), std::string::npos);
   EXPECT_NE(h.source.find("element_verdict"), std::string::npos);
   auto r = compiler.compile(h, "sm_90a");
   ASSERT_TRUE(r.ok) << r.log;

@@ -13,8 +13,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
-#include "kagent/compile/option_allowlist.hpp"
 #include "kagent/compile/toolkit_identity.hpp"
+#include "kagent/spec/option_allowlist.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // The one-word verdict on what bounds a kernel, from its counters.
 #include <gtest/gtest.h>
 
-#include "kagent/profile/profile_table.hpp"
+#include "kagent/eval/profile_table.hpp"
 
 using namespace kagent;
 using namespace kagent::profile;

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "kagent/common/process.hpp"
 #include "kagent/report/html.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

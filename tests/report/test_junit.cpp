@@ -5,8 +5,8 @@
 
 #include <chrono>
 
-#include "kagent/common/process.hpp"
 #include "kagent/report/junit.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/tools/shell_tool.hpp"
 
 namespace fs = std::filesystem;

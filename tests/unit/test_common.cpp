@@ -5,8 +5,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/hash.hpp"
-#include "kagent/common/process.hpp"
 #include "kagent/common/text_table.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

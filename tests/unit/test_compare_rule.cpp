@@ -1,4 +1,4 @@
-// The element rule of the correctness check (kagent/eval/compare_rule.hpp), on the host: the same
+// The element rule of the correctness check (kagent/protocol/compare_rule.hpp), on the host: the same
 // inline function the compare kernel (src/runner/harness_kernels.cu) is compiled from, so these
 // cases are what the GPU decides too. And the weak-reference verdict built on it.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kagent/eval/compare_rule.hpp"
-#include "kagent/eval/reference_quality.hpp"
+#include "kagent/protocol/compare_rule.hpp"
+#include "kagent/protocol/reference_quality.hpp"
 
 namespace kagent {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "kagent/eval/flags.hpp"
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/flags.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
 namespace {

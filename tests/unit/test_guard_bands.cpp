@@ -1,10 +1,10 @@
 // Guard bands' layout arithmetic, the check kernel's words as damage, and the messages
-// (kagent/eval/guard_bands.hpp). The device side is in tests/gpu/test_bounds.cpp.
+// (kagent/protocol/guard_bands.hpp). The device side is in tests/gpu/test_bounds.cpp.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "kagent/eval/guard_bands.hpp"
+#include "kagent/protocol/guard_bands.hpp"
 
 namespace kagent {
 namespace {

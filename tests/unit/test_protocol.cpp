@@ -1,7 +1,7 @@
 // The runner's request survives its JSON round trip: what kagent sends is what the runner reads.
 #include <gtest/gtest.h>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
 namespace {

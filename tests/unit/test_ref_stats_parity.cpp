@@ -1,5 +1,5 @@
 // The reference server times eager and torch.compile with tools/kagent_ref/stats.py; the runner
-// times candidates with src/eval/stats.cpp. Both must compute the same summary and stop at the
+// times candidates with src/protocol/stats.cpp. Both must compute the same summary and stop at the
 // same sample, or the reward would compare numbers measured by different rules.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/common/process.hpp"
-#include "kagent/eval/stats.hpp"
+#include "kagent/protocol/stats.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

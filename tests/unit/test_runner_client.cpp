@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kagent/common/process.hpp"
-#include "kagent/eval/runner_client.hpp"
+#include "kagent/protocol/runner_client.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
 namespace kagent {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/eval/runner_messages.hpp"
+#include "kagent/protocol/runner_messages.hpp"
 
 using namespace kagent;
 

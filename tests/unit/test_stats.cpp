@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kagent/eval/stats.hpp"
+#include "kagent/protocol/stats.hpp"
 
 namespace kagent {
 namespace {

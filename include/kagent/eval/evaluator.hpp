@@ -13,9 +13,9 @@
 
 #include "kagent/compile/compiler.hpp"
 #include "kagent/eval/gpu_lock.hpp"
-#include "kagent/eval/protocol.hpp"
 #include "kagent/eval/reward.hpp"
-#include "kagent/eval/runner_client.hpp"
+#include "kagent/protocol/protocol.hpp"
+#include "kagent/protocol/runner_client.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/spec/op.hpp"
 

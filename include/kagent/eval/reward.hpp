@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "kagent/eval/flags.hpp"
+#include "kagent/protocol/flags.hpp"
 
 namespace kagent {
 

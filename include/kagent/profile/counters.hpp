@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::profile {
 

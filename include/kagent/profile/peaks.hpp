@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::profile {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent::profile {
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/eval/runner_client.hpp"
-#include "kagent/eval/stats.hpp"
+#include "kagent/protocol/runner_client.hpp"
+#include "kagent/protocol/stats.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent {
@@ -24,7 +24,7 @@ struct RefScalar {
 };
 
 // One output of the reference as the server saw it at load: what the degenerate and weak-reference
-// checks need (src/eval/reference_quality.hpp).
+// checks need (kagent/protocol/reference_quality.hpp).
 struct RefOutputStats {
   uint64_t numel = 0, zeros = 0;
   double zero_share = 0;

@@ -1,4 +1,4 @@
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 
 #include <fcntl.h>
 #include <limits.h>

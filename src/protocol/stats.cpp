@@ -1,5 +1,5 @@
-// Timing statistics and the stopping rule of MEASUREMENT.md (see kagent/eval/stats.hpp).
-#include "kagent/eval/stats.hpp"
+// Timing statistics and the stopping rule of MEASUREMENT.md (see kagent/protocol/stats.hpp).
+#include "kagent/protocol/stats.hpp"
 
 #include <fmt/format.h>
 

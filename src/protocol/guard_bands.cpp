@@ -1,5 +1,5 @@
-// Guard bands' layout and messages (see kagent/eval/guard_bands.hpp).
-#include "kagent/eval/guard_bands.hpp"
+// Guard bands' layout and messages (see kagent/protocol/guard_bands.hpp).
+#include "kagent/protocol/guard_bands.hpp"
 
 #include <stdexcept>
 

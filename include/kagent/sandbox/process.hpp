@@ -1,4 +1,6 @@
 #pragma once
+// Running a helper program (nvdisasm, python3, ...) under the sandbox's helper policy, capturing its
+// output; finding programs and kagent's own folder.
 #include <chrono>
 #include <string>
 #include <vector>

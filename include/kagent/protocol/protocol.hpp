@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/eval/flags.hpp"
-#include "kagent/eval/stats.hpp"
+#include "kagent/protocol/flags.hpp"
+#include "kagent/protocol/stats.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent {
@@ -126,7 +126,7 @@ struct KernelMetrics {
   double tensor_pct = 0;     // sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
 };
 
-// What this GPU reaches, measured by the runner once and cached per GPU (src/profile/peaks.hpp):
+// What this GPU reaches, measured by the runner once and cached per GPU (kagent/profile/peaks.hpp):
 // the roofline's two roofs.
 struct DevicePeaks {
   std::string gpu;                 // name

@@ -1,4 +1,4 @@
-#include "kagent/eval/runner_client.hpp"
+#include "kagent/protocol/runner_client.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "kagent/common/process.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent {

@@ -1,4 +1,4 @@
-#include "kagent/gpu/default_arch.hpp"
+#include "kagent/compile/default_arch.hpp"
 
 #include <fmt/format.h>
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
 

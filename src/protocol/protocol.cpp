@@ -1,4 +1,4 @@
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 #include <cmath>
 #include <stdexcept>

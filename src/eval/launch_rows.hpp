@@ -1,13 +1,13 @@
 #pragma once
 // What the full and the compact profile both show about each launch of a plan, gathered once:
 // its shape and resources (from the plan and the compiled kernels), its time (events, CUPTI), its
-// counters and where they put it on the roofline. Internal to src/profile.
+// counters and where they put it on the roofline. Internal to src/eval.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kagent/eval/evaluator.hpp"
-#include "kagent/profile/profile_table.hpp"
+#include "kagent/eval/profile_table.hpp"
 #include "kagent/profile/roofline.hpp"
 
 namespace kagent::profile {

@@ -1,4 +1,4 @@
-#include "kagent/profile/profile_table.hpp"
+#include "kagent/eval/profile_table.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
-// Typed flags, their words and their JSON (see kagent/eval/flags.hpp).
-#include "kagent/eval/flags.hpp"
+// Typed flags, their words and their JSON (see kagent/protocol/flags.hpp).
+#include "kagent/protocol/flags.hpp"
 
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "kagent/eval/protocol.hpp"
+#include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
 

@@ -1,8 +1,8 @@
-#include "kagent/eval/reference_quality.hpp"
+#include "kagent/protocol/reference_quality.hpp"
 
 #include <fmt/format.h>
 
-#include "kagent/eval/compare_rule.hpp"
+#include "kagent/protocol/compare_rule.hpp"
 
 namespace kagent {
 

@@ -3,8 +3,8 @@
 // #include when it embeds the kernels as a string for NVRTC), and host code and tests include it
 // as a header. Plain arithmetic only, no <cmath>: both compilers take it as it is. Include guards,
 // not #pragma once, which NVRTC would see in its main file.
-#ifndef KAGENT_EVAL_COMPARE_RULE_HPP
-#define KAGENT_EVAL_COMPARE_RULE_HPP
+#ifndef KAGENT_PROTOCOL_COMPARE_RULE_HPP
+#define KAGENT_PROTOCOL_COMPARE_RULE_HPP
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define KAGENT_HD __host__ __device__ __forceinline__
@@ -62,4 +62,4 @@ KAGENT_HD bool spread_within_tolerance(double lo, double hi, double min_abs, dou
 
 }  // namespace kagent
 
-#endif  // KAGENT_EVAL_COMPARE_RULE_HPP
+#endif  // KAGENT_PROTOCOL_COMPARE_RULE_HPP

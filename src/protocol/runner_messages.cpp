@@ -1,4 +1,4 @@
-#include "kagent/eval/runner_messages.hpp"
+#include "kagent/protocol/runner_messages.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "kagent/compile/option_allowlist.hpp"
+#include "kagent/spec/option_allowlist.hpp"
 
 #include <algorithm>
 #include <array>

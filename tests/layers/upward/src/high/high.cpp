@@ -1,0 +1,2 @@
+#include "kagent/high/high.hpp"
+#include "kagent/low/low.hpp"
