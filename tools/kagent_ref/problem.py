@@ -189,7 +189,7 @@ class Problem:
 def output_stats(outs):
     """Per output: numel, exact zeros, their share, and the smallest, largest and smallest-magnitude
     finite values (None when there are none): what the degenerate and weak-reference checks need
-    (src/eval/reference_quality.cpp). Works through each output in chunks: a whole-tensor mask and
+    (src/protocol/reference_quality.cpp). Works through each output in chunks: a whole-tensor mask and
     copy of a 7 GB output would need three times its size."""
     chunk = 1 << 26
     stats = []

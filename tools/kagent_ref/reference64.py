@@ -1,7 +1,7 @@
 """The reference computed in float64 (MEASUREMENT.md): correct relative to the truth, not to the
 reference's rounding. A candidate whose element is within the tolerance of the fp64 result, or no
 farther from it than the reference at the precision, passes (the runner's rule,
-include/kagent/eval/compare_rule.hpp). KernelBench's level2/18 shows why: a candidate that
+include/kagent/protocol/compare_rule.hpp). KernelBench's level2/18 shows why: a candidate that
 simplifies the algebra and accumulates in fp64 was 1.65e-4 off the fp32 reference on 1 of 1024
 elements (atol 1e-4), where the fp32 reference's own rounding is of that size.
 

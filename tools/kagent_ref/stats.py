@@ -1,9 +1,9 @@
-"""Timing statistics and the stopping rule: the Python twin of src/eval/stats.cpp, so eager and
+"""Timing statistics and the stopping rule: the Python twin of src/protocol/stats.cpp, so eager and
 torch.compile baselines are measured by the same rule as candidates (MEASUREMENT.md)."""
 
 import math
 
-# Every knob, with the C++ defaults (include/kagent/eval/stats.hpp StopRule).
+# Every knob, with the C++ defaults (include/kagent/protocol/stats.hpp StopRule).
 DEFAULT_RULE = {
     "min_samples": 20,
     "min_gpu_s": 0.1,
