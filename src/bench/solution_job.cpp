@@ -104,9 +104,11 @@ report::ResultRecord record_from_report(const Problem& p, const EvalReport& rep)
     r.speedup_vs_eager = rep.reward.speedup_vs_eager;
     r.speedup_vs_compile = rep.reward.speedup_vs_compile;
   } else {
-    const std::string& stage = rep.outcome.failure_stage;
-    r.status = stage == "timeout" ? "timeout" : stage == "crash" ? "crash" : "incorrect";
-    r.error = head_lines(stage.empty() ? rep.outcome.message : stage + ": " + rep.outcome.message);
+    const FailureStage stage = rep.outcome.failure_stage;
+    r.status = stage == FailureStage::timeout ? "timeout" : stage == FailureStage::crash ? "crash" : "incorrect";
+    r.error =
+        head_lines(stage == FailureStage::none ? rep.outcome.message
+                                               : fmt::format("{}: {}", failure_stage_name(stage), rep.outcome.message));
   }
   return r;
 }

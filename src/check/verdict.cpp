@@ -74,7 +74,9 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
     if (!untrusts_timing(f)) v.warnings.push_back(flag_text(f));
   if (!r.outcome.correct) {
     v.status = "fail";
-    std::string why = r.outcome.failure_stage.empty() ? "incorrect" : "incorrect (" + r.outcome.failure_stage + ")";
+    std::string why = r.outcome.failure_stage == FailureStage::none
+                          ? std::string("incorrect")
+                          : fmt::format("incorrect ({})", failure_stage_name(r.outcome.failure_stage));
     if (r.outcome.mismatch) {
       const auto& m = *r.outcome.mismatch;
       why += fmt::format(": {} differs in {} of {} elements, first at index {} ({} vs reference {}), {}", m.tensor,

@@ -347,7 +347,7 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
   if (!reply.ok()) {
     // The runner hung or died: the candidate's doing (the runner restarts for the next one).
     rep.ran = true;
-    rep.outcome.failure_stage = reply.failure == RunnerReply::Failure::timeout ? "timeout" : "crash";
+    rep.outcome.failure_stage = reply.failure == RunnerReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
     rep.outcome.message = reply.message;
     if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
   } else if (RunnerResult result = reply.body.get<RunnerResult>(); !result.ok) {
@@ -396,7 +396,7 @@ std::string render_report(const EvalReport& r) {
         fmt::format("correctness: passed {} trial(s) ({}, {}); outputs re-checked {} time(s) during and after timing\n",
                     o.trials_run, precision_name(r.precision), tolerance_text(r.tolerance), o.rechecks);
   } else {
-    out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage.empty() ? "unknown" : o.failure_stage,
+    out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage == FailureStage::none ? "unknown" : failure_stage_name(o.failure_stage),
                        o.message);
   }
   out += render_errors(o);

@@ -182,14 +182,45 @@ void from_json(const nlohmann::json& j, OutputErrors& e) {
   opt_from(j, "ref_error_fp64", e.ref_error_fp64);
 }
 
+namespace {
+constexpr std::pair<FailureStage, std::string_view> kFailureStages[] = {{FailureStage::none, ""},
+                                                                        {FailureStage::plan, "plan"},
+                                                                        {FailureStage::launch, "launch"},
+                                                                        {FailureStage::correctness, "correctness"},
+                                                                        {FailureStage::recheck, "re-check"},
+                                                                        {FailureStage::bounds, "bounds"},
+                                                                        {FailureStage::reference, "reference"},
+                                                                        {FailureStage::timeout, "timeout"},
+                                                                        {FailureStage::crash, "crash"}};
+}  // namespace
+
+std::string_view failure_stage_name(FailureStage s) {
+  for (const auto& [value, name] : kFailureStages)
+    if (value == s) return name;
+  return "?";
+}
+
+std::optional<FailureStage> parse_failure_stage(std::string_view name) {
+  for (const auto& [value, name_of] : kFailureStages)
+    if (name_of == name) return value;
+  return std::nullopt;
+}
+
 void to_json(nlohmann::json& j, const EvalOutcome& o) {
-  j = {{"correct", o.correct},           {"failure_stage", o.failure_stage},
-       {"message", o.message},           {"flags", o.flags},
-       {"bytes_moved", o.bytes_moved},   {"memory_floor_ms", o.memory_floor_ms},
-       {"achieved_gbs", o.achieved_gbs}, {"bandwidth_share", o.bandwidth_share},
-       {"trials_run", o.trials_run},     {"rechecks", o.rechecks},
-       {"launch_times", o.launch_times}, {"flush_bytes", o.flush_bytes},
-       {"stop_rule", o.stop_rule},       {"knobs", o.knobs},
+  j = {{"correct", o.correct},
+       {"failure_stage", failure_stage_name(o.failure_stage)},
+       {"message", o.message},
+       {"flags", o.flags},
+       {"bytes_moved", o.bytes_moved},
+       {"memory_floor_ms", o.memory_floor_ms},
+       {"achieved_gbs", o.achieved_gbs},
+       {"bandwidth_share", o.bandwidth_share},
+       {"trials_run", o.trials_run},
+       {"rechecks", o.rechecks},
+       {"launch_times", o.launch_times},
+       {"flush_bytes", o.flush_bytes},
+       {"stop_rule", o.stop_rule},
+       {"knobs", o.knobs},
        {"device", o.device}};
   opt_to(j, "mismatch", o.mismatch);
   opt_to(j, "candidate_time", o.candidate_time);
@@ -203,7 +234,10 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("correct").get_to(o.correct);
-  j.at("failure_stage").get_to(o.failure_stage);
+  const std::string stage = j.at("failure_stage").get<std::string>();
+  const auto parsed = parse_failure_stage(stage);
+  if (!parsed) throw std::invalid_argument(fmt::format("unknown failure_stage '{}'", stage));
+  o.failure_stage = *parsed;
   j.at("message").get_to(o.message);
   j.at("flags").get_to(o.flags);
   j.at("bytes_moved").get_to(o.bytes_moved);

@@ -197,19 +197,19 @@ EvaluationResult Evaluation::run() {
     if (rq_.baseline) o.ab = compare_ab(cand_plan);
     note_bandwidth(o);
   } catch (const PlanError& e) {
-    o.failure_stage = "plan";
+    o.failure_stage = FailureStage::plan;
     o.message = e.what();
   } catch (const BoundsViolation& e) {
     o.correct = false;
-    o.failure_stage = "bounds";
+    o.failure_stage = FailureStage::bounds;
     o.message = e.what();
   } catch (const ReferenceFailure& e) {
     o.correct = false;
-    o.failure_stage = "reference";
+    o.failure_stage = FailureStage::reference;
     o.message = e.what();
   } catch (const CudaError& e) {
     o.correct = false;
-    o.failure_stage = "launch";
+    o.failure_stage = FailureStage::launch;
     o.message = e.what();
     res.restart = e.sticky();
   }

@@ -38,7 +38,7 @@ bool Evaluation::run_trials(PlanExecutor& cand_plan, PlanExecutor* ref_plan, Eva
     const bool match = native ? outputs_match(t, "correctness", o, pointers(ref_out_), {})
                               : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
     if (!match) {
-      o.failure_stage = "correctness";
+      o.failure_stage = FailureStage::correctness;
       return false;
     }
   }

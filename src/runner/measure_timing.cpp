@@ -29,7 +29,7 @@ bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, 
   }
   if (failed) {
     o.correct = false;
-    o.failure_stage = "re-check";
+    o.failure_stage = FailureStage::recheck;
     return false;
   }
   return true;

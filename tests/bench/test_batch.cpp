@@ -168,16 +168,16 @@ TEST(BenchBatch, EvaluationReportsBecomeRecords) {
   EXPECT_DOUBLE_EQ(*r.eager_ms, 1.0);
 
   rep.outcome.correct = false;
-  rep.outcome.failure_stage = "timeout";
+  rep.outcome.failure_stage = FailureStage::timeout;
   rep.outcome.message = "no reply in 60 s during launch 1 (spin)";
   rep.reward = compute_reward(true, false, std::nullopt, rep.baselines);
   r = record_from_report(p, rep);
   EXPECT_EQ(r.status, "timeout");
   EXPECT_FALSE(r.speedup_vs_eager.has_value());
   EXPECT_NE(r.error.find("launch 1"), std::string::npos);
-  rep.outcome.failure_stage = "correctness";
+  rep.outcome.failure_stage = FailureStage::correctness;
   EXPECT_EQ(record_from_report(p, rep).status, "incorrect");
-  rep.outcome.failure_stage = "crash";
+  rep.outcome.failure_stage = FailureStage::crash;
   EXPECT_EQ(record_from_report(p, rep).status, "crash");
 }
 

@@ -73,7 +73,7 @@ TEST(CheckVerdict, CompileErrorsCarryTheKernelsLines) {
 TEST(CheckVerdict, IncorrectFailsWithTheMismatch) {
   EvalReport r = correct_report();
   r.outcome.correct = false;
-  r.outcome.failure_stage = "correctness";
+  r.outcome.failure_stage = FailureStage::correctness;
   r.outcome.mismatch = MismatchReport{};
   r.outcome.mismatch->tensor = "out";
   r.outcome.mismatch->count = 12;
@@ -175,7 +175,7 @@ TEST(CheckVerdict, JunitIsValidAndCountsFailures) {
   EvalReport bad = correct_report();
   bad.outcome.correct = false;
   bad.outcome.message = "launch 0 faulted: ]]> \x01 <oops>";
-  bad.outcome.failure_stage = "launch";
+  bad.outcome.failure_stage = FailureStage::launch;
   Verdict fail = judge(odd, bad);
   Verdict skip = unchecked(entry("gpu"), "no GPU");
   const std::string xml = render_junit({pass, fail, skip});

@@ -21,7 +21,7 @@ class Bounds : public test::GpuTest {
   // A write outside the buffers: failure stage "bounds", tier -1.
   static void expect_bounds_failure(const EvalReport& r) {
     EXPECT_FALSE(r.outcome.correct);
-    EXPECT_EQ(r.outcome.failure_stage, "bounds") << r.outcome.message;
+    EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "bounds") << r.outcome.message;
     EXPECT_EQ(r.reward.tier, -1) << r.reward.reason;
   }
 };
@@ -77,7 +77,7 @@ TEST_F(Bounds, HonestKernelsAreNeverFlagged) {
   // Scratch of odd sizes written to the last byte, float4 stores ending at the buffer's end; and
   // the bundled examples (scalar, float4 with a tail, scratch between launches, bf16).
   EvalReport r = eval("exact_writes.cu");
-  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
   for (auto [cand, op] :
        std::vector<std::pair<std::string, std::string>>{{"vector_add/cand_naive.cu", "vector_add/op.json"},
                                                         {"vector_add/cand_vec4.cu", "vector_add/op.json"},
@@ -86,14 +86,14 @@ TEST_F(Bounds, HonestKernelsAreNeverFlagged) {
     SCOPED_TRACE(cand);
     EvalReport e = ev->evaluate(load_op(test::examples_dir() / op), load_candidate(test::examples_dir() / cand),
                                 EvalMode::profile);
-    EXPECT_TRUE(e.outcome.correct) << e.outcome.failure_stage << ": " << e.outcome.message;
+    EXPECT_TRUE(e.outcome.correct) << failure_stage_name(e.outcome.failure_stage) << ": " << e.outcome.message;
   }
 }
 
 TEST_F(Bounds, AReferenceThatWritesOutsideItsBuffersIsAReferenceFailure) {
   EvalReport r = eval("exact_writes.cu", test::source_dir() / "tests/gpu/ops/ref_past_end/op.json");
   EXPECT_FALSE(r.outcome.correct);
-  EXPECT_EQ(r.outcome.failure_stage, "reference") << r.outcome.message;
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "reference") << r.outcome.message;
   EXPECT_TRUE(has(r.outcome.message, "wrote outside the reference output 'out'")) << r.outcome.message;
   EXPECT_TRUE(has(r.outcome.message, "after its end damaged")) << r.outcome.message;
 }
@@ -103,5 +103,5 @@ TEST_F(Bounds, TheNextEvaluationAfterADamagedBandIsClean) {
   expect_bounds_failure(eval("one_past_end.cu"));
   EvalReport next = ev->evaluate(load_op(test::examples_dir() / "vector_add/op.json"),
                                  load_candidate(test::examples_dir() / "vector_add/cand_naive.cu"));
-  EXPECT_TRUE(next.outcome.correct) << next.outcome.failure_stage << ": " << next.outcome.message;
+  EXPECT_TRUE(next.outcome.correct) << failure_stage_name(next.outcome.failure_stage) << ": " << next.outcome.message;
 }

@@ -31,7 +31,7 @@ class Cluster : public test::GpuTest {
 
 TEST_F(Cluster, CompileTimeClustersWithLargeSharedMemoryRunAsClusters) {
   EvalReport r = eval("cluster_dsmem.cu");
-  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
   EXPECT_GE(r.reward.tier, 1) << r.reward.reason;
   EXPECT_EQ(r.outcome.device.sms, query_gpus().gpus.at(0).sm_count);
 }
@@ -39,7 +39,7 @@ TEST_F(Cluster, CompileTimeClustersWithLargeSharedMemoryRunAsClusters) {
 TEST_F(Cluster, AGridThatIsNotAWholeNumberOfClustersIsAPlanError) {
   EvalReport r = eval("cluster_partial_grid.cu");
   EXPECT_FALSE(r.outcome.correct);
-  EXPECT_EQ(r.outcome.failure_stage, "plan") << r.outcome.message;
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "plan") << r.outcome.message;
   EXPECT_TRUE(has(r.outcome.message, "is not a whole number of the kernel's 4x1x1 clusters")) << r.outcome.message;
   EXPECT_TRUE(has(r.outcome.message, "grid[0] = 65537 is not a multiple of 4")) << r.outcome.message;
   EXPECT_EQ(r.reward.tier, -1);

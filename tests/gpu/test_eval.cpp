@@ -92,7 +92,7 @@ TEST_F(GpuEval, PerLaunchTimesAddUpToThePlan) {
 TEST_F(GpuEval, WrongKernelFailsWithAMismatchReport) {
   EvalReport r = eval(fixture("wrong.cu"));
   EXPECT_FALSE(r.outcome.correct);
-  EXPECT_EQ(r.outcome.failure_stage, "correctness");
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "correctness");
   EXPECT_EQ(r.reward.tier, -1);
   ASSERT_TRUE(r.outcome.mismatch);
   const auto& m = *r.outcome.mismatch;
@@ -106,7 +106,7 @@ TEST_F(GpuEval, WrongKernelFailsWithAMismatchReport) {
 
 TEST_F(GpuEval, DevicePrintfDoesNotCorruptTheProtocol) {
   EvalReport r = eval(fixture("printf_add.cu"));
-  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
   EXPECT_GE(r.reward.tier, 1);
   EXPECT_EQ(ev().runner().starts(), 1) << "the runner was never out of step";
 }
@@ -154,7 +154,7 @@ TEST_F(GpuEval, EndlessLoopTimesOutNamingTheLaunch) {
   auto t0 = std::chrono::steady_clock::now();
   EvalReport r = eval(fixture("endless_loop.cu"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
-  EXPECT_EQ(r.outcome.failure_stage, "timeout");
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "timeout");
   EXPECT_EQ(r.reward.tier, -1);
   EXPECT_TRUE(has(r.outcome.message, "launch[0]")) << r.outcome.message;
   EXPECT_TRUE(has(r.outcome.message, "candidate")) << r.outcome.message;
@@ -165,15 +165,16 @@ TEST_F(GpuEval, EndlessLoopTimesOutNamingTheLaunch) {
 TEST_F(GpuEval, RaceIsCaught) {
   EvalReport r = eval(fixture("race.cu"));
   EXPECT_FALSE(r.outcome.correct) << "a kernel that is right only sometimes must fail";
-  EXPECT_TRUE(r.outcome.failure_stage == "correctness" || r.outcome.failure_stage == "re-check")
-      << r.outcome.failure_stage;
+  EXPECT_TRUE(failure_stage_name(r.outcome.failure_stage) == "correctness" ||
+              failure_stage_name(r.outcome.failure_stage) == "re-check")
+      << failure_stage_name(r.outcome.failure_stage);
   EXPECT_EQ(r.reward.tier, -1);
 }
 
 TEST_F(GpuEval, KernelThatGoesWrongAfterTheTrialsIsCaughtByTheRecheck) {
   EvalReport r = eval(fixture("wrong_after_warmup.cu"));
   EXPECT_FALSE(r.outcome.correct);
-  EXPECT_EQ(r.outcome.failure_stage, "re-check") << r.outcome.message;
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "re-check") << r.outcome.message;
   EXPECT_EQ(r.outcome.trials_run, 5) << "the correctness trials all passed";
   ASSERT_TRUE(r.outcome.mismatch);
   EXPECT_EQ(r.outcome.mismatch->first_index, 0u);
@@ -220,7 +221,7 @@ TEST_F(GpuEval, RunnerChecksArgumentsAgainstTheDriversParameterList) {
   RunnerReply reply = ev().runner().request(rq, 60s);
   ASSERT_TRUE(reply.ok()) << reply.message;
   auto o = reply.body.at("outcome").get<EvalOutcome>();
-  EXPECT_EQ(o.failure_stage, "plan");
+  EXPECT_EQ(failure_stage_name(o.failure_stage), "plan");
   EXPECT_TRUE(has(o.message, "launch[0]")) << o.message;
   EXPECT_TRUE(has(o.message, "3 argument(s)")) << o.message;
   EXPECT_TRUE(has(o.message, "4 parameter(s)")) << o.message;

@@ -89,15 +89,15 @@ TEST_F(EveryGpu, PyTorchProblemAndNativeOpOnTheLastGpuAsOnGpu0) {
     SCOPED_TRACE(fmt::format("GPU {}", gpu));
     auto ev = evaluator(gpu);
     EvalReport t = ev->evaluate(torch_op, torch_cand);
-    EXPECT_TRUE(t.outcome.correct) << t.outcome.failure_stage << ": " << t.outcome.message;
+    EXPECT_TRUE(t.outcome.correct) << failure_stage_name(t.outcome.failure_stage) << ": " << t.outcome.message;
     EXPECT_GE(t.reward.tier, 1);
     EXPECT_EQ(t.outcome.device.name, inv.gpus[static_cast<size_t>(gpu)].name);
     EvalReport n = ev->evaluate(native_op, native_cand);
-    EXPECT_TRUE(n.outcome.correct) << n.outcome.failure_stage << ": " << n.outcome.message;
+    EXPECT_TRUE(n.outcome.correct) << failure_stage_name(n.outcome.failure_stage) << ": " << n.outcome.message;
     EXPECT_GE(n.reward.tier, 1);
     EvalReport w = ev->evaluate(native_op, native_wrong);
     EXPECT_FALSE(w.outcome.correct);
-    EXPECT_EQ(w.outcome.failure_stage, "correctness") << w.outcome.message;
+    EXPECT_EQ(failure_stage_name(w.outcome.failure_stage), "correctness") << w.outcome.message;
     by_gpu[gpu] = {t, n, w};
   }
   // The same verdicts on both GPUs (tiers 2 and 3 depend on timings, so correctness and the -1

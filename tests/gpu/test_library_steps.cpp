@@ -28,7 +28,7 @@ class LibrarySteps : public test::GpuTest {
     if (!load_cudnn(&why)) GTEST_SKIP() << why;
   }
   static void expect_correct(const EvalReport& r) {
-    EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+    EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
     EXPECT_GE(r.reward.tier, 1) << r.reward.reason;
     for (const auto& f : r.outcome.flags) EXPECT_NE(f.kind, FlagKind::timing_untrusted) << flag_text(f);
   }

@@ -103,7 +103,7 @@ TEST_F(PyTorchEval, EveryFixtureIsCorrect) {
     SCOPED_TRACE(rel);
     EvalReport r = ev().evaluate(load_op(problem(rel)), load_candidate(cand));
     ASSERT_TRUE(r.compile.ok) << r.compile.log;
-    EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+    EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
     EXPECT_EQ(r.outcome.trials_run, 2);
     for (const auto& f : r.outcome.flags) EXPECT_NE(f.kind, FlagKind::degenerate_reference) << flag_text(f);
   }
@@ -145,7 +145,7 @@ TEST_F(PyTorchEval, WrongSolutionFailsAgainstTheServersOutputs) {
   opts.timing = false;
   EvalReport r = ev().evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels/elementwise_skips_last.cu"));
   EXPECT_FALSE(r.outcome.correct);
-  EXPECT_EQ(r.outcome.failure_stage, "correctness");
+  EXPECT_EQ(failure_stage_name(r.outcome.failure_stage), "correctness");
   EXPECT_EQ(r.reward.tier, -1);
   ASSERT_TRUE(r.outcome.mismatch.has_value());
   EXPECT_EQ(r.outcome.mismatch->tensor, "out");
@@ -231,7 +231,7 @@ TEST_F(PyTorchEval, ExactFp32ConvolutionPassesUnderFp32) {
   EvalReport r =
       ev().evaluate(op, load_candidate(test::source_dir() / "tests/gpu/kernels/conv2d_level1_50_exact_fp32.cu"));
   ASSERT_TRUE(r.compile.ok) << r.compile.log;
-  EXPECT_TRUE(r.outcome.correct) << r.outcome.failure_stage << ": " << r.outcome.message;
+  EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
   ASSERT_EQ(r.outcome.errors.size(), 1u);
   const OutputErrors& e = r.outcome.errors[0];
   EXPECT_LT(e.max_abs, 1e-4) << "against the IEEE fp32 reference, not only against fp64";

@@ -231,3 +231,20 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
 
 }  // namespace
 }  // namespace kagent
+
+// Failure stages travel by name; every stage reads back as itself and an unknown name is refused.
+TEST(Protocol, FailureStagesTravelByName) {
+  for (FailureStage s : {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness,
+                         FailureStage::recheck, FailureStage::bounds, FailureStage::reference, FailureStage::timeout,
+                         FailureStage::crash}) {
+    EvalOutcome o;
+    o.failure_stage = s;
+    const nlohmann::json j = o;
+    EXPECT_EQ(j.at("failure_stage"), std::string(failure_stage_name(s)));
+    EXPECT_EQ(j.get<EvalOutcome>().failure_stage, s) << failure_stage_name(s);
+  }
+  EXPECT_EQ(failure_stage_name(FailureStage::recheck), "re-check");
+  nlohmann::json bad = EvalOutcome{};
+  bad["failure_stage"] = "exploded";
+  EXPECT_THROW(bad.get<EvalOutcome>(), std::exception);
+}

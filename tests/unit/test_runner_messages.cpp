@@ -41,7 +41,7 @@ TEST(RunnerMessages, AnEvaluateReplyRoundTrips) {
   r.restart = true;
   r.outcome = EvalOutcome{};
   r.outcome->correct = true;
-  r.outcome->failure_stage = "";
+  r.outcome->failure_stage = FailureStage::none;
   r.outcome->trials_run = 5;
   nlohmann::json j = r;
   EXPECT_EQ(j.at("version"), kRunnerMessageVersion);

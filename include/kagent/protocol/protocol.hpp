@@ -163,11 +163,16 @@ struct CuptiCheck {
   std::string problem;          // empty when CUPTI agrees with the timing
 };
 
+// Where an evaluation failed. Written by name in JSON: "" (none), "plan", "launch", "correctness",
+// "re-check", "bounds" (wrote outside its buffers), "reference" (the server failed, or a native
+// reference wrote outside its buffers), "timeout", "crash".
+enum class FailureStage { none, plan, launch, correctness, recheck, bounds, reference, timeout, crash };
+std::string_view failure_stage_name(FailureStage s);
+std::optional<FailureStage> parse_failure_stage(std::string_view name);
+
 struct EvalOutcome {
   bool correct = false;
-  // "", "plan", "launch", "correctness", "re-check", "bounds" (wrote outside its buffers),
-  // "reference" (the server failed, or a native reference wrote outside its buffers), "timeout", "crash"
-  std::string failure_stage;
+  FailureStage failure_stage = FailureStage::none;
   std::string message;  // one paragraph for failures, naming the launch/argument/tensor
   std::optional<MismatchReport> mismatch;
   std::vector<OutputErrors> errors;  // one per output checked, passing or not
