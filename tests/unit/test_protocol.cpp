@@ -229,9 +229,6 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
   EXPECT_FALSE(no64.max_abs_fp64.has_value());
 }
 
-}  // namespace
-}  // namespace kagent
-
 // Failure stages travel by name; every stage reads back as itself and an unknown name is refused.
 TEST(Protocol, FailureStagesTravelByName) {
   for (FailureStage s : {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness,
@@ -248,3 +245,6 @@ TEST(Protocol, FailureStagesTravelByName) {
   bad["failure_stage"] = "exploded";
   EXPECT_THROW(bad.get<EvalOutcome>(), std::exception);
 }
+
+}  // namespace
+}  // namespace kagent
