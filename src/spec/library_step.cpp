@@ -123,28 +123,11 @@ std::optional<Activation> parse_activation(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view step_compute_name(StepCompute c) {
-  return c == StepCompute::tf32 ? "tf32" : "auto";
-}
-
 void check_step_precision(StepCompute compute, Precision p, const std::string& key) {
   if (compute == StepCompute::tf32 && p == Precision::fp32)
     throw StepError(key,
                     "\"compute\": \"tf32\" under the fp32 precision: fp32 means IEEE fp32 everywhere (use "
                     "\"auto\", or run with --precision tf32)");
-}
-
-std::vector<std::string> step_reads(const GemmStep& g) {
-  std::vector<std::string> r = {g.a, g.b};
-  if (!g.c.empty()) r.push_back(g.c);
-  if (!g.bias.empty()) r.push_back(g.bias);
-  return r;
-}
-
-std::vector<std::string> step_reads(const ConvStep& c) {
-  std::vector<std::string> r = {c.x, c.w};
-  if (!c.bias.empty()) r.push_back(c.bias);
-  return r;
 }
 
 GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTensorLookup& tensors,

@@ -44,7 +44,6 @@ std::optional<Activation> parse_activation(std::string_view text);
 // for f32 operands, fp32 accumulation for f16/bf16 operands. `tf32`: f32 operands through TF32
 // tensor cores; refused under the fp32 precision.
 enum class StepCompute { automatic, tf32 };
-std::string_view step_compute_name(StepCompute c);  // "auto", "tf32"
 
 struct GemmStep {
   std::string a, b, c, d, bias;  // c and bias optional ("")
@@ -112,10 +111,6 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
                        const StepIntEval& eval);
 ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTensorLookup& tensors,
                        const StepIntEval& eval);
-
-// The tensors a step reads and the one it writes, for name checks and bounds bookkeeping.
-std::vector<std::string> step_reads(const GemmStep& g);
-std::vector<std::string> step_reads(const ConvStep& c);
 
 // TF32 is refused under the fp32 precision (issue 10: no TF32 anywhere). Throws StepError.
 void check_step_precision(StepCompute compute, Precision p, const std::string& key);
