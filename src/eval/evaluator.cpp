@@ -347,7 +347,8 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
   if (!reply.ok()) {
     // The runner hung or died: the candidate's doing (the runner restarts for the next one).
     rep.ran = true;
-    rep.outcome.failure_stage = reply.failure == RunnerReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
+    rep.outcome.failure_stage =
+        reply.failure == RunnerReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
     rep.outcome.message = reply.message;
     if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
   } else if (RunnerResult result = reply.body.get<RunnerResult>(); !result.ok) {
@@ -396,8 +397,9 @@ std::string render_report(const EvalReport& r) {
         fmt::format("correctness: passed {} trial(s) ({}, {}); outputs re-checked {} time(s) during and after timing\n",
                     o.trials_run, precision_name(r.precision), tolerance_text(r.tolerance), o.rechecks);
   } else {
-    out += fmt::format("correctness: FAILED ({})\n  {}\n", o.failure_stage == FailureStage::none ? "unknown" : failure_stage_name(o.failure_stage),
-                       o.message);
+    out +=
+        fmt::format("correctness: FAILED ({})\n  {}\n",
+                    o.failure_stage == FailureStage::none ? "unknown" : failure_stage_name(o.failure_stage), o.message);
   }
   out += render_errors(o);
   if (o.candidate_time) {
@@ -427,9 +429,13 @@ std::string render_report(const EvalReport& r) {
   if (o.cupti && o.cupti->ran)
     out += fmt::format(
         "cupti: {} of {} launches seen on the plan's stream over {} samples; the plan's kernels take {:.4f} ms "
-        "(median per sample), the event-timed median {:.4f} ms includes the launch gap{}\n",
+        "(median per sample), the event-timed median {:.4f} ms includes the launch gap{}{}\n",
         o.cupti->launches_seen - o.cupti->off_stream, o.cupti->launches_expected, o.cupti->samples,
         o.cupti->kernel_median_ms, o.candidate_time ? o.candidate_time->median_ms : 0.0,
+        o.cupti->library_side_kernels > 0
+            ? fmt::format("; {} kernel(s) on the libraries' own streams, inside the samples",
+                          o.cupti->library_side_kernels)
+            : std::string(),
         o.cupti->problem.empty() ? "" : "; " + o.cupti->problem);
   else if (o.cupti)
     out += "cupti: cross-check not run (" + o.cupti->not_run + ")\n";

@@ -8,6 +8,7 @@
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/spec/device_constants.hpp"
 #include "kagent/spec/expr.hpp"
+#include "kagent/spec/library_step.hpp"
 
 namespace kagent::profile {
 
@@ -43,6 +44,14 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
     LaunchRow row;
     row.index = i;
     row.kernel = l.kernel;
+    if (rep && i < rep->outcome.launch_times.size()) row.time = &rep->outcome.launch_times[i];
+    if (l.kind != StepKind::kernel) {
+      // A library step: the library picks its kernels; the runner's description names the step.
+      row.library = std::string(step_kind_name(l.kind));
+      row.kernel = row.time && !row.time->kernel.empty() ? row.time->kernel : fmt::format("{} step", row.library);
+      rows.push_back(std::move(row));
+      continue;
+    }
     row.grid = dims(l.grid);
     row.block = dims(l.block);
     int64_t threads = 1;
@@ -58,7 +67,6 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
     row.regs = k != r.kernels.end() ? k->registers : 0;
     row.smem = saturating_add(k != r.kernels.end() ? k->static_smem : 0, dyn);
     row.occupancy = occupancy(threads, row.regs, row.smem);
-    if (rep && i < rep->outcome.launch_times.size()) row.time = &rep->outcome.launch_times[i];
     if (rep && i < rep->outcome.metrics.size()) {
       row.metrics = &rep->outcome.metrics[i];
       if (rep->peaks) row.roof = roofline(*row.metrics, *rep->peaks);

@@ -18,7 +18,8 @@ constexpr double kTensorPctShown = 20;
 
 struct LaunchRow {
   size_t index = 0;
-  std::string kernel;
+  std::string kernel;                // a library step: what the runner says it runs ("cuDNN conv2d f32 ...")
+  std::string library;               // "gemm" or "conv" for a library step (no grid, block, registers), else empty
   std::vector<int64_t> grid, block;  // -1 where an extent is not known here
   int regs = 0;
   int64_t smem = 0;  // static + dynamic, bytes

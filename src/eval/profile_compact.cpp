@@ -1,6 +1,7 @@
 // The agent's profile: a header line, one line per launch, the verdict. The agent reads it after
 // every profile call, so it says in a few hundred characters what the full table says in a page.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launch_rows.hpp"
 
@@ -25,6 +26,16 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
     out += fmt::format("{}: not timed\n", op.name);
   }
   for (const auto& r : rows) {
+    if (!r.library.empty()) {
+      out += fmt::format("#{} {} step: {}", r.index, r.library, r.kernel);
+      if (r.time) {
+        out += fmt::format(" | {:.4f} ms, {:.0f}%", r.time->median_ms, 100 * r.time->share);
+        if (!r.time->library_kernels.empty())
+          out += fmt::format(" | kernels: {}", fmt::join(r.time->library_kernels, ", "));
+      }
+      out += "\n";
+      continue;
+    }
     out += fmt::format("#{} {} grid {} block {}, {} regs, {} B smem, occupancy {:.0f}%", r.index, r.kernel,
                        dims_text(r.grid), dims_text(r.block), r.regs, r.smem, 100 * r.occupancy.fraction);
     if (r.occupancy.fraction < 1) out += fmt::format(" (by {})", r.occupancy.limiter);

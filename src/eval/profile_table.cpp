@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kagent/common/text_table.hpp"
 #include "launch_rows.hpp"
@@ -63,8 +64,25 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
   TextTable t({"launch", "kernel", "grid", "block", "regs", "smem B", "blocks/SM", "occupancy", "limited by",
                "median ms", "CUPTI ms", "share"});
   nlohmann::json launches = nlohmann::json::array();
+  std::string library_lines;  // which kernels each library step ran, under the table
   for (const LaunchRow& row : rows) {
     const LaunchTime* time = row.time;
+    if (!row.library.empty()) {
+      t.add_row({std::to_string(row.index), row.kernel, "-", "-", "-", "-", "-", "-", "-",
+                 time ? fmt::format("{:.4f}", time->median_ms) : "-",
+                 time && time->cupti_ms >= 0 ? fmt::format("{:.4f}", time->cupti_ms) : "-",
+                 time ? fmt::format("{:.0f}%", 100 * time->share) : "-"});
+      launches.push_back({{"kernel", row.kernel}, {"library", row.library}});
+      if (time) {
+        launches.back()["median_ms"] = time->median_ms;
+        if (time->cupti_ms >= 0) launches.back()["cupti_ms"] = time->cupti_ms;
+        launches.back()["library_kernels"] = time->library_kernels;
+        if (!time->library_kernels.empty())
+          library_lines += fmt::format("launch {} ({} step) ran: {}\n", row.index, row.library,
+                                       fmt::join(time->library_kernels, ", "));
+      }
+      continue;
+    }
     t.add_row({std::to_string(row.index), row.kernel, dims_text(row.grid), dims_text(row.block),
                std::to_string(row.regs), std::to_string(row.smem), std::to_string(row.occupancy.blocks_per_sm),
                fmt::format("{:.0f}%", 100 * row.occupancy.fraction), row.occupancy.limiter,
@@ -86,6 +104,8 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
       "launches (theoretical occupancy on a 2048-thread, 64K-register, 228 KiB SM; each launch timed "
       "on its own after an L2 flush: median ms by events around it, CUPTI ms the kernel's own duration):\n" +
       t.render();
+  if (!library_lines.empty())
+    text += "library steps (their kernels as CUPTI named them; CUPTI ms is their sum):\n" + library_lines;
   nlohmann::json record = {{"launches", launches}};
   if (rep && rep->outcome.candidate_time) {
     const auto& o = rep->outcome;

@@ -20,6 +20,19 @@ bool plan_launch(const KernelRecord& r, uint32_t ctx_id, uint32_t stream_id) {
   return !r.device_launched && r.context_id == ctx_id && r.stream_id == stream_id && !r.name.starts_with("kagent_");
 }
 
+// Whether a kernel lies inside one sample's window: after a harness kernel ended and before the next
+// one started. The harness kernels (L2 flush, restore, poison) open every sample on the runner's
+// stream, and the next sample's begin only after the last one's stop event completed, so work a
+// library forked onto its own streams and joined back lies inside; work nobody waited for runs on
+// into the next sample's harness kernels. `harness` is sorted by start.
+static bool inside_a_sample(const KernelRecord& r, const std::vector<const KernelRecord*>& harness) {
+  auto next = std::lower_bound(harness.begin(), harness.end(), r.start_ns,
+                               [](const KernelRecord* h, uint64_t t) { return h->start_ns < t; });
+  if (next == harness.begin()) return false;
+  const KernelRecord* prev = *(next - 1);
+  return prev->end_ns <= r.start_ns && (next == harness.end() || r.end_ns <= (*next)->start_ns);
+}
+
 CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   CuptiCheck c;
   KernelActivity* act = KernelActivity::get(&c.not_run);
@@ -47,6 +60,11 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
   std::vector<double> per_launch;     // the plan's kernels in start order
   std::map<std::string, int> others;  // kernels outside the plan, by name, for the message
+  std::vector<const KernelRecord*> harness;
+  for (const auto& r : recs)
+    if (r.context_id == ctx_id && r.stream_id == stream_id && r.name.starts_with("kagent_")) harness.push_back(&r);
+  std::sort(harness.begin(), harness.end(),
+            [](const KernelRecord* a, const KernelRecord* b) { return a->start_ns < b->start_ns; });
   for (const auto& r : recs) {
     if (plan_launch(r, ctx_id, stream_id)) {
       ++c.launches_seen;
@@ -55,6 +73,11 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
     } else if (r.device_launched) {
       ++c.other_kernels;
       ++others[r.name.empty() ? std::string("(no name)") : r.name];
+    } else if (plan.has_library_steps() && r.context_id == ctx_id && r.stream_id != stream_id &&
+               inside_a_sample(r, harness)) {
+      // The plan launches nothing off its stream itself (the runner launches every kernel); only
+      // a library does, on streams of its own that it joins back before returning.
+      ++c.library_side_kernels;
     } else if (r.context_id != ctx_id || r.stream_id != stream_id) {
       ++c.off_stream;
     }

@@ -47,6 +47,7 @@ class PlanExecutor {
   // Library steps launch kernels of their own (how many is the library's choice): CUPTI then sees
   // at least launch_count() kernels per run, not exactly that many.
   bool has_library_steps() const { return library_steps_ > 0; }
+  bool is_library_step(size_t i) const { return launches_[i].library != nullptr; }
   bool uses_graph() const { return graph_; }
   ~PlanExecutor();
   PlanExecutor(const PlanExecutor&) = delete;

@@ -82,7 +82,7 @@ TEST_F(EveryGpu, PyTorchProblemAndNativeOpOnTheLastGpuAsOnGpu0) {
   Candidate torch_cand = load_candidate(dir.write("relu.cu", kReluCandidate));
   Op native_op = load_op(test::examples_dir() / "vector_add/op.json");
   Candidate native_cand = load_candidate(test::examples_dir() / "vector_add/cand_vec4.cu");
-  Candidate native_wrong = load_candidate(test::source_dir() / "tests/gpu/kernels/elementwise_skips_last.cu");
+  Candidate native_wrong = load_candidate(test::source_dir() / "tests/gpu/kernels/wrong.cu");
 
   std::map<int, std::vector<EvalReport>> by_gpu;
   for (int gpu : {0, last}) {

@@ -48,7 +48,7 @@ struct Fixture {
     t.median_ms = 0.200;
     rep.outcome.candidate_time = t;
     rep.outcome.bytes_moved = 3 * 4096 * 4096 * 4 + 4096 * 4;  // x read, y written, out written
-    rep.outcome.launch_times = {{"scale", 0.150, 0.75, 0.148}, {"reduce_rows", 0.050, 0.25, 0.049}};
+    rep.outcome.launch_times = {{"scale", 0.150, 0.75, 0.148, {}}, {"reduce_rows", 0.050, 0.25, 0.049, {}}};
     KernelMetrics m0{"scale", 0.148, 88, 20, 85, 2, 0, 1.34e8, 1.68e7, 0};
     KernelMetrics m1{"reduce_rows", 0.049, 40, 35, 45, 10, 5, 6.7e7, 1.68e7, 0};
     rep.outcome.metrics = {m0, m1};
@@ -152,4 +152,46 @@ TEST(ProfileRender, SaysWhatIsMissing) {
   ASSERT_EQ(n.size(), 4u) << none.compact;
   EXPECT_EQ(n[0], "ScaleThenReduce: not timed");
   EXPECT_EQ(n[3], "verdict: no timing (no GPU: cuInit failed): only the static figures above");
+}
+
+// A library step has no grid, block or registers of its own: its row is named by what the runner
+// said it runs, and the kernels CUPTI saw for it are listed under the table and in the compact line.
+TEST(ProfileRender, LibraryStepsAreNamedWithTheKernelsTheyRan) {
+  constexpr const char* kGemmPlan = R"~(/*kagent
+{"launch": [
+  {"gemm": {"a": "x", "b": "w", "d": "y", "m": 64, "n": 32, "k": 16}},
+  {"kernel": "relu", "grid": [8], "block": [256], "args": ["y", "i64:numel(y)"]}
+]}
+*/
+extern "C" __global__ void relu(float* y, long long n) {}
+)~";
+  Op op;
+  op.name = "LinearRelu";
+  op.ref_kind = RefKind::cuda;
+  op.inputs = {TensorSpec{"x", {64, 16}, DType::f32, {}}, TensorSpec{"w", {16, 32}, DType::f32, {}}};
+  op.outputs = {TensorSpec{"y", {64, 32}, DType::f32, {}}};
+  Candidate cand = parse_candidate(kGemmPlan, "cand.cu");
+  CompileResult compiled;
+  compiled.ok = true;
+  KernelInfo relu;
+  relu.name = "relu";
+  relu.registers = 8;
+  compiled.kernels = {relu};
+  EvalReport rep;
+  rep.ran = true;
+  rep.outcome.correct = true;
+  TimingSummary t;
+  t.n = 20;
+  t.median_ms = 0.030;
+  rep.outcome.candidate_time = t;
+  LaunchTime gemm{"cuBLASLt gemm 64x32x16 f32 (IEEE fp32)", 0.020, 0.66, 0.012, {"sm90_xmma_gemm_f32f32", "splitK"}};
+  rep.outcome.launch_times = {gemm, {"relu", 0.010, 0.33, 0.004, {}}};
+  ProfileOutput out = render_profile(op, cand, compiled, &rep, "");
+  EXPECT_NE(out.text.find("cuBLASLt gemm 64x32x16 f32 (IEEE fp32)"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("launch 0 (gemm step) ran: sm90_xmma_gemm_f32f32, splitK"), std::string::npos) << out.text;
+  EXPECT_NE(out.compact.find("#0 gemm step: cuBLASLt gemm"), std::string::npos) << out.compact;
+  EXPECT_NE(out.compact.find("kernels: sm90_xmma_gemm_f32f32, splitK"), std::string::npos) << out.compact;
+  EXPECT_NE(out.compact.find("#1 relu grid 8 block 256, 8 regs"), std::string::npos) << out.compact;
+  EXPECT_EQ(out.record["launches"][0]["library"], "gemm");
+  EXPECT_EQ(out.record["launches"][0]["library_kernels"].size(), 2u);
 }

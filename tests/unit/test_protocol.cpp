@@ -89,11 +89,13 @@ TEST(Protocol, CuptiCrossCheckRoundTrips) {
   a.cupti_check = false;
   EXPECT_FALSE(nlohmann::json(a).get<EvalRequest>().cupti_check);
   EvalOutcome o;
-  o.cupti = CuptiCheck{true, "", 5, 250, 249, 1, 0, 1.25, 0.74, 0.148, "one missing"};
-  o.launch_times = {{"add_range", 0.006, 0.02, 0.003}, {"add_range", 0.006, 0.02, -1}};
+  o.cupti = CuptiCheck{true, "", 5, 250, 249, 1, 0, 1.25, 0.74, 0.148, "one missing", 3};
+  o.launch_times = {{"add_range", 0.006, 0.02, 0.003, {}}, {"cuDNN conv2d", 0.006, 0.02, -1, {"fprop", "splitk"}}};
   EvalOutcome back = nlohmann::json(o).get<EvalOutcome>();
   ASSERT_TRUE(back.cupti.has_value());
   EXPECT_EQ(back.cupti->launches_seen, 249);
+  EXPECT_EQ(back.cupti->library_side_kernels, 3);
+  EXPECT_EQ(back.launch_times[1].library_kernels, (std::vector<std::string>{"fprop", "splitk"}));
   EXPECT_DOUBLE_EQ(back.cupti->kernel_median_ms, 0.148);
   EXPECT_EQ(back.cupti->problem, "one missing");
   EXPECT_DOUBLE_EQ(back.launch_times[0].cupti_ms, 0.003);
@@ -231,9 +233,9 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
 
 // Failure stages travel by name; every stage reads back as itself and an unknown name is refused.
 TEST(Protocol, FailureStagesTravelByName) {
-  for (FailureStage s : {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness,
-                         FailureStage::recheck, FailureStage::bounds, FailureStage::reference, FailureStage::timeout,
-                         FailureStage::crash}) {
+  for (FailureStage s :
+       {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness, FailureStage::recheck,
+        FailureStage::bounds, FailureStage::reference, FailureStage::timeout, FailureStage::crash}) {
     EvalOutcome o;
     o.failure_stage = s;
     const nlohmann::json j = o;

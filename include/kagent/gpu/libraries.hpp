@@ -18,16 +18,18 @@
 
 namespace kagent {
 
-#define KAGENT_CUBLASLT_FUNCTIONS(X)                                                                               \
-  X(cublasLtCreate)                                                                                                \
-  X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                \
-      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)               \
-          X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
-              X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define KAGENT_CUBLASLT_FUNCTIONS(X)                                                                                   \
+  X(cublasLtCreate)                                                                                                    \
+  X(cublasLtDestroy)                                                                                                   \
+  X(cublasLtGetVersion) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)     \
+      X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                 \
+          X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
+              X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 #define KAGENT_CUDNN_FUNCTIONS(X)                                                                                      \
   X(cudnnCreate)                                                                                                       \
-  X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)           \
+  X(cudnnDestroy)                                                                                                      \
+  X(cudnnSetStream) X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)                           \
       X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnCreateFilterDescriptor)                     \
           X(cudnnSetFilterNdDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnCreateConvolutionDescriptor)            \
               X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)       \
@@ -36,7 +38,9 @@ namespace kagent {
                           X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                               \
                               X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData)          \
                                   X(cudnnAddTensor) X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor) \
-                                      X(cudnnDestroyActivationDescriptor) X(cudnnActivationForward)
+                                      X(cudnnDestroyActivationDescriptor) X(cudnnActivationForward)                    \
+                                          X(cudnnFindConvolutionForwardAlgorithmEx)                                    \
+                                              X(cudnnFindConvolutionBackwardDataAlgorithmEx)
 
 struct CublasLtApi {
 #define KAGENT_LIBRARY_SLOT(name) decltype(&::name) name = nullptr;

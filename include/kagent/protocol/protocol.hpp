@@ -109,6 +109,8 @@ struct LaunchTime {
   double median_ms = 0;
   double share = 0;      // of the sum of the launches' medians
   double cupti_ms = -1;  // the kernel's own duration as CUPTI saw it (median); -1 without CUPTI
+  // For a library step: the kernels the library ran for it, as CUPTI named them (at most 8).
+  std::vector<std::string> library_kernels;
 };
 
 // Hardware counters for one kernel of the plan (CUPTI range profiler, the kernel replayed as
@@ -161,6 +163,9 @@ struct CuptiCheck {
   double kernel_ms = 0;         // the plan kernels' durations, summed
   double kernel_median_ms = 0;  // per sample, the plan kernels' durations summed; the median over samples
   std::string problem;          // empty when CUPTI agrees with the timing
+  // Kernels a library step ran on the library's own streams (cuDNN forks grouped convolutions),
+  // each inside one sample's window between kagent's harness kernels: the library joined them.
+  int library_side_kernels = 0;
 };
 
 // Where an evaluation failed. Written by name in JSON: "" (none), "plan", "launch", "correctness",
@@ -195,20 +200,20 @@ struct EvalOutcome {
 
 // Plain records: nlohmann's macro writes their JSON with the field names as keys.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse, max_samples, max_gpu_s, max_wall_s)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples,
-                                   per_launch_samples)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples, per_launch_samples)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms, rse_median,
                                    gpu_time_s, stop_reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms, library_kernels)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelMetrics, kernel, duration_ms, dram_pct, sm_pct, occupancy_pct,
                                                 l2_hit_pct, l1_hit_pct, dram_bytes, fp32_flops, tensor_pct)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, gemm_n,
                                                 fp32_gflops, gemm_by, cublas_gflops, kagent_sgemm_gflops, gemm_note,
                                                 theoretical_gbs, theoretical_gflops, samples, measured_at, cached)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen, other_kernels,
-                                   off_stream, event_ms, kernel_ms, kernel_median_ms, problem)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen,
+                                                other_kernels, off_stream, library_side_kernels, event_ms, kernel_ms,
+                                                kernel_median_ms, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RatioEstimate, n, median, low, high)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbRule, min_pairs, max_pairs, target_width, max_wall_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AbComparison, ratio, candidate_ms, baseline_ms, baseline_correct, baseline_message,

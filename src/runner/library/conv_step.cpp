@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <vector>
 
 #include "../device.hpp"
@@ -93,12 +94,14 @@ class ConvRunner final : public LibraryStepRunner {
             "the ReLU descriptor");
     }
     pick_algorithm();
-    description_ = fmt::format("cuDNN {}conv{}d {} ({}), algorithm {}{}{}", transposed_ ? "transposed " : "", s.spatial,
-                               dtype_name(s.dtype),
+    const bool searched = search_algorithm();
+    description_ = fmt::format("cuDNN {}conv{}d {} ({}), algorithm {}{}{}{}", transposed_ ? "transposed " : "",
+                               s.spatial, dtype_name(s.dtype),
                                math_ == CUDNN_FMA_MATH       ? "IEEE fp32"
                                : math_ == CUDNN_DEFAULT_MATH ? "TF32 allowed"
                                                              : "tensor cores",
-                               algo_, c.bias.empty() ? "" : ", +bias", relu_ ? ", relu" : "");
+                               algo_, searched ? " (fastest measured)" : " (heuristic)",
+                               c.bias.empty() ? "" : ", +bias", relu_ ? ", relu" : "");
   }
 
   ~ConvRunner() override {
@@ -188,6 +191,53 @@ class ConvRunner final : public LibraryStepRunner {
     }
     throw PlanError(fmt::format("{}: cuDNN has no algorithm for this convolution (algorithm:status {})", where_,
                                 seen.empty() ? "none" : seen));
+  }
+
+  // Times every algorithm on this step's own buffers (cudnnFind...Ex: once, while the plan is
+  // prepared, outside any timed region) and keeps the fastest one that the precision allows and
+  // whose workspace fits; PyTorch (benchmark mode off) stops at the heuristic's first pick, which is
+  // not always the fastest. False, keeping the heuristic's pick, when the search could not run.
+  bool search_algorithm() {
+    constexpr int kWant = 16;
+    int found = 0;
+    std::unique_ptr<DeviceBuffer> ws;
+    try {
+      ws = std::make_unique<DeviceBuffer>(kLibraryWorkspaceLimit);
+    } catch (const std::exception&) {
+      return false;  // no room for a search workspace: the heuristic's pick fits its own
+    }
+    auto ptr = [](CUdeviceptr q) { return reinterpret_cast<void*>(q); };
+    const int heuristic = algo_;
+    const size_t heuristic_ws = workspace_;
+    auto accept = [&](auto status, auto math, size_t memory, int algo) {
+      if (status != CUDNN_STATUS_SUCCESS || memory > kLibraryWorkspaceLimit) return false;
+      if (math_ == CUDNN_FMA_MATH && math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH) return false;
+      algo_ = algo;
+      workspace_ = memory;
+      return true;
+    };
+    // The search runs on the handle's default stream (the runner's context is current).
+    if (dnn_.cudnnSetStream(handle_, nullptr) != CUDNN_STATUS_SUCCESS) return false;
+    if (!transposed_) {
+      cudnnConvolutionFwdAlgoPerf_t perf[kWant];
+      if (dnn_.cudnnFindConvolutionForwardAlgorithmEx(handle_, x_desc_, ptr(p_.x), w_desc_, ptr(p_.w), conv_desc_,
+                                                      y_desc_, ptr(p_.y), kWant, &found, perf, ptr(ws->get()),
+                                                      ws->bytes()) != CUDNN_STATUS_SUCCESS)
+        return false;
+      for (int i = 0; i < found; ++i)
+        if (accept(perf[i].status, perf[i].mathType, perf[i].memory, perf[i].algo)) return true;
+    } else {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kWant];
+      if (dnn_.cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, w_desc_, ptr(p_.w), x_desc_, ptr(p_.x), conv_desc_,
+                                                           y_desc_, ptr(p_.y), kWant, &found, perf, ptr(ws->get()),
+                                                           ws->bytes()) != CUDNN_STATUS_SUCCESS)
+        return false;
+      for (int i = 0; i < found; ++i)
+        if (accept(perf[i].status, perf[i].mathType, perf[i].memory, perf[i].algo)) return true;
+    }
+    algo_ = heuristic;
+    workspace_ = heuristic_ws;
+    return false;
   }
 
   const CudnnApi& dnn_;
