@@ -105,7 +105,7 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
       "on its own after an L2 flush: median ms by events around it, CUPTI ms the kernel's own duration):\n" +
       t.render();
   if (!library_lines.empty())
-    text += "library steps (their kernels as CUPTI named them; CUPTI ms is their sum):\n" + library_lines;
+    text += "library steps (their kernels as CUPTI named them; CUPTI ms is the time any of them ran):\n" + library_lines;
   nlohmann::json record = {{"launches", launches}};
   if (rep && rep->outcome.candidate_time) {
     const auto& o = rep->outcome;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -19,14 +18,12 @@ namespace {
 
 // The CUPTI functions the runner uses, resolved from libcupti with dlopen (the X-macro keeps the
 // table and the loader in step, as for the driver).
-#define KAGENT_CUPTI_FUNCTIONS(X)                                                                              \
-  X(cuptiActivityEnable)                                                                                       \
-  X(cuptiActivityDisable)                                                                                      \
-  X(cuptiActivityRegisterCallbacks)                                                                            \
-  X(cuptiActivityFlushAll)                                                                                     \
-  X(cuptiActivityGetNextRecord)                                                                                \
-  X(cuptiGetResultString) X(cuptiGetContextId) X(cuptiGetStreamIdEx) X(cuptiActivityPushExternalCorrelationId) \
-      X(cuptiActivityPopExternalCorrelationId)
+#define KAGENT_CUPTI_FUNCTIONS(X)   \
+  X(cuptiActivityEnable)            \
+  X(cuptiActivityDisable)           \
+  X(cuptiActivityRegisterCallbacks) \
+  X(cuptiActivityFlushAll)          \
+  X(cuptiActivityGetNextRecord) X(cuptiGetResultString) X(cuptiGetContextId) X(cuptiGetStreamIdEx)
 
 struct CuptiApi {
 #define KAGENT_CUPTI_SLOT(name) decltype(&::name) name = nullptr;
@@ -37,8 +34,6 @@ struct CuptiApi {
 CuptiApi g_api;
 std::mutex g_mu;                      // guards g_records (CUPTI calls back on its own thread)
 std::vector<KernelRecord> g_records;  // filled by buffer_completed
-std::map<uint32_t, uint64_t> g_tags;  // CUPTI correlation id -> the tag pushed around the API call
-bool g_tagging = false;               // whether start() asked for tags
 
 constexpr size_t kBufferBytes = 8 << 20;
 
@@ -51,24 +46,14 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   CUpti_Activity* rec = nullptr;
   std::vector<KernelRecord> got;
-  std::vector<std::pair<uint32_t, uint64_t>> tags;
   while (g_api.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-      const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
-      if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-        tags.emplace_back(e->correlationId, e->externalId);
-      continue;
-    }
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-    KernelRecord r{k->name ? k->name : "", k->start, k->end, k->streamId, k->contextId, k->isDeviceLaunched != 0};
-    r.correlation_id = k->correlationId;
-    got.push_back(std::move(r));
+    got.push_back({k->name ? k->name : "", k->start, k->end, k->streamId, k->contextId, k->isDeviceLaunched != 0});
   }
   std::free(buffer);
   std::lock_guard<std::mutex> lock(g_mu);
   g_records.insert(g_records.end(), got.begin(), got.end());
-  g_tags.insert(tags.begin(), tags.end());
 }
 
 std::string result_text(CUptiResult rc) {
@@ -103,42 +88,22 @@ KernelActivity* KernelActivity::get(std::string* why) {
   return instance;
 }
 
-void KernelActivity::start(bool tagging) {
+void KernelActivity::start() {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_records.clear();
-    g_tags.clear();
   }
   CUptiResult rc = g_api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (rc != CUPTI_SUCCESS) throw std::runtime_error("CUPTI: enabling kernel activity: " + result_text(rc));
-  // Without tag records the kernels simply stay untagged (tag 0): the caller then has no
-  // attribution, not a failure.
-  g_tagging = tagging && g_api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == CUPTI_SUCCESS;
-}
-
-void KernelActivity::push_tag(uint64_t tag) {
-  if (g_tagging) g_api.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, tag);
-}
-
-void KernelActivity::pop_tag() {
-  uint64_t last = 0;
-  if (g_tagging) g_api.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
 std::vector<KernelRecord> KernelActivity::stop() {
   g_api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (g_tagging) g_api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  g_tagging = false;
   g_api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::vector<KernelRecord> out;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     out.swap(g_records);
-    for (KernelRecord& r : out) {
-      auto it = g_tags.find(r.correlation_id);
-      if (it != g_tags.end()) r.tag = it->second;
-    }
-    g_tags.clear();
   }
   std::sort(out.begin(), out.end(),
             [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });

@@ -17,8 +17,6 @@ struct KernelRecord {
   uint64_t start_ns = 0, end_ns = 0;  // GPU timestamps
   uint32_t stream_id = 0, context_id = 0;
   bool device_launched = false;  // launched from device code (dynamic parallelism)
-  uint32_t correlation_id = 0;   // CUPTI's id of the API call that launched it
-  uint64_t tag = 0;              // what push_tag() held around that call; 0 when none
   double ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
 };
 
@@ -30,12 +28,7 @@ class KernelActivity {
 
   // Starts collecting kernel records (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: kernels keep running
   // concurrently as they would without it).
-  // With `tagging`, kernels launched between push_tag(t) and pop_tag() on the calling thread come
-  // back with tag t (CUPTI's external correlation), also those a library launched inside the call:
-  // that is how the per-launch breakdown knows which kernels a library step ran.
-  void start(bool tagging = false);
-  void push_tag(uint64_t tag);
-  void pop_tag();
+  void start();
   // Stops, flushes, and returns the records since start(), ordered by start time.
   std::vector<KernelRecord> stop();
 

@@ -99,6 +99,11 @@ void Harness::flush(CUdeviceptr p, size_t bytes) {
   launch(kernel("kagent_flush"), n16, args);
 }
 
+void Harness::mark() {
+  check(cu().cuLaunchKernel(kernel("kagent_mark"), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), nullptr, nullptr),
+        "kagent_mark launch");
+}
+
 void Harness::sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n) {
   if (n <= 0 || n % 128 != 0) throw PlanError(fmt::format("kagent_peak_sgemm needs n a multiple of 128, not {}", n));
   void* args[] = {&a, &b, &c, &n};

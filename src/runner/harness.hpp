@@ -34,6 +34,8 @@ class Harness {
   double read(CUdeviceptr p, int64_t index, DType t);
   // Reads `bytes` (a multiple of 16) at p: the L2 flush (see kagent_flush).
   void flush(CUdeviceptr p, size_t bytes);
+  // An empty kernel on the stream: a boundary CUPTI sees (see kagent_mark).
+  void mark();
   // c = a b for row-major n x n FP32 matrices, n a multiple of 128 (kagent_peak_sgemm): the
   // matrix product that measures the FP32 roof.
   void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n);

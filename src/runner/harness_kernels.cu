@@ -221,6 +221,11 @@ extern "C" __global__ void kagent_flush(const uint4* p, i64 n16, unsigned int ne
   if (acc == never && never == 0xFFFFFFFFu) *sink = acc;
 }
 
+// Does nothing: launched between the plan's launches during per-launch timing, outside the events
+// around each, so that CUPTI's records can be split launch by launch (a library step runs kernels
+// of the library's choosing, how many is not known in advance).
+extern "C" __global__ void kagent_mark() {}
+
 // ---- writes outside the buffers (src/runner/bounds_check.cpp) ----
 // A guarded allocation is [front band][data][back band] (kagent/protocol/guard_bands.hpp). A band
 // byte holds a canary derived from the evaluation's seed and the byte's address: it varies with the

@@ -6,36 +6,58 @@
 
 namespace kagent::runner {
 
+namespace {
+
+// The length of the union of [start, end) intervals, in ms.
+double union_ms(std::vector<std::pair<uint64_t, uint64_t>>& spans) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t total = 0, open = 0, close = 0;
+  bool any = false;
+  for (const auto& [a, b] : spans) {
+    if (!any || a > close) {
+      if (any) total += close - open;
+      open = a, close = b, any = true;
+    } else {
+      close = std::max(close, b);
+    }
+  }
+  if (any) total += close - open;
+  return static_cast<double>(total) * 1e-6;
+}
+
+}  // namespace
+
 std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int samples) {
   phase("timing each launch");
   const size_t n = plan.launch_count();
-  std::vector<Event> ev(n + 1);
+  if (n == 0) return {};
+  std::vector<Event> begin(n), end(n);
   std::vector<std::vector<double>> times(n);
   std::string no_cupti;
   KernelActivity* act = rq_.cupti_check ? KernelActivity::get(&no_cupti) : nullptr;
   if (act) {
     try {
-      act->start(/*tagging=*/true);
+      act->start();
     } catch (const std::exception&) {
       act = nullptr;  // the breakdown then has the events' times only
     }
   }
+  // A library step runs as many kernels as the library likes: an empty harness kernel after each
+  // launch, outside its events, marks in CUPTI's records where one launch ends and the next begins.
+  const bool marked = act && plan.has_library_steps();
   try {
     for (int s = 0; s < samples; ++s) {
       prepare_sample(plan, cand_out_);
       for (size_t i = 0; i < n; ++i) {
-        check(cu().cuEventRecord(ev[i].get(), dev_.stream()), "cuEventRecord");
-        // Tagged, so that CUPTI's kernels map back to the launch (and sample) that ran them, also
-        // the kernels a library step chose.
-        if (act) act->push_tag(static_cast<uint64_t>(s) * n + i + 1);
+        check(cu().cuEventRecord(begin[i].get(), dev_.stream()), "cuEventRecord");
         plan.launch(i, "per-launch timing");
-        if (act) act->pop_tag();
+        check(cu().cuEventRecord(end[i].get(), dev_.stream()), "cuEventRecord");
+        if (marked) h_.mark();
       }
-      check(cu().cuEventRecord(ev[n].get(), dev_.stream()), "cuEventRecord");
-      check(cu().cuEventSynchronize(ev[n].get()), "per-launch timing");
+      check(cu().cuEventSynchronize(end[n - 1].get()), "per-launch timing");
       for (size_t i = 0; i < n; ++i) {
         float ms = 0;
-        check(cu().cuEventElapsedTime(&ms, ev[i].get(), ev[i + 1].get()), "cuEventElapsedTime");
+        check(cu().cuEventElapsedTime(&ms, begin[i].get(), end[i].get()), "cuEventElapsedTime");
         times[i].push_back(ms);
       }
     }
@@ -43,43 +65,61 @@ std::vector<LaunchTime> Evaluation::time_launches(PlanExecutor& plan, int sample
     if (act) act->stop();
     throw;
   }
-  // CUPTI's durations of the same launches, summed per launch and sample (a library step may run
-  // several kernels), and the names of the kernels each launch ran.
+  // CUPTI's durations of the same launches, per launch and sample (summed over the kernels of a
+  // library step), and the names of the kernels each library step ran.
   std::vector<std::vector<double>> kernel_ms(n);
   std::vector<std::vector<std::string>> names(n);
   if (act) {
     const uint32_t ctx_id = act->context_id(dev_.context());
     const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
-    const std::vector<KernelRecord> recs = act->stop();
-    std::vector<double> seen;
-    std::vector<std::vector<double>> by_tag(n * static_cast<size_t>(samples));
-    std::vector<std::vector<bool>> hit(n, std::vector<bool>(static_cast<size_t>(samples), false));
-    bool tagged = true;
-    for (const auto& r : recs) {
-      if (r.device_launched || r.context_id != ctx_id || r.name.starts_with("kagent_")) continue;
-      if (r.stream_id == stream_id) seen.push_back(r.ms());
-      if (r.tag == 0 || r.tag > by_tag.size()) {
-        tagged = tagged && r.stream_id != stream_id;  // an untagged plan kernel: no attribution
-        continue;
-      }
-      const size_t t = r.tag - 1, i = t % n, smp = t / n;
-      by_tag[t].push_back(r.ms());
-      hit[i][smp] = true;
-      if (std::find(names[i].begin(), names[i].end(), r.name) == names[i].end() && names[i].size() < 8)
-        names[i].push_back(r.name);
-    }
-    for (size_t i = 0; i < n && tagged; ++i)
-      tagged = std::all_of(hit[i].begin(), hit[i].end(), [](bool b) { return b; });
-    if (tagged) {
-      for (size_t t = 0; t < by_tag.size(); ++t) {
-        double sum = 0;
-        for (double ms : by_tag[t]) sum += ms;
-        kernel_ms[t % n].push_back(sum);
-      }
-    } else {
-      for (auto& v : names) v.clear();
+    const std::vector<KernelRecord> recs = act->stop();  // in start order
+    if (!marked) {
+      std::vector<double> seen;
+      for (const auto& r : recs)
+        if (plan_launch(r, ctx_id, stream_id)) seen.push_back(r.ms());
       if (seen.size() == n * static_cast<size_t>(samples))
         for (size_t k = 0; k < seen.size(); ++k) kernel_ms[k % n].push_back(seen[k]);
+    } else {
+      // Each sample opens with harness kernels (flush, restore, poison); then launch 0's kernels,
+      // a mark, launch 1's kernels, a mark, ... A library's kernels on its own streams start
+      // before the mark that follows their step (the step joins them back first).
+      // [sample][launch]: the kernels' [start, end) in ns. A library may run kernels side by side on
+      // its own streams: the launch's CUPTI time is the union of its kernels' intervals.
+      std::vector<std::vector<std::vector<std::pair<uint64_t, uint64_t>>>> spans;
+      size_t at = n;  // launch index inside the current sample; n: between samples
+      bool in_harness = false;
+      bool consistent = true;
+      for (const auto& r : recs) {
+        if (r.device_launched || r.context_id != ctx_id) continue;
+        if (r.name == "kagent_mark") {
+          ++at;
+          in_harness = false;
+          continue;
+        }
+        if (r.name.starts_with("kagent_")) {
+          if (!in_harness) spans.emplace_back(n);
+          in_harness = true;
+          at = 0;
+          continue;
+        }
+        in_harness = false;
+        if (at >= n || spans.empty()) {
+          consistent = false;  // a kernel outside any launch's window
+          continue;
+        }
+        spans.back()[at].emplace_back(r.start_ns, r.end_ns);
+        if (std::find(names[at].begin(), names[at].end(), r.name) == names[at].end() && names[at].size() < 8)
+          names[at].push_back(r.name);
+      }
+      consistent = consistent && spans.size() == static_cast<size_t>(samples);
+      for (const auto& smp : spans)
+        consistent = consistent && std::all_of(smp.begin(), smp.end(), [](const auto& v) { return !v.empty(); });
+      if (consistent) {
+        for (auto& smp : spans)
+          for (size_t i = 0; i < n; ++i) kernel_ms[i].push_back(union_ms(smp[i]));
+      } else {
+        for (auto& v : names) v.clear();
+      }
     }
   }
   std::vector<LaunchTime> out;

@@ -76,3 +76,20 @@ TEST_F(LibrarySteps, TransposedOneDimensionalConvolution) {
   need_cudnn();
   expect_correct(eval("conv_transpose1d", "conv_transpose1d.cu"));
 }
+
+// The profile's per-launch breakdown of a plan with library steps: every launch timed, and each
+// library step named with the kernels CUPTI saw it run (split launch by launch by harness marks).
+TEST_F(LibrarySteps, ProfileNamesTheKernelsOfEachLibraryStep) {
+  need_cudnn();
+  Op o = load_op(test::source_dir() / "tests/gpu/ops/conv2d_grouped/op.json");
+  EvalReport r = ev->evaluate(o, load_candidate(test::source_dir() / "tests/gpu/kernels/conv2d_grouped_relu.cu"),
+                              EvalMode::profile);
+  expect_correct(r);
+  ASSERT_FALSE(r.outcome.launch_times.empty());
+  const LaunchTime& step = r.outcome.launch_times[0];
+  EXPECT_NE(step.kernel.find("cuDNN"), std::string::npos) << step.kernel;
+  EXPECT_FALSE(step.library_kernels.empty()) << "no CUPTI kernels attributed to " << step.kernel;
+  EXPECT_GT(step.cupti_ms, 0) << step.kernel;
+  EXPECT_LE(step.cupti_ms, step.median_ms * 1.05) << "a step's kernels cannot outlast the events around it";
+  for (const auto& name : step.library_kernels) EXPECT_FALSE(name.starts_with("kagent_")) << name;
+}
