@@ -98,9 +98,11 @@ if want multigpu; then
   step multigpu 300 $B/tests/kagent_gpu_tests --gtest_filter='EveryGpu.*'
 fi
 if want library; then
-  # Library steps (issue #19): the GPU tests, then each solution of examples/kernelbench_library
-  # against its KernelBench problem under fp32 (tier and time in library.log).
-  step library 400 $B/tests/kagent_gpu_tests --gtest_filter='LibrarySteps.*'
+  # Library steps (issue #19): the GPU tests (LibrarySteps, LibraryStepsVsPyTorch: shapes and
+  # verdicts in library.log; LibraryStepsGraphReplay: the launch-overhead medians), then each
+  # solution of examples/kernelbench_library against its KernelBench problem under fp32 (tier and
+  # time in library.log; for level1/*, the overhead fixtures, the speedup is the overhead ratio).
+  step library 600 $B/tests/kagent_gpu_tests --gtest_filter='LibrarySteps*'
   for f in examples/kernelbench_library/level*/*.cu; do
     rel=${f#examples/kernelbench_library/}
     echo "== $rel" >> "$OUT/library.log"
