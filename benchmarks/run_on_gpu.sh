@@ -111,6 +111,10 @@ if want library; then
   # The per-launch table of a plan with library steps: each step named, with the kernels it ran.
   echo "== profile level3/1_MLP" >> "$OUT/library.log"
   step library 300 $B/kagent profile examples/kernelbench_library/level3/1_MLP.cu --op "$KB/level3/1_MLP.py"
+  # `kagent bench` over level 2 with these solutions (the rest of the level unsolved): the summary.
+  step library-bench 400 $B/kagent bench "$KB/level2" --solutions examples/kernelbench_library --precision fp32 \
+    --out "$OUT/library-level2.jsonl"
+  $B/kagent report --md "$OUT/library-level2.jsonl" > "$OUT/library-report.md" 2>&1
 fi
 if want before-after; then
   # Issue #18's re-measure: the tree before the evaluator was split (a `git archive` of commit
@@ -150,7 +154,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
-[ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: " "$OUT/library.log" | tail -n 60; }
+[ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
+[ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
 [ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }
 [ -f "$OUT/before-after-ncu.log" ] && { echo "== before-after ncu"; grep -v "^==PROF==\|^warning" "$OUT/before-after-ncu.log" | tail -n 30; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }
