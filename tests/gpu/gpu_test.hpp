@@ -8,7 +8,34 @@
 
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/gpu/libraries.hpp"
+#include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
+
+namespace kagent::test {
+
+// Whether python3 with a CUDA-enabled torch runs here; else *why says what is missing.
+inline bool torch_with_gpu(std::string* why) {
+  auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, std::chrono::seconds(120));
+  if (r.started && r.exit_code == 0) return true;
+  *why = "python3 with torch and a GPU is needed: " + r.output;
+  return false;
+}
+
+}  // namespace kagent::test
+
+// Skip the test (from its body: GTEST_SKIP returns from the enclosing function) when the
+// library a plan's step needs cannot be loaded, with the loader's reason.
+#define KAGENT_SKIP_WITHOUT_CUBLASLT()                                       \
+  do {                                                                       \
+    std::string kagent_why_;                                                 \
+    if (!::kagent::load_cublaslt(&kagent_why_)) GTEST_SKIP() << kagent_why_; \
+  } while (0)
+#define KAGENT_SKIP_WITHOUT_CUDNN()                                       \
+  do {                                                                    \
+    std::string kagent_why_;                                              \
+    if (!::kagent::load_cudnn(&kagent_why_)) GTEST_SKIP() << kagent_why_; \
+  } while (0)
 
 namespace kagent::test {
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gpu_test.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/sandbox/process.hpp"
@@ -44,13 +45,6 @@ extern "C" __global__ void relu(const float* x, float* out, long long n) {
 }
 )~";
 
-bool torch_with_gpu(std::string* why) {
-  auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
-  if (r.started && r.exit_code == 0) return true;
-  *why = "python3 with torch and a GPU is needed: " + r.output;
-  return false;
-}
-
 class EveryGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -77,7 +71,7 @@ TEST_F(EveryGpu, PyTorchProblemAndNativeOpOnTheLastGpuAsOnGpu0) {
   const int last = static_cast<int>(inv.gpus.size()) - 1;
   if (last == 0) GTEST_SKIP() << "one GPU on this machine: the last GPU is GPU 0 (needs two or more)";
   std::string why;
-  if (!torch_with_gpu(&why)) GTEST_SKIP() << why;
+  if (!test::torch_with_gpu(&why)) GTEST_SKIP() << why;
   Op torch_op = load_op(dir.write("relu_default.py", kReluWithDefault));
   Candidate torch_cand = load_candidate(dir.write("relu.cu", kReluCandidate));
   Op native_op = load_op(test::examples_dir() / "vector_add/op.json");
@@ -110,7 +104,7 @@ TEST_F(EveryGpu, PyTorchProblemAndNativeOpOnTheLastGpuAsOnGpu0) {
 
 TEST_F(EveryGpu, BenchSpreadsAKernelBenchFolderOverAllGpusWithoutErrors) {
   std::string why;
-  if (!torch_with_gpu(&why)) GTEST_SKIP() << why;
+  if (!test::torch_with_gpu(&why)) GTEST_SKIP() << why;
   const fs::path level1 = test::kernelbench_dir() / "level1";
   if (!fs::exists(level1)) GTEST_SKIP() << "no KernelBench problems at " << level1;
   std::string gpus;

@@ -19,14 +19,6 @@ class LibrarySteps : public test::GpuTest {
     Op o = load_op(test::source_dir() / "tests/gpu/ops" / op / "op.json");
     return ev->evaluate(o, load_candidate(test::source_dir() / "tests/gpu/kernels" / fixture));
   }
-  void need_cublaslt() {
-    std::string why;
-    if (!load_cublaslt(&why)) GTEST_SKIP() << why;
-  }
-  void need_cudnn() {
-    std::string why;
-    if (!load_cudnn(&why)) GTEST_SKIP() << why;
-  }
   static void expect_correct(const EvalReport& r) {
     EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
     EXPECT_GE(r.reward.tier, 1) << r.reward.reason;
@@ -37,7 +29,7 @@ class LibrarySteps : public test::GpuTest {
 }  // namespace
 
 TEST_F(LibrarySteps, GemmWithBiasAndReluEpilogueMatchesTheReference) {
-  need_cublaslt();
+  KAGENT_SKIP_WITHOUT_CUBLASLT();
   EvalReport r = eval("linear_relu", "gemm_linear_relu.cu");
   expect_correct(r);
   ASSERT_TRUE(r.outcome.cupti.has_value());
@@ -45,7 +37,7 @@ TEST_F(LibrarySteps, GemmWithBiasAndReluEpilogueMatchesTheReference) {
 }
 
 TEST_F(LibrarySteps, GraphReplayGivesTheSameResultInTheSameTime) {
-  need_cublaslt();
+  KAGENT_SKIP_WITHOUT_CUBLASLT();
   EvalReport eager = eval("linear_relu", "gemm_linear_relu.cu");
   EvalReport graph = eval("linear_relu", "gemm_linear_relu_graph.cu");
   expect_correct(eager);
@@ -57,7 +49,7 @@ TEST_F(LibrarySteps, GraphReplayGivesTheSameResultInTheSameTime) {
 }
 
 TEST_F(LibrarySteps, AnOutputLeftPartlyUnwrittenFailsOnThePoison) {
-  need_cublaslt();
+  KAGENT_SKIP_WITHOUT_CUBLASLT();
   EvalReport r = eval("linear_relu", "gemm_leaves_last_row.cu");
   EXPECT_FALSE(r.outcome.correct);
   EXPECT_EQ(r.reward.tier, -1);
@@ -68,19 +60,19 @@ TEST_F(LibrarySteps, AStepThatWritesAnInputIsRefusedBeforeTheGpu) {
 }
 
 TEST_F(LibrarySteps, GroupedStridedDilatedConvolutionWithBiasAndRelu) {
-  need_cudnn();
+  KAGENT_SKIP_WITHOUT_CUDNN();
   expect_correct(eval("conv2d_grouped", "conv2d_grouped_relu.cu"));
 }
 
 TEST_F(LibrarySteps, TransposedOneDimensionalConvolution) {
-  need_cudnn();
+  KAGENT_SKIP_WITHOUT_CUDNN();
   expect_correct(eval("conv_transpose1d", "conv_transpose1d.cu"));
 }
 
 // The profile's per-launch breakdown of a plan with library steps: every launch timed, and each
 // library step named with the kernels CUPTI saw it run (split launch by launch by harness marks).
 TEST_F(LibrarySteps, ProfileNamesTheKernelsOfEachLibraryStep) {
-  need_cudnn();
+  KAGENT_SKIP_WITHOUT_CUDNN();
   Op o = load_op(test::source_dir() / "tests/gpu/ops/conv2d_grouped/op.json");
   EvalReport r = ev->evaluate(o, load_candidate(test::source_dir() / "tests/gpu/kernels/conv2d_grouped_relu.cu"),
                               EvalMode::profile);

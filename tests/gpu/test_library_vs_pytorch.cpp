@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu_test.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/gpu/libraries.hpp"
@@ -64,22 +65,14 @@ class LibraryStepsVsPyTorch : public ::testing::Test {
   void SetUp() override {
     GpuInventory inv = query_gpus();
     if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
-    auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
-    if (!r.started || r.exit_code != 0) GTEST_SKIP() << "python3 with torch and a GPU is needed: " << r.output;
+    std::string why;
+    if (!test::torch_with_gpu(&why)) GTEST_SKIP() << why;
     EvalOptions opts;
     opts.runner_path = (test::binary_dir() / "kagent-runner").string();
     opts.timeout = 300s;
     opts.timing = false;  // correctness only: no baselines to measure, a few seconds an evaluation
     ev = std::make_unique<Evaluator>(opts, std::make_shared<CompileCache>(dir.path() / "cache"));
     fmt::print("seed {} (KAGENT_LIBRARY_SEED)\n", seed);
-  }
-  void need_cublaslt() {
-    std::string why;
-    if (!load_cublaslt(&why)) GTEST_SKIP() << why;
-  }
-  void need_cudnn() {
-    std::string why;
-    if (!load_cudnn(&why)) GTEST_SKIP() << why;
   }
   // An odd number in [lo, hi] (lo odd).
   int64_t odd(int64_t lo, int64_t hi) { return lo + 2 * std::uniform_int_distribution<int64_t>(0, (hi - lo) / 2)(rng); }
@@ -107,7 +100,7 @@ class LibraryStepsVsPyTorch : public ::testing::Test {
 }  // namespace
 
 TEST_F(LibraryStepsVsPyTorch, GemmOddSizesTransposesAndEpilogue) {
-  need_cublaslt();
+  KAGENT_SKIP_WITHOUT_CUBLASLT();
   {
     const int64_t m = odd(33, 301), n = odd(33, 301), k = odd(33, 301);
     expect_correct(
@@ -135,7 +128,7 @@ TEST_F(LibraryStepsVsPyTorch, GemmOddSizesTransposesAndEpilogue) {
 }
 
 TEST_F(LibraryStepsVsPyTorch, BatchedGemmWithStrides) {
-  need_cublaslt();
+  KAGENT_SKIP_WITHOUT_CUBLASLT();
   {
     const int64_t b = pick(2, 7), m = odd(17, 151), n = odd(17, 151), k = odd(17, 151);
     expect_correct("bmm", fmt::format("bmm(A [{0}, {1}, {3}], B [{0}, {3}, {2}])", b, m, n, k),
@@ -159,7 +152,7 @@ TEST_F(LibraryStepsVsPyTorch, BatchedGemmWithStrides) {
 }
 
 TEST_F(LibraryStepsVsPyTorch, ConvolutionsOneTwoAndThreeDimensional) {
-  need_cudnn();
+  KAGENT_SKIP_WITHOUT_CUDNN();
   {
     const int64_t n = pick(2, 5), ci = odd(3, 9), co = odd(3, 17), len = odd(41, 201), ks = odd(3, 7);
     const int64_t s = pick(1, 3), p = pick(0, 3), d = pick(1, 3);
@@ -230,7 +223,7 @@ TEST_F(LibraryStepsVsPyTorch, ConvolutionsOneTwoAndThreeDimensional) {
 }
 
 TEST_F(LibraryStepsVsPyTorch, TransposedConvolutionWithOutputPaddingAndGroups) {
-  need_cudnn();
+  KAGENT_SKIP_WITHOUT_CUDNN();
   const int64_t g = pick(2, 3), n = pick(2, 4), ci = g * odd(3, 5), co = g * odd(1, 5), h = odd(9, 31), w = odd(9, 31);
   const int64_t kh = odd(3, 5), kw = pick(2, 4), sh = 2, sw = 3, ph = pick(0, 1), pw = pick(0, 2), oph = 1,
                 opw = pick(0, 2);

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
@@ -53,8 +54,8 @@ class PyTorchEval : public ::testing::Test {
   void SetUp() override {
     GpuInventory inv = query_gpus();
     if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
-    auto r = run_capture({"python3", "-c", "import torch; assert torch.cuda.is_available()"}, 120s);
-    if (!r.started || r.exit_code != 0) GTEST_SKIP() << "python3 with torch and a GPU is needed: " << r.output;
+    std::string why;
+    if (!test::torch_with_gpu(&why)) GTEST_SKIP() << why;
     opts.runner_path = (test::binary_dir() / "kagent-runner").string();
     opts.timeout = 300s;
     cache = std::make_shared<CompileCache>(dir.path() / "cache");
