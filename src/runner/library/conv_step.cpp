@@ -38,6 +38,19 @@ class ConvRunner final : public LibraryStepRunner {
  public:
   ConvRunner(const CudnnApi& dnn, const ConvStep& c, const ConvShape& s, const ConvPointers& p, std::string where)
       : dnn_(dnn), p_(p), transposed_(c.transposed), relu_(c.activation == Activation::relu), where_(std::move(where)) {
+    // The destructor does not run when the constructor throws: release what was made so far.
+    try {
+      build(c, s);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~ConvRunner() override { release(); }
+
+ private:
+  void build(const ConvStep& c, const ConvShape& s) {
     check(dnn_.cudnnCreate(&handle_), "cudnnCreate");
     // cuDNN's Nd descriptors start at 2 spatial dimensions: a 1-D convolution is a 2-D one of height 1.
     std::vector<int64_t> in = s.in, out = s.out, kernel = s.kernel, stride = s.stride, pad = s.padding,
@@ -104,7 +117,7 @@ class ConvRunner final : public LibraryStepRunner {
                                c.bias.empty() ? "" : ", +bias", relu_ ? ", relu" : "");
   }
 
-  ~ConvRunner() override {
+  void release() noexcept {
     if (act_desc_) dnn_.cudnnDestroyActivationDescriptor(act_desc_);
     for (cudnnTensorDescriptor_t d : {x_desc_, y_desc_, bias_desc_})
       if (d) dnn_.cudnnDestroyTensorDescriptor(d);
@@ -113,6 +126,7 @@ class ConvRunner final : public LibraryStepRunner {
     if (handle_) dnn_.cudnnDestroy(handle_);
   }
 
+ public:
   size_t workspace_bytes() const override { return workspace_; }
   const std::string& description() const override { return description_; }
 

@@ -42,6 +42,23 @@ class GemmRunner final : public LibraryStepRunner {
         alpha_(static_cast<float>(g.alpha)),
         beta_(static_cast<float>(g.beta)),
         where_(std::move(where)) {
+    // The destructor does not run when the constructor throws: release what was made so far.
+    try {
+      build(g, s);
+    } catch (...) {
+      release_descriptors();
+      if (handle_) lt_.cublasLtDestroy(handle_);
+      throw;
+    }
+  }
+
+  ~GemmRunner() override {
+    release_descriptors();
+    if (handle_) lt_.cublasLtDestroy(handle_);
+  }
+
+ private:
+  void build(const GemmStep& g, const GemmShape& s) {
     lt_check(lt_.cublasLtCreate(&handle_), where_ + ": cublasLtCreate");
     const cudaDataType_t ab = cuda_type(s.dtype);
     d_type_ = cuda_type(s.d_dtype);
@@ -76,15 +93,10 @@ class GemmRunner final : public LibraryStepRunner {
       }
       release_descriptors();
     }
-    lt_.cublasLtDestroy(handle_);
     throw PlanError(fmt::format("{}: cuBLASLt has no algorithm for this product ({})", where_, last));
   }
 
-  ~GemmRunner() override {
-    release_descriptors();
-    if (handle_) lt_.cublasLtDestroy(handle_);
-  }
-
+ public:
   size_t workspace_bytes() const override { return workspace_; }
   const std::string& description() const override { return description_; }
 
