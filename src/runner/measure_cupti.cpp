@@ -58,13 +58,11 @@ CuptiCheck Evaluation::cupti_check(PlanExecutor& plan) {
   c.launches_expected = kSamples * static_cast<int>(plan.launch_count());
   const uint32_t ctx_id = act->context_id(dev_.context());
   const uint32_t stream_id = act->stream_id(dev_.context(), dev_.stream());
-  std::vector<double> per_launch;     // the plan's kernels in start order
-  std::map<std::string, int> others;  // kernels outside the plan, by name, for the message
-  std::vector<const KernelRecord*> harness;
+  std::vector<double> per_launch;            // the plan's kernels in start order
+  std::map<std::string, int> others;         // kernels outside the plan, by name, for the message
+  std::vector<const KernelRecord*> harness;  // in start order, as stop() returns the records
   for (const auto& r : recs)
     if (r.context_id == ctx_id && r.stream_id == stream_id && r.name.starts_with("kagent_")) harness.push_back(&r);
-  std::sort(harness.begin(), harness.end(),
-            [](const KernelRecord* a, const KernelRecord* b) { return a->start_ns < b->start_ns; });
   for (const auto& r : recs) {
     if (plan_launch(r, ctx_id, stream_id)) {
       ++c.launches_seen;
