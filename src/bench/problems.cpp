@@ -167,8 +167,11 @@ std::vector<Problem> take_shard(const std::vector<Problem>& problems, const Shar
 
 std::optional<fs::path> find_solution(const fs::path& dir, const Problem& p) {
   std::error_code ec;
-  for (const fs::path& c : {dir / p.level / (p.name + ".cu"), dir / (p.name + ".cu")})
-    if (fs::is_regular_file(c, ec)) return fs::absolute(c).lexically_normal();
+  // A plan candidate first, then a ModelNew solution (candidate.hpp says which kind a file is);
+  // never the problem file itself, when the solutions folder is the problems folder.
+  for (const char* ext : {".cu", ".py"})
+    for (const fs::path& c : {dir / p.level / (p.name + ext), dir / (p.name + ext)})
+      if (fs::is_regular_file(c, ec) && !fs::equivalent(c, p.path, ec)) return fs::absolute(c).lexically_normal();
   return std::nullopt;
 }
 

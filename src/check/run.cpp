@@ -64,7 +64,9 @@ Verdict check_one(const CheckEntry& e, const Op& op, Evaluator& ev) {
   if (e.baseline_source) {
     const fs::path name = e.t.baseline ? *e.t.baseline : fs::path(e.kernel.string() + "@" + *e.t.baseline_ref);
     try {
-      base = parse_candidate(*e.baseline_source, name);
+      // The baseline is of the kernel's kind, whatever its name (a git ref's "k.py@HEAD~1").
+      base = cand.kind == CandidateKind::modelnew ? parse_modelnew_candidate(*e.baseline_source, name)
+                                                  : parse_candidate(*e.baseline_source, name);
     } catch (const InputError& err) {
       Verdict v = unparsable(e, err.what());
       v.reasons = {"the baseline's launch plan is invalid: " + std::string(err.what())};

@@ -272,7 +272,8 @@ Command add_bench_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   sub->add_option("--solutions", a->solutions,
-                  "Evaluate the kernels in DIR (DIR/<level>/<problem>.cu or DIR/<problem>.cu)")
+                  "Evaluate the kernels in DIR (DIR/<level>/<problem>.cu or DIR/<problem>.cu, or a ModelNew solution "
+                  "<problem>.py in their place)")
       ->check(CLI::ExistingDirectory);
   sub->add_flag("--agent", a->agent, "Run kagent optimize on each problem (budget and LLM flags below)");
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all)");

@@ -48,8 +48,9 @@ void add_op_flags(CLI::App* sub, OpOverrides* o);
 struct MeasureFlags {
   StopRule stop_rule;
   MeasureKnobs knobs;
+  bool allow_torch_ops = false;  // --allow-torch-ops (ModelNew solutions)
   void validate() const;             // InputError for contradictory bounds (max below min)
-  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule and o.knobs
+  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs and o.allow_torch_ops
 };
 void add_measure_flags(CLI::App* sub, MeasureFlags* m);
 // --provider, --base-url, --model, --api-key-env, and (not for doctor, which checks an endpoint)

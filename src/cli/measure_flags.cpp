@@ -47,6 +47,10 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
   sub->add_option("--launch-samples", k.per_launch_samples, "Samples of the per-launch timing (default 21)")
       ->check(CLI::PositiveNumber)
       ->group(g);
+  sub->add_flag("--allow-torch-ops", m->allow_torch_ops,
+                "ModelNew solutions: PyTorch's own ops may carry most of the GPU time (no torch_ops flag; the record "
+                "still lists them)")
+      ->group(g);
 }
 
 void MeasureFlags::validate() const {
@@ -61,6 +65,7 @@ void MeasureFlags::apply(EvalOptions& o) const {
   validate();
   o.stop_rule = stop_rule;
   o.knobs = knobs;
+  o.allow_torch_ops = allow_torch_ops;
 }
 
 }  // namespace kagent::cli

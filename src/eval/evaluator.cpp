@@ -1,6 +1,8 @@
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/plan_libraries.hpp"
 
+#include "fresh_seed.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,12 +39,6 @@ std::filesystem::path make_work_dir() {
   std::string templ = (std::filesystem::temp_directory_path() / "kagent-eval-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw EnvError(fmt::format("cannot create a temporary folder in {}", templ));
   return templ;
-}
-
-// Seeds come from the OS: an evaluation's inputs cannot be guessed or replayed by a candidate.
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) ^ rd();
 }
 
 // Per output: the candidate's largest error against the reference and against the fp64 reference,
@@ -118,6 +114,13 @@ const std::string& Evaluator::arch() {
 }
 
 CompileResult Evaluator::compile(const Candidate& cand, const Op& op) {
+  if (cand.kind == CandidateKind::modelnew) {
+    // Nothing to compile before the GPU: its worker builds it (load_inline, Triton) when evaluated.
+    CompileResult r;
+    r.ok = true;
+    r.log = "a ModelNew solution: built by its worker when evaluated";
+    return r;
+  }
   return compile_checked(cand, &op, compiler_, arch());
 }
 
@@ -189,7 +192,8 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   r.op = op;
   // The model's weights are drawn under a fresh seed per load, so a candidate cannot carry
   // constants precomputed from them; each trial's inputs get a fresh seed of their own.
-  r.signature = ref_server_->load(op, op.precision, fresh_seed());
+  r.seed = fresh_seed();
+  r.signature = ref_server_->load(op, op.precision, r.seed);
   r.op.inputs = r.signature.inputs;
   r.op.inputs.insert(r.op.inputs.end(), r.signature.params.begin(), r.signature.params.end());
   r.op.outputs = r.signature.outputs;
@@ -213,6 +217,13 @@ void Evaluator::measure_torch_baselines() {
   loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
 }
 
+void Evaluator::note_torch_baselines(EvalReport& rep) const {
+  if (!loaded_.baselines) return;
+  rep.baselines.eager_ms = loaded_.baselines->eager.median_ms;
+  if (loaded_.baselines->compile) rep.baselines.compile_ms = loaded_.baselines->compile->median_ms;
+  rep.torch = loaded_.baselines;
+}
+
 GpuLock Evaluator::lock_gpu(const std::string& what) const {
   return GpuLock(gpu_lock_path(cache_dir_, gpu_uuid_, opt_.gpu), [&] {
     spdlog::info("GPU {}: waiting for another kagent measurement on it to finish ({})", opt_.gpu, what);
@@ -225,6 +236,7 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand, EvalMode mod
 
 EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
                                const Candidate* baseline) {
+  if (cand.kind == CandidateKind::modelnew) return evaluate_modelnew(resolved, cand, mode, baseline);
   require_gpu();
   const Op& op_in = resolved.op;
   const bool per_launch = mode == EvalMode::profile;
@@ -239,11 +251,7 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
   const Op& op = native ? op_in : pytorch->op;
   // Baselines only matter for a timed evaluation; a correctness check never pays for them.
   if (pytorch && opt_.timing) measure_torch_baselines();
-  if (pytorch && pytorch->baselines) {
-    rep.baselines.eager_ms = pytorch->baselines->eager.median_ms;
-    if (pytorch->baselines->compile) rep.baselines.compile_ms = pytorch->baselines->compile->median_ms;
-    rep.torch = pytorch->baselines;
-  }
+  if (pytorch) note_torch_baselines(rep);
 
   rep.compile = compile_checked(cand, &op, compiler_, arch_);
   if (!rep.compile.ok) {

@@ -17,7 +17,8 @@ constexpr FlagKind kKinds[] = {FlagKind::note,
                                FlagKind::weak_reference,
                                FlagKind::timing_untrusted,
                                FlagKind::cupti_disagrees,
-                               FlagKind::below_memory_floor};
+                               FlagKind::below_memory_floor,
+                               FlagKind::torch_ops};
 
 // NaN and infinities as null (JSON has neither), read back as NaN.
 nlohmann::json number(double v) {
@@ -45,6 +46,8 @@ std::string_view flag_kind_name(FlagKind k) {
       return "cupti_disagrees";
     case FlagKind::below_memory_floor:
       return "below_memory_floor";
+    case FlagKind::torch_ops:
+      return "torch_ops";
   }
   return "note";
 }
@@ -69,6 +72,8 @@ std::string flag_text(const Flag& f) {
     case FlagKind::below_memory_floor:
       return fmt::format("suspicious: median {:.4f} ms is below the memory floor {:.4f} ms ({})", f.value, f.limit,
                          f.detail);
+    case FlagKind::torch_ops:
+      return fmt::format("torch ops: {}", f.detail);
   }
   return f.detail;
 }
@@ -83,7 +88,7 @@ std::optional<Flag> cupti_flag(const CuptiCheck& c) {
 }
 
 bool untrusts_timing(const Flag& f) {
-  return f.kind == FlagKind::timing_untrusted;
+  return f.kind == FlagKind::timing_untrusted || f.kind == FlagKind::torch_ops;
 }
 
 const Flag* untrusted_timing(const std::vector<Flag>& flags) {

@@ -191,7 +191,9 @@ constexpr std::pair<FailureStage, std::string_view> kFailureStages[] = {{Failure
                                                                         {FailureStage::bounds, "bounds"},
                                                                         {FailureStage::reference, "reference"},
                                                                         {FailureStage::timeout, "timeout"},
-                                                                        {FailureStage::crash, "crash"}};
+                                                                        {FailureStage::crash, "crash"},
+                                                                        {FailureStage::tamper, "tamper"},
+                                                                        {FailureStage::inputs, "inputs"}};
 }  // namespace
 
 std::string_view failure_stage_name(FailureStage s) {
@@ -265,6 +267,21 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
 std::string stop_rule_text(const StopRule& r) {
   return fmt::format(">= {} samples and >= {} s GPU time, RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall",
                      r.min_samples, r.min_gpu_s, 100 * r.target_rse, r.max_samples, r.max_gpu_s, r.max_wall_s);
+}
+
+void note_bandwidth(EvalOutcome& o, const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs) {
+  for (const auto& t : inputs) o.bytes_moved += t.bytes();
+  for (const auto& t : outputs) o.bytes_moved += t.bytes();
+  const double med_s = o.candidate_time->median_ms * 1e-3;
+  if (med_s > 0) o.achieved_gbs = static_cast<double>(o.bytes_moved) / med_s / 1e9;
+  if (o.device.peak_gbs > 0) {
+    o.bandwidth_share = o.achieved_gbs / o.device.peak_gbs;
+    o.memory_floor_ms = static_cast<double>(o.bytes_moved) / (o.device.peak_gbs * 1e9) * 1e3;
+    // Advisory: the floor uses the theoretical bandwidth, which no kernel quite reaches.
+    if (o.candidate_time->median_ms < o.memory_floor_ms)
+      o.flags.push_back({FlagKind::below_memory_floor, "", o.candidate_time->median_ms, o.memory_floor_ms,
+                         fmt::format("{} bytes at {:.0f} GB/s peak", o.bytes_moved, o.device.peak_gbs)});
+  }
 }
 
 }  // namespace kagent

@@ -79,4 +79,35 @@ void from_json(const nlohmann::json& j, TrialAnswer& a) {
   a.fp64_note = j.value("fp64_note", "");
 }
 
+void to_json(nlohmann::json& j, const CompareRequest& r) {
+  j = {{"cmd", "compare"},
+       {"version", r.version},
+       {"gpu", r.gpu},
+       {"harness_cubin_path", r.harness_cubin_path},
+       {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
+       {"inputs", r.inputs},
+       {"outputs", r.outputs},
+       {"reference", r.reference},
+       {"candidate", r.candidate},
+       {"trial", r.trial},
+       {"when", r.when},
+       {"first_check", r.first_check}};
+}
+
+void from_json(const nlohmann::json& j, CompareRequest& r) {
+  require_version(j, kRunnerMessageVersion, "kagent's compare request", "kagent-runner");
+  r.version = kRunnerMessageVersion;
+  r.gpu = j.at("gpu").get<int>();
+  r.harness_cubin_path = j.at("harness_cubin_path").get<std::string>();
+  r.tolerance.atol = j.at("tolerance").at("atol").get<double>();
+  r.tolerance.rtol = j.at("tolerance").at("rtol").get<double>();
+  r.inputs = j.at("inputs").get<std::vector<TensorSpec>>();
+  r.outputs = j.at("outputs").get<std::vector<TensorSpec>>();
+  r.reference = j.at("reference").get<std::vector<IpcTensorRef>>();
+  r.candidate = j.at("candidate").get<std::vector<IpcTensorRef>>();
+  r.trial = j.at("trial").get<int>();
+  r.when = j.at("when").get<std::string>();
+  r.first_check = j.at("first_check").get<bool>();
+}
+
 }  // namespace kagent

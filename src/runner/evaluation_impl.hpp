@@ -118,9 +118,6 @@ class Evaluation {
   // reference64: per output the fp64 reference, or 0 (none).
   bool outputs_match(int trial, const std::string& when, EvalOutcome& o, const std::vector<CUdeviceptr>& reference,
                      const std::vector<CUdeviceptr>& reference64);
-  void flag_degenerate(const TensorSpec& t, const CompareResult& c, EvalOutcome& o);
-  // The largest errors seen for output i, over every check (EvalOutcome::errors).
-  void note_errors(size_t i, const CompareResult& c, bool first_check, EvalOutcome& o);
 
   // --- measure_timing.cpp ---
   // The reference's time (native references), then the candidate's with its outputs re-checked

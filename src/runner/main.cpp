@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compare_request.hpp"
 #include "evaluation.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/gpu/devices.hpp"
@@ -122,6 +123,35 @@ bool handle_evaluate(State& s, const nlohmann::json& req, RunnerResult& out) {
   return !r.restart;
 }
 
+// {"cmd": "compare", ...}: a ModelNew solution's tensors against the reference server's
+// (compare_request.hpp). An IPC handle that does not open is the solution's worker's failure, not
+// the environment's: the reply says so and the runner goes on.
+bool handle_compare(State& s, const nlohmann::json& req, RunnerResult& out) {
+  CompareRequest rq;
+  try {
+    rq = req.get<CompareRequest>();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("bad compare request: {}", e.what());
+    return true;
+  }
+  bool keep_going = true;
+  if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
+  try {
+    out.outcome = compare_solution(*s.device, *s.harness, rq);
+    out.ok = true;
+  } catch (const CudaError& e) {
+    out.ok = false;
+    out.error = fmt::format("comparing the solution's tensors: {}", e.what());
+    out.restart = e.sticky();
+    return !e.sticky();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("comparing the solution's tensors: {}", e.what());
+  }
+  return true;
+}
+
 // {"cmd": "peaks", "gpu": N, "harness_cubin_path": "..."}: this GPU's copy bandwidth and FP32
 // matrix-product throughput (peaks.hpp). Only kagent's own kernels run, so a CUDA error here is
 // the environment's.
@@ -194,9 +224,11 @@ int main(int argc, char** argv) {
       out["ok"] = true;
       reply(out);
       break;
-    } else if (cmd == "evaluate" || cmd == "peaks") {
+    } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare") {
       RunnerResult result;
-      keep_going = cmd == "evaluate" ? handle_evaluate(state, req, result) : handle_peaks(state, req, result);
+      keep_going = cmd == "evaluate"  ? handle_evaluate(state, req, result)
+                   : cmd == "peaks"   ? handle_peaks(state, req, result)
+                                      : handle_compare(state, req, result);
       out.update(nlohmann::json(result));
     } else {
       out["ok"] = false;

@@ -7,7 +7,7 @@
 
 #include "evaluation_impl.hpp"
 #include "ipc_import.hpp"
-#include "kagent/protocol/reference_quality.hpp"
+#include "output_check.hpp"
 
 namespace kagent::runner {
 
@@ -90,81 +90,11 @@ bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
   return outputs_match(rq_.trials - 1, when, o, pointers(ref_out_), ref64);
 }
 
-void Evaluation::flag_degenerate(const TensorSpec& t, const CompareResult& c, EvalOutcome& o) {
-  // A reference that is all (near) zero or constant cannot tell a correct kernel from an empty one.
-  if (c.ref_max_abs <= 1e-6) {
-    o.flags.push_back({FlagKind::degenerate_reference, t.name, c.ref_max_abs, 1e-6,
-                       fmt::format("is all (near) zero (max |ref| = {:.3g})", c.ref_max_abs)});
-    return;
-  }
-  if (c.ref_min == c.ref_max) {
-    o.flags.push_back(
-        {FlagKind::degenerate_reference, t.name, c.ref_min, 0, fmt::format("is constant ({:.6g})", c.ref_min)});
-    return;
-  }
-  // Weaker, but as telling: on most elements, or on all within the tolerance, it cannot either.
-  if (auto why = weak_reference(static_cast<uint64_t>(t.numel()), c.ref_zeros, c.ref_min, c.ref_max, c.ref_min_abs,
-                                rq_.tolerance))
-    o.flags.push_back({FlagKind::weak_reference, t.name, 0, 0, *why});
-}
-
-void Evaluation::note_errors(size_t i, const CompareResult& c, bool first_check, EvalOutcome& o) {
-  if (o.errors.size() <= i) o.errors.resize(rq_.outputs.size());
-  OutputErrors& e = o.errors[i];
-  e.tensor = rq_.outputs[i].name;
-  e.max_abs = std::max(e.max_abs, c.max_abs);
-  if (c.has_fp64) {
-    e.max_abs_fp64 = std::max(e.max_abs_fp64.value_or(0.0), c.max_abs_fp64);
-    e.ref_error_fp64 = std::max(e.ref_error_fp64.value_or(0.0), c.ref_error_fp64);
-    e.passed_by_fp64 = std::max(e.passed_by_fp64, c.passed_by_fp64);
-  }
-  if (first_check && rq_.outputs[i].numel() > 0)
-    e.zero_share = static_cast<double>(c.ref_zeros) / static_cast<double>(rq_.outputs[i].numel());
-}
-
 bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o,
                                const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64) {
   if (!fp64_note_.empty()) o.fp64_note = fp64_note_;
-  for (size_t i = 0; i < rq_.outputs.size(); ++i) {
-    const TensorSpec& t = rq_.outputs[i];
-    const CUdeviceptr ref64 = i < reference64.size() ? reference64[i] : 0;
-    CompareResult c = h_.compare(cand_out_[i].get(), reference[i], t.numel(), t.dtype, rq_.tolerance, ref64);
-    const bool first_check = trial == 0 && when == "correctness";
-    if (first_check) flag_degenerate(t, c, o);
-    note_errors(i, c, first_check, o);
-    if (c.mismatches == 0) continue;
-    MismatchReport m;
-    m.tensor = t.name;
-    m.trial = trial;
-    m.when = when;
-    m.first_index = c.first_bad;
-    m.candidate_value = h_.read(cand_out_[i].get(), static_cast<int64_t>(c.first_bad), t.dtype);
-    m.reference_value = h_.read(reference[i], static_cast<int64_t>(c.first_bad), t.dtype);
-    m.count = c.mismatches;
-    m.nan_count = c.nan_mismatches;
-    m.numel = static_cast<uint64_t>(t.numel());
-    m.max_abs = c.max_abs;
-    m.max_rel = c.max_rel;
-    std::string fp64_text;
-    if (c.has_fp64) {
-      m.reference_fp64_value = h_.read(ref64, static_cast<int64_t>(c.first_bad), DType::f64);
-      m.max_abs_fp64 = c.max_abs_fp64;
-      m.ref_error_fp64 = c.ref_error_fp64;
-      fp64_text = fmt::format(
-          "; against the fp64 reference ({:.8g} there): max abs error {:.3g}, the reference's own {:.3g} (an element "
-          "within the tolerance of fp64, or no farther from it than the reference, passes)",
-          *m.reference_fp64_value, c.max_abs_fp64, c.ref_error_fp64);
-    }
-    o.mismatch = m;
-    o.message = fmt::format(
-        "output '{}' differs from the reference ({}, trial {}): {} of {} elements outside atol={:g} rtol={:g} "
-        "({} NaN/Inf mismatches); first at index {}: candidate {:.8g}, reference {:.8g}; max abs error {:.3g}, "
-        "max rel error {:.3g}{}",
-        t.name, when, trial, m.count, m.numel, rq_.tolerance.atol, rq_.tolerance.rtol, m.nan_count, m.first_index,
-        m.candidate_value, m.reference_value, m.max_abs, m.max_rel, fp64_text);
-    return false;
-  }
-  return true;
+  const OutputCheck chk{rq_.outputs, rq_.tolerance, trial, when, trial == 0 && when == "correctness"};
+  return check_outputs(h_, chk, pointers(cand_out_), reference, reference64, o);
 }
 
 }  // namespace kagent::runner

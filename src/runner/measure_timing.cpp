@@ -89,19 +89,6 @@ Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vecto
   return {plan_ms, busy_ms};
 }
 
-void Evaluation::note_bandwidth(EvalOutcome& o) const {
-  for (const auto& t : rq_.inputs) o.bytes_moved += t.bytes();
-  for (const auto& t : rq_.outputs) o.bytes_moved += t.bytes();
-  const double med_s = o.candidate_time->median_ms * 1e-3;
-  if (med_s > 0) o.achieved_gbs = static_cast<double>(o.bytes_moved) / med_s / 1e9;
-  if (o.device.peak_gbs > 0) {
-    o.bandwidth_share = o.achieved_gbs / o.device.peak_gbs;
-    o.memory_floor_ms = static_cast<double>(o.bytes_moved) / (o.device.peak_gbs * 1e9) * 1e3;
-    // Advisory: the floor uses the theoretical bandwidth, which no kernel quite reaches.
-    if (o.candidate_time->median_ms < o.memory_floor_ms)
-      o.flags.push_back({FlagKind::below_memory_floor, "", o.candidate_time->median_ms, o.memory_floor_ms,
-                         fmt::format("{} bytes at {:.0f} GB/s peak", o.bytes_moved, o.device.peak_gbs)});
-  }
-}
+void Evaluation::note_bandwidth(EvalOutcome& o) const { kagent::note_bandwidth(o, rq_.inputs, rq_.outputs); }
 
 }  // namespace kagent::runner

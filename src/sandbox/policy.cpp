@@ -19,6 +19,13 @@ SandboxPolicy reference_server_policy() {
   return p;
 }
 
+SandboxPolicy modelnew_worker_policy() {
+  SandboxPolicy p = runner_policy();
+  p.name = "ModelNew worker";
+  p.network_namespace = false;  // entered by kagent-sandbox-exec, before python3 starts
+  return p;
+}
+
 SandboxPolicy shell_policy(const std::string& workspace) {
   SandboxPolicy p;
   p.name = "shell";

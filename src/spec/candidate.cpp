@@ -244,6 +244,7 @@ void check_candidate_option(const std::string& option, const std::string& where)
 }
 
 Candidate parse_candidate(std::string source, const std::filesystem::path& path) {
+  if (candidate_kind_of(path) == CandidateKind::modelnew) return parse_modelnew_candidate(std::move(source), path);
   const std::string path_text = path.string();
   PlanBlock block = find_plan_block(source, path_text);
   std::string_view json_text(source.data() + block.json_begin, block.json_end - block.json_begin);

@@ -143,3 +143,20 @@ TEST(BenchProblems, SolutionsAreFoundUnderTheLevelFolderFirst) {
   t.write("level1/19_ReLU.cu", "");
   EXPECT_EQ(find_solution(t.path(), p)->parent_path().filename(), "level1");
 }
+
+TEST(BenchProblems, AModelNewSolutionIsFoundBesideOrInsteadOfACuFile) {
+  test::TempDir t;
+  Problem p{"level1/19_ReLU", "level1", "19_ReLU", {}};
+  t.write("level1/19_ReLU.py", "class ModelNew:\n    pass\n");
+  ASSERT_TRUE(find_solution(t.path(), p).has_value());
+  EXPECT_EQ(find_solution(t.path(), p)->filename(), "19_ReLU.py");
+  t.write("level1/19_ReLU.cu", "");  // beside it: the plan candidate is taken
+  EXPECT_EQ(find_solution(t.path(), p)->filename(), "19_ReLU.cu");
+}
+
+TEST(BenchProblems, TheProblemFileItselfIsNeverItsOwnSolution) {
+  test::TempDir t;
+  t.write("level1/19_ReLU.py", "class Model:\n    pass\n");
+  Problem p{"level1/19_ReLU", "level1", "19_ReLU", t.path() / "level1" / "19_ReLU.py"};
+  EXPECT_FALSE(find_solution(t.path(), p).has_value());  // --solutions pointing at the problems
+}

@@ -365,5 +365,36 @@ TEST(CandidateBounds, DeepNestingDuplicateKeysAndHugeNumbers) {
   EXPECT_LT(msg.size(), 400u) << "the expression is shown shortened";
 }
 
+TEST(ModelNewCandidate, APyFileIsTheModelNewKind) {
+  const std::string src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
+  Candidate c = parse_candidate(src, "solutions/19_ReLU.py");
+  EXPECT_EQ(c.kind, CandidateKind::modelnew);
+  EXPECT_EQ(c.plan_line, 3);
+  EXPECT_EQ(c.source, src);
+  EXPECT_TRUE(c.plan.launches.empty());
+  EXPECT_EQ(candidate_kind_of("k.cu"), CandidateKind::plan);
+  EXPECT_EQ(candidate_kind_name(CandidateKind::modelnew), "modelnew");
+}
+
+TEST(ModelNewCandidate, AFileWithoutATopLevelModelNewIsRefusedWithAClearError) {
+  for (const std::string& src : {std::string("class Model(torch.nn.Module):\n    pass\n"),
+                                std::string("def f():\n    class ModelNew:\n        pass\n"),
+                                std::string("# class ModelNew is below\nx = 'class ModelNewer'\n")}) {
+    try {
+      parse_candidate(src, "sol.py");
+      ADD_FAILURE() << "accepted:\n" << src;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("sol.py: defines no ModelNew"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ModelNewCandidate, LoadCandidateReadsAPyFileAsModelNew) {
+  test::TempDir t;
+  t.write("sol.py", "class ModelNew:\n    pass\n");
+  Candidate c = load_candidate(t.path() / "sol.py");
+  EXPECT_EQ(c.kind, CandidateKind::modelnew);
+}
+
 }  // namespace
 }  // namespace kagent

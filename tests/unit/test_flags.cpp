@@ -27,7 +27,8 @@ TEST(Flags, TextIsTheOldLine) {
 
 TEST(Flags, JsonRoundTripsEveryKind) {
   for (FlagKind k : {FlagKind::note, FlagKind::degenerate_reference, FlagKind::weak_reference,
-                     FlagKind::timing_untrusted, FlagKind::cupti_disagrees, FlagKind::below_memory_floor}) {
+                     FlagKind::timing_untrusted, FlagKind::cupti_disagrees, FlagKind::below_memory_floor,
+                     FlagKind::torch_ops}) {
     const Flag f{k, k == FlagKind::weak_reference ? "out" : "", 1.5, 2.25, "some words"};
     const nlohmann::json j = f;
     SCOPED_TRACE(j.dump());
@@ -123,6 +124,13 @@ TEST(Flags, TheFirstUntrustingFlagIsFound) {
   ASSERT_NE(untrusted_timing(fs), nullptr);
   EXPECT_EQ(untrusted_timing(fs)->detail, "t");
   EXPECT_EQ(untrusted_timing({fs[0]}), nullptr);
+}
+
+TEST(Flags, TorchOpsWithholdTheSpeedTiersLikeUntrustedTiming) {
+  const Flag f{FlagKind::torch_ops, "", 0.97, 0.5, "97% of the kernel time is PyTorch's own operators"};
+  EXPECT_TRUE(untrusts_timing(f));
+  EXPECT_EQ(flag_text(f), "torch ops: 97% of the kernel time is PyTorch's own operators");
+  EXPECT_EQ(flag_kind_from("torch_ops"), FlagKind::torch_ops);
 }
 
 }  // namespace

@@ -235,7 +235,8 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
 TEST(Protocol, FailureStagesTravelByName) {
   for (FailureStage s :
        {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness, FailureStage::recheck,
-        FailureStage::bounds, FailureStage::reference, FailureStage::timeout, FailureStage::crash}) {
+        FailureStage::bounds, FailureStage::reference, FailureStage::timeout, FailureStage::crash, FailureStage::tamper,
+        FailureStage::inputs}) {
     EvalOutcome o;
     o.failure_stage = s;
     const nlohmann::json j = o;

@@ -105,6 +105,44 @@ TEST(RunnerMessages, TheTrialExchangeRoundTrips) {
   EXPECT_TRUE(aback.tensors.empty());
 }
 
+TEST(RunnerMessages, TheCompareRequestRoundTrips) {
+  CompareRequest rq;
+  rq.gpu = 1;
+  rq.harness_cubin_path = "/tmp/h.cubin";
+  rq.tolerance = {1e-5, 2e-5};
+  TensorSpec x;
+  x.name = "x";
+  x.shape = {4, 8};
+  rq.inputs = {x};
+  TensorSpec out = x;
+  out.name = "out";
+  rq.outputs = {out};
+  rq.reference = {{"x", std::string(128, 'a'), 0, 128}, {"out", std::string(128, 'a'), 512, 128},
+                  {"out@f64", std::string(128, 'a'), 1024, 256}};
+  rq.candidate = {{"out", std::string(128, 'c'), 0, 128}, {"x", std::string(128, 'c'), 512, 128}};
+  rq.trial = 2;
+  rq.when = "re-check after timing";
+  rq.first_check = true;
+  const nlohmann::json j = rq;
+  EXPECT_EQ(j.at("cmd"), "compare");  // the runner dispatches on it
+  CompareRequest back = j.get<CompareRequest>();
+  EXPECT_EQ(back.gpu, 1);
+  EXPECT_EQ(back.harness_cubin_path, "/tmp/h.cubin");
+  EXPECT_DOUBLE_EQ(back.tolerance.rtol, 2e-5);
+  ASSERT_EQ(back.outputs.size(), 1u);
+  EXPECT_EQ(back.outputs[0].name, "out");
+  EXPECT_EQ(back.inputs[0].shape, (std::vector<int64_t>{4, 8}));
+  ASSERT_EQ(back.reference.size(), 3u);
+  EXPECT_EQ(back.reference[2].name, "out@f64");
+  EXPECT_EQ(back.candidate[1].offset, 512u);
+  EXPECT_EQ(back.trial, 2);
+  EXPECT_EQ(back.when, "re-check after timing");
+  EXPECT_TRUE(back.first_check);
+  nlohmann::json old = j;
+  old["version"] = 99;
+  EXPECT_THROW(old.get<CompareRequest>(), EnvError);
+}
+
 TEST(RunnerMessages, AnUnknownNeedIsRefused) {
   nlohmann::json j = TrialNeed{};
   j["need"] = "weights";

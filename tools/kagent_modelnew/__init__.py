@@ -1,6 +1,12 @@
 """kagent_modelnew: KernelBench-style solutions (a Python file defining ModelNew) as kagent candidates.
 
-This package will hold the sandboxed process that builds and runs a ModelNew solution for kagent
-(issue #20). What exists so far is its static check (static_check.py), which needs no torch: it
-reads the file's syntax tree and says what the solution is made of before anything runs.
+- static_check.py: what a solution is made of and what looks like a hack, from its syntax tree
+  (no torch; runs anywhere, before anything of the solution executes).
+- worker.py: the sandboxed process that builds and runs one solution for one evaluation
+  (`python3 -m kagent_modelnew.worker`, started by kagent through kagent-sandbox-exec).
+- guard.py: the harness's primitives captured before the solution is imported, and the check that
+  they were not replaced. timer.py: the timed samples. trace.py: the profiler's kernels read back
+  (coverage by the timed span, PyTorch's own ops). ipc_in.py: the reference server's tensors in.
 """
+
+__version__ = "1"

@@ -49,7 +49,8 @@ std::optional<Shard> shard_from_env(const EnvLookup& env = {});
 // shard, and the shards differ in size by at most one.
 std::vector<Problem> take_shard(const std::vector<Problem>& problems, const Shard& shard);
 
-// The existing solution for a problem in `dir`: DIR/<level>/<name>.cu, else DIR/<name>.cu.
+// The existing solution for a problem in `dir`: DIR/<level>/<name>.cu, else DIR/<name>.cu, else
+// the same as a ModelNew solution .py (never the problem file itself).
 std::optional<std::filesystem::path> find_solution(const std::filesystem::path& dir, const Problem& p);
 
 }  // namespace kagent::bench

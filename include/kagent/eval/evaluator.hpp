@@ -35,6 +35,9 @@ struct EvalOptions {
   bool cupti_check = true;         // after timing, check it against CUPTI's kernel records
   bool refresh_peaks = false;      // re-measure the GPU's peaks instead of reading the cache
   bool guard_checks = true;        // guard bands and seals (off only to measure their cost)
+  // ModelNew solutions: PyTorch's own operators may carry most of the GPU time without the
+  // torch_ops flag (which withholds the speed tiers); the record still lists the ops that ran.
+  bool allow_torch_ops = false;
 };
 
 struct EvalReport {
@@ -125,6 +128,7 @@ class Evaluator {
     Op op;
     RefSignature signature;
     std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
+    uint64_t seed = 0;                      // the model's weights were drawn under it (ModelNew is built under it too)
   };
   const PyTorchReference& pytorch_reference(const Op& op);
   // Finds the GPU (once): its arch, UUID and driver, or why there is none (gpu_problem_).
@@ -135,6 +139,11 @@ class Evaluator {
   // This GPU to ourselves for one measurement (gpu_lock.hpp), saying so when it has to wait.
   GpuLock lock_gpu(const std::string& what) const;
   void measure_torch_baselines();
+  // The loaded reference's eager and torch.compile times into the report's baselines.
+  void note_torch_baselines(EvalReport& rep) const;
+  // evaluate() for a ModelNew solution (modelnew_evaluation.cpp): built and run by its own
+  // worker, compared by the runner, the same EvalReport.
+  EvalReport evaluate_modelnew(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
   std::string harness_cubin();
 
   EvalOptions opt_;

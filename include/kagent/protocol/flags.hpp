@@ -27,6 +27,9 @@ enum class FlagKind {
   // parent's grid), or a span shorter than the kernels' durations beyond the clocks' slack.
   cupti_disagrees,
   below_memory_floor,  // the median is below bytes moved / theoretical peak bandwidth (advisory)
+  // A ModelNew solution whose GPU time is mostly PyTorch's own operators' kernels (or that ran no
+  // kernel of its own): the time is not the solution's kernels' time (--allow-torch-ops permits it).
+  torch_ops,
 };
 
 struct Flag {
@@ -35,7 +38,8 @@ struct Flag {
   // The figure behind it and the bound it crossed: max |ref| and 1e-6 (all zero); the constant
   // value (constant); launches seen and expected (timing_untrusted); the timed span and the
   // kernels' durations in ms, summed over the samples (cupti_disagrees); median and floor in ms
-  // (below_memory_floor). 0 where a kind has none.
+  // (below_memory_floor); PyTorch's share of the kernel time and the bound 0.5 (torch_ops). 0
+  // where a kind has none.
   double value = 0, limit = 0;
   std::string detail;  // the words after the kind's fixed part (for a note: all of its text)
 };
@@ -57,7 +61,8 @@ struct CuptiCheck;  // protocol.hpp
 // shorter than the kernels beyond the clocks' slack is a disagreement of durations, not of work.
 std::optional<Flag> cupti_flag(const CuptiCheck& c);
 
-// Whether the flag means the measured time is not the kernel's time (no speed tier, check fails).
+// Whether the flag means the measured time is not the kernel's time (no speed tier, check fails):
+// timing_untrusted and torch_ops.
 bool untrusts_timing(const Flag& f);
 // The first such flag, or nullptr.
 const Flag* untrusted_timing(const std::vector<Flag>& flags);

@@ -170,8 +170,10 @@ struct CuptiCheck {
 
 // Where an evaluation failed. Written by name in JSON: "" (none), "plan", "launch", "correctness",
 // "re-check", "bounds" (wrote outside its buffers), "reference" (the server failed, or a native
-// reference wrote outside its buffers), "timeout", "crash".
-enum class FailureStage { none, plan, launch, correctness, recheck, bounds, reference, timeout, crash };
+// reference wrote outside its buffers), "timeout", "crash", "tamper" (a ModelNew solution replaced
+// part of the harness: torch.cuda.Event, synchronize, a timer function, the numerics switches),
+// "inputs" (a ModelNew solution wrote its inputs).
+enum class FailureStage { none, plan, launch, correctness, recheck, bounds, reference, timeout, crash, tamper, inputs };
 std::string_view failure_stage_name(FailureStage s);
 std::optional<FailureStage> parse_failure_stage(std::string_view name);
 
@@ -230,6 +232,11 @@ void to_json(nlohmann::json& j, const OutputErrors& e);
 void from_json(const nlohmann::json& j, OutputErrors& e);
 void to_json(nlohmann::json& j, const EvalOutcome& o);
 void from_json(const nlohmann::json& j, EvalOutcome& o);
+
+// Bytes moved (every input and output once), the achieved bandwidth at the candidate's median,
+// the memory floor at the device's peak, and the below_memory_floor flag when the median is under
+// it. Needs o.candidate_time and o.device.
+void note_bandwidth(EvalOutcome& o, const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs);
 
 // The stopping rule in words, as reports and results records carry it: ">= 20 samples and >= 0.1 s
 // GPU time, RSE <= 0.50%; caps 1000 samples, 2 s GPU, 10 s wall".

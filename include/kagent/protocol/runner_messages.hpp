@@ -50,6 +50,24 @@ struct TrialAnswer {
   std::string error;      // non-empty: the reference server failed; no tensors
 };
 
+// kagent -> the runner: {"cmd": "compare", "version": 1, ...}: a ModelNew solution's outputs (and
+// its input tensors after the call) against a PyTorch reference's trial, both shared by CUDA IPC:
+// the comparison runs here, out of the solution's process. The reply is a RunnerResult whose
+// outcome holds correct, errors, flags (on the first check), mismatch and message; failure stage
+// "inputs" when an input changed, "correctness" when an output differs.
+struct CompareRequest {
+  int version = kRunnerMessageVersion;
+  int gpu = 0;
+  std::string harness_cubin_path;
+  Tolerance tolerance;
+  std::vector<TensorSpec> inputs, outputs;  // the forward's tensors and the outputs, by name
+  std::vector<IpcTensorRef> reference;      // the server's trial: inputs, outputs, "NAME@f64" twins
+  std::vector<IpcTensorRef> candidate;      // the worker's: outputs and inputs, by the same names
+  int trial = 0;
+  std::string when = "correctness";
+  bool first_check = false;  // flag a reference that cannot tell right from wrong
+};
+
 // The readers throw EnvError for another version (naming the message and both versions) and
 // nlohmann's errors for missing fields.
 void to_json(nlohmann::json& j, const RunnerResult& r);
@@ -60,5 +78,7 @@ void to_json(nlohmann::json& j, const TrialNeed& n);
 void from_json(const nlohmann::json& j, TrialNeed& n);
 void to_json(nlohmann::json& j, const TrialAnswer& a);
 void from_json(const nlohmann::json& j, TrialAnswer& a);
+void to_json(nlohmann::json& j, const CompareRequest& r);
+void from_json(const nlohmann::json& j, CompareRequest& r);
 
 }  // namespace kagent

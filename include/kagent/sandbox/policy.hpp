@@ -33,6 +33,10 @@ struct SandboxPolicy {
 
 SandboxPolicy runner_policy();
 SandboxPolicy reference_server_policy();
+// A ModelNew solution's worker (python3 -m kagent_modelnew.worker): the runner's environment
+// allowlist and limits; kagent-sandbox-exec, which starts it, gives it its own network namespace
+// and confines its writes to its build folder (Landlock).
+SandboxPolicy modelnew_worker_policy();
 // The model's shell in `workspace` (visible paths are worked out by shell_tool.cpp's view).
 SandboxPolicy shell_policy(const std::string& workspace);
 // NVRTC on untrusted source: the toolkit's headers and NVRTC's own libraries, nothing else.

@@ -1,7 +1,12 @@
 #pragma once
-// The candidate: one .cu file of device code with a JSON launch plan in a /*kagent ... */ block
-// (CANDIDATE.md). Parsing checks everything that can be checked without the operator and the
-// compiled code; plan_check.hpp checks the rest.
+// The candidate, of one of two kinds, and the one place that says which a file is:
+// - plan: one .cu file of device code with a JSON launch plan in a /*kagent ... */ block
+//   (CANDIDATE.md), compiled by NVRTC and run by kagent-runner. Parsing checks everything that can
+//   be checked without the operator and the compiled code; plan_check.hpp checks the rest.
+// - modelnew: a KernelBench-style .py solution defining class ModelNew (CUDA through torch's
+//   load_inline, Triton, ...), built and run by its own sandboxed worker (tools/kagent_modelnew).
+// Everything downstream of the evaluator (protocol, reward, records, reports, check, bench) gets
+// the same EvalReport from either kind.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -53,18 +58,28 @@ struct LaunchPlan {
   bool graph = false;
 };
 
+enum class CandidateKind { plan, modelnew };
+std::string_view candidate_kind_name(CandidateKind k);  // "plan", "modelnew"
+// By the file name: .py is a ModelNew solution, anything else a plan candidate.
+CandidateKind candidate_kind_of(const std::filesystem::path& path);
+
 struct Candidate {
   std::filesystem::path path;  // as given by the user; used as the NVRTC program name
   std::string source;          // the whole file, compiled verbatim so line numbers are the file's
-  LaunchPlan plan;
-  int plan_line = 0;           // 1-based line of "/*kagent"
+  LaunchPlan plan;             // plan candidates only
+  int plan_line = 0;           // 1-based line of "/*kagent" (plan) or "class ModelNew" (modelnew)
+  CandidateKind kind = CandidateKind::plan;
 };
 
-// Throws InputError naming path:line and the plan key (e.g. "launch[1].grid") on any problem:
-// no or two plan blocks, unterminated block, malformed JSON (with the file's line), unknown keys,
-// wrong types, bad expressions, bad dtypes, refused options, duplicate scratch names.
+// By candidate_kind_of(path). A plan candidate: throws InputError naming path:line and the plan
+// key (e.g. "launch[1].grid") on any problem: no or two plan blocks, unterminated block, malformed
+// JSON (with the file's line), unknown keys, wrong types, bad expressions, bad dtypes, refused
+// options, duplicate scratch names. A ModelNew solution: InputError when the file defines no
+// top-level class ModelNew (its Python is checked by its worker, not here).
 Candidate parse_candidate(std::string source, const std::filesystem::path& path);
 Candidate load_candidate(const std::filesystem::path& path);
+// The ModelNew kind regardless of the file name (parse_candidate's .py branch).
+Candidate parse_modelnew_candidate(std::string source, const std::filesystem::path& path);
 
 // Candidate-supplied NVRTC options: throws InputError for options that would let device code
 // launch grids (-rdc, -dc, -dlto and spellings) or that the harness controls (arch, include paths).

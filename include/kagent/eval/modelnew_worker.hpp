@@ -1,0 +1,61 @@
+#pragma once
+// One ModelNew solution's worker process (tools/kagent_modelnew/worker.py) seen from kagent: it
+// imports the solution in a sandbox (kagent-sandbox-exec: no network, writes only to the
+// solution's build folder; the runner's environment allowlist and limits), builds ModelNew under
+// the reference's seed, runs it on the reference server's tensors and times it. One worker per
+// evaluation: nothing a solution leaves behind in its process reaches the next evaluation.
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/protocol/protocol.hpp"
+#include "kagent/protocol/runner_client.hpp"
+
+namespace kagent {
+
+// How a request to the worker ended when it did not answer ok.
+struct WorkerFailure {
+  enum class Kind { none, raised, build, tamper, timeout, crash };
+  Kind kind = Kind::none;
+  std::string message;              // the exception (with the traceback's tail) or what happened
+  std::vector<std::string> tamper;  // what the solution replaced (Kind::tamper)
+  explicit operator bool() const { return kind != Kind::none; }
+};
+
+// The result of one worker request: the reply's body when ok, else the failure.
+struct WorkerReply {
+  nlohmann::json body;
+  WorkerFailure failure;
+};
+
+struct ModelNewWorkerOptions {
+  int gpu = 0;
+  std::filesystem::path build_dir;   // this solution's: torch's extensions, temporary files
+  std::filesystem::path triton_dir;  // Triton's cache (per user, shared by solutions)
+};
+
+class ModelNewWorker {
+ public:
+  // Starts nothing until the first request. sandbox_warning() says when the sandbox is weaker
+  // than documented (no kagent-sandbox-exec beside kagent, no Landlock, no network namespace).
+  explicit ModelNewWorker(ModelNewWorkerOptions o);
+
+  WorkerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
+  const std::string& sandbox_warning() const { return warning_; }
+  // Whether a request has started the worker (and its hello said torch imports).
+  const nlohmann::json& hello() const { return client_.hello(); }
+  // Where this solution's build lives: the kagent cache's modelnew/<source hash>.
+  static std::filesystem::path build_dir_for(const std::string& source);
+  static std::filesystem::path triton_dir();
+
+ private:
+  ModelNewWorkerOptions opt_;
+  std::string warning_;
+  RunnerClient client_;
+};
+
+}  // namespace kagent

@@ -1,0 +1,30 @@
+#pragma once
+// Outputs against the reference's, element by element (kagent/protocol/compare_rule.hpp's rule,
+// on the GPU by the harness's compare kernel): the mismatch report, the largest errors, and the
+// flags on a reference that cannot tell right from wrong. Shared by a plan's evaluation
+// (measure_correctness.cpp) and the compare request of a ModelNew solution's outputs
+// (compare_request.cpp), so both are judged by the same words and numbers.
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "kagent/protocol/protocol.hpp"
+
+namespace kagent::runner {
+
+struct OutputCheck {
+  const std::vector<TensorSpec>& outputs;
+  const Tolerance& tolerance;
+  int trial = 0;
+  std::string when;          // "correctness", "re-check after timing sample N", ...
+  bool first_check = false;  // the first comparison of the evaluation: the reference's quality is flagged
+};
+
+// Compares cand[i] with reference[i] (and reference64[i], the fp64 reference, where not 0) for
+// every output; fills o.errors, the flags of the first check and, on the first output that
+// differs, o.mismatch and o.message. False when one differs.
+bool check_outputs(Harness& h, const OutputCheck& c, const std::vector<CUdeviceptr>& cand,
+                   const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64,
+                   EvalOutcome& o);
+
+}  // namespace kagent::runner

@@ -1,0 +1,207 @@
+// ModelNew solutions (KernelBench's format: a .py defining ModelNew, CUDA through load_inline or
+// Triton) evaluated end to end: a correct load_inline and a correct Triton solution get their
+// tiers; every hack in tests/gpu/modelnew (cached outputs, result reuse, written inputs, a side
+// stream, a patched timer, PyTorch ops, lower precision, a fallback) is rejected or flagged; a
+// crash, a hang and a build error are contained and the next evaluation works. Needs a GPU and
+// python3 with torch (Triton for the Triton solutions); skips with the reason otherwise.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "gpu_test.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/eval/evaluator.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/sandbox/process.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Small versions of KernelBench's level1/19_ReLU and level1/1 (the fixtures' problems): the same
+// forward, inputs a few MB so the suite stays fast.
+constexpr const char* kRelu = R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(2048, 4096)]
+def get_init_inputs():
+    return []
+)~";
+
+constexpr const char* kMatmul = R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+N = 1024
+def get_inputs():
+    return [torch.rand(N, N), torch.rand(N, N)]
+def get_init_inputs():
+    return []
+)~";
+
+const fs::path kFixtures = fs::path(KAGENT_SOURCE_DIR_DEFAULT) / "tests" / "gpu" / "modelnew";
+
+class ModelNewEval : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GpuInventory inv = query_gpus();
+    if (inv.gpus.empty()) GTEST_SKIP() << "no GPU: " << inv.problem;
+    std::string why;
+    if (!test::torch_with_gpu(&why)) GTEST_SKIP() << why;
+    opts.runner_path = (test::binary_dir() / "kagent-runner").string();
+    opts.timeout = 300s;
+    opts.stop_rule.max_wall_s = 3;
+    cache = std::make_shared<CompileCache>(cache_dir.path());
+    write(dir.path() / "relu.py", kRelu);
+    write(dir.path() / "matmul.py", kMatmul);
+  }
+  static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  Evaluator& evaluator() {
+    if (!ev) ev = std::make_unique<Evaluator>(opts, cache);
+    return *ev;
+  }
+  EvalReport eval(const std::string& fixture, const std::string& problem = "relu.py") {
+    Op op = load_op(dir.path() / problem);
+    return evaluator().evaluate(op, load_candidate(kFixtures / fixture));
+  }
+  static bool has_flag(const EvalReport& r, FlagKind k) {
+    for (const auto& f : r.outcome.flags)
+      if (f.kind == k) return true;
+    return false;
+  }
+  static std::string describe(const EvalReport& r) { return render_report(r); }
+
+  test::TempDir dir, cache_dir;
+  std::shared_ptr<CompileCache> cache;
+  EvalOptions opts;
+  std::unique_ptr<Evaluator> ev;
+};
+
+TEST_F(ModelNewEval, CorrectLoadInlineSolutionGetsItsTier) {
+  EvalReport r = eval("relu_load_inline.py");
+  ASSERT_TRUE(r.compile.ok) << r.compile.log;
+  EXPECT_TRUE(r.outcome.correct) << describe(r);
+  EXPECT_GE(r.reward.tier, 1) << describe(r);
+  ASSERT_TRUE(r.outcome.candidate_time.has_value());
+  EXPECT_GT(r.outcome.candidate_time->median_ms, 0);
+  EXPECT_EQ(r.outcome.rechecks, 2);
+  ASSERT_TRUE(r.outcome.cupti.has_value());
+  EXPECT_TRUE(r.outcome.cupti->ran) << r.outcome.cupti->not_run;
+  EXPECT_GT(r.outcome.cupti->launches_seen, 0);
+  EXPECT_FALSE(has_flag(r, FlagKind::timing_untrusted)) << describe(r);
+  EXPECT_FALSE(has_flag(r, FlagKind::torch_ops)) << describe(r);
+  // A second evaluation finds the build in the cache.
+  EvalReport again = eval("relu_load_inline.py");
+  EXPECT_TRUE(again.compile.cache_hit);
+  EXPECT_TRUE(again.outcome.correct) << describe(again);
+}
+
+TEST_F(ModelNewEval, CorrectTritonSolutionGetsItsTier) {
+  auto t = run_capture({"python3", "-c", "import triton"}, 60s);
+  if (t.exit_code != 0) GTEST_SKIP() << "no Triton: " << t.output;
+  EvalReport r = eval("relu_triton.py");
+  ASSERT_TRUE(r.compile.ok) << r.compile.log;
+  EXPECT_TRUE(r.outcome.correct) << describe(r);
+  EXPECT_GE(r.reward.tier, 1);
+  EXPECT_FALSE(has_flag(r, FlagKind::timing_untrusted)) << describe(r);
+  EXPECT_FALSE(has_flag(r, FlagKind::torch_ops)) << describe(r);
+}
+
+TEST_F(ModelNewEval, CachedOutputsFailOnFreshInputs) {
+  EvalReport r = eval("cached_output.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(ModelNewEval, UninitializedOutputsFail) {
+  EvalReport r = eval("result_reuse.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(ModelNewEval, ZeroedInputsAreCaughtAsWrittenInputs) {
+  EvalReport r = eval("zero_inputs.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::inputs) << describe(r);
+}
+
+TEST_F(ModelNewEval, WritingAnInputFailsEvenWithRightOutputs) {
+  EvalReport r = eval("writes_input.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::inputs) << describe(r);
+}
+
+TEST_F(ModelNewEval, ReplacingTheTimerAtImportIsTampering) {
+  EvalReport r = eval("patch_event.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::tamper) << describe(r);
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(ModelNewEval, ReplacingTheTimerDuringACallIsTampering) {
+  EvalReport r = eval("patch_at_call.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::tamper) << describe(r);
+}
+
+TEST_F(ModelNewEval, PyTorchOpsAreFlaggedUnlessAllowed) {
+  EvalReport r = eval("torch_ops.py");
+  EXPECT_TRUE(r.outcome.correct) << describe(r);
+  EXPECT_TRUE(has_flag(r, FlagKind::torch_ops)) << describe(r);
+  EXPECT_EQ(r.reward.tier, 1) << describe(r);
+  opts.allow_torch_ops = true;
+  ev.reset();
+  EvalReport allowed = eval("torch_ops.py");
+  EXPECT_TRUE(allowed.outcome.correct) << describe(allowed);
+  EXPECT_FALSE(has_flag(allowed, FlagKind::torch_ops)) << describe(allowed);
+}
+
+TEST_F(ModelNewEval, AFallbackToPyTorchIsFlagged) {
+  EvalReport r = eval("fallback.py");
+  EXPECT_TRUE(has_flag(r, FlagKind::torch_ops)) << describe(r);
+  EXPECT_LE(r.reward.tier, 1);
+}
+
+TEST_F(ModelNewEval, LowerPrecisionFailsTheFp32Tolerance) {
+  EvalReport r = eval("lower_precision.py", "matmul.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.reward.tier, -1);
+}
+
+TEST_F(ModelNewEval, WorkOnAnUnjoinedStreamIsNotTrusted) {
+  EvalReport r = eval("side_stream.py", "matmul.py");
+  EXPECT_TRUE(has_flag(r, FlagKind::timing_untrusted)) << describe(r);
+  EXPECT_LE(r.reward.tier, 1) << describe(r);
+}
+
+TEST_F(ModelNewEval, BuildErrorIsACompileFailureWithTheCompilersMessage) {
+  EvalReport r = eval("build_error.py");
+  EXPECT_FALSE(r.compile.ok);
+  EXPECT_EQ(r.reward.tier, -1);
+  EXPECT_NE(r.compile.log.find("error"), std::string::npos) << r.compile.log;
+}
+
+TEST_F(ModelNewEval, CrashIsContainedAndTheNextEvaluationWorks) {
+  EvalReport r = eval("crash.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_TRUE(r.outcome.failure_stage == FailureStage::crash || r.outcome.failure_stage == FailureStage::launch)
+      << describe(r);
+  EvalReport next = eval("relu_load_inline.py");
+  EXPECT_TRUE(next.outcome.correct) << describe(next);
+}
+
+TEST_F(ModelNewEval, HangTimesOutAndTheNextEvaluationWorks) {
+  opts.timeout = 20s;
+  EvalReport r = eval("hang.py");
+  EXPECT_FALSE(r.outcome.correct) << describe(r);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::timeout) << describe(r);
+  EvalReport next = eval("relu_load_inline.py");
+  EXPECT_TRUE(next.outcome.correct) << describe(next);
+}
+
+}  // namespace
