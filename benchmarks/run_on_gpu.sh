@@ -2,7 +2,8 @@
 # One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
-#   ncu roofline level1 check problems precision precision-tests multigpu library before-after all
+#   ncu roofline level1 check problems precision precision-tests multigpu library before-after
+#   modelnew modelnew-bench all
 #   (default all; several modes run in this script's order; multigpu needs two GPUs: the
 #   nvidia-h200-x2 kind; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -135,6 +136,25 @@ if want before-after; then
   echo "== after" >> "$OUT/before-after-ncu.log"
   step before-after-ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
+if want modelnew; then
+  # ModelNew solutions (issue 20): the fixtures in tests/gpu/modelnew, then KernelBench's own
+  # adversarial kernels (its repository's src/ in build-kb/kernelbench-src, never committed) on
+  # the problem they were written for.
+  step modelnew ${MODELNEW_LIMIT:-420} bash -c "cd $B && ctest --output-on-failure -j 1 -R '^ModelNewEval'"
+  KBT=build-kb/kernelbench-src/src/kernelbench/unit_tests/test_kernels
+  for k in result_reuse_kernel zero_out_kernel non_default_stream_kernel; do
+    [ -f $KBT/$k.py ] || continue
+    echo "== $k" >> "$OUT/modelnew-kb.log"
+    step modelnew-kb 240 $B/kagent eval $KBT/$k.py --op $KB/level1/1_Square_matrix_multiplication_.py --max-wall-s 3
+  done
+fi
+if want modelnew-bench; then
+  # kagent's timing of KernelBench's example solutions against KernelBench's own, side by side,
+  # and `kagent check` on a Triton kernel at a 3% margin (identical passes, 10% slower fails).
+  step modelnew-bench 400 python3 benchmarks/modelnew_vs_kernelbench.py --kagent $B/kagent \
+    --kernelbench-src build-kb/kernelbench-src
+  step modelnew-check 400 bash benchmarks/modelnew_check_margin.sh $B/kagent
+fi
 if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -159,4 +179,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }
 [ -f "$OUT/before-after-ncu.log" ] && { echo "== before-after ncu"; grep -v "^==PROF==\|^warning" "$OUT/before-after-ncu.log" | tail -n 30; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }
+[ -f "$OUT/modelnew.log" ] && { echo "== modelnew"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests passed|Failure|tier |flag: " "$OUT/modelnew.log" | tail -n 60; }
+[ -f "$OUT/modelnew-kb.log" ] && { echo "== modelnew-kb"; grep -E "^== |correctness|tier |flag: |cupti|^candidate|warning" "$OUT/modelnew-kb.log" | tail -n 40; }
+[ -f "$OUT/modelnew-bench.log" ] && { echo "== modelnew-bench"; tail -n 30 "$OUT/modelnew-bench.log"; }
+[ -f "$OUT/modelnew-check.log" ] && { echo "== modelnew-check"; tail -n 12 "$OUT/modelnew-check.log"; }
 echo "== steps"; printf '%s\n' "${summary[@]}"

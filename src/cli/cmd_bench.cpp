@@ -72,8 +72,9 @@ int run_bench(BenchArgs a) {
     throw InputError("bench: give either --solutions DIR (evaluate existing kernels) or --agent (run the agent)");
   if (a.agent && (nlohmann::json(a.measure.stop_rule) != nlohmann::json(StopRule{}) ||
                   nlohmann::json(a.measure.knobs) != nlohmann::json(MeasureKnobs{})))
-    throw InputError("bench: the measurement flags (--min-samples, --check-every, ...) apply to --solutions; agent "
-                     "runs time with the defaults");
+    throw InputError(
+        "bench: the measurement flags (--min-samples, --check-every, ...) apply to --solutions; agent "
+        "runs time with the defaults");
   // Refused here, once, rather than by every agent child.
   if (!a.llm.tool_choice.empty()) llm::check_tool_choice(a.llm.tool_choice, "flag --tool-choice");
   std::vector<fs::path> paths(a.paths.begin(), a.paths.end());

@@ -125,7 +125,8 @@ int run_check(const CheckArgs& a) {
 Command add_check_command(CLI::App& app) {
   auto a = std::make_shared<CheckArgs>();
   CLI::App* sub = app.add_subcommand("check", "CI gate: kernels must be correct, fast enough, and not regress");
-  sub->add_option("kernel", a->kernel, "Kernel .cu (or ModelNew solution .py) to check (with --op)")->check(CLI::ExistingFile);
+  sub->add_option("kernel", a->kernel, "Kernel .cu (or ModelNew solution .py) to check (with --op)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--op", a->op, "op.json or KernelBench .py of the kernel")->check(CLI::ExistingFile);
   sub->add_option("--manifest", a->manifest, "kagent.json listing many checks (default: ./kagent.json)");
   sub->add_option("--baseline", a->baseline, "The previous version of the kernel, timed against it A B A B")

@@ -35,7 +35,9 @@ struct EvalArgs {
 Command add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* sub = app.add_subcommand("eval", "Evaluate a candidate against an operator: correctness, timing, reward");
-  sub->add_option("candidate", args->candidate, "Candidate .cu file, or a KernelBench ModelNew solution .py")->required()->check(CLI::ExistingFile);
+  sub->add_option("candidate", args->candidate, "Candidate .cu file, or a KernelBench ModelNew solution .py")
+      ->required()
+      ->check(CLI::ExistingFile);
   sub->add_option("--op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--trials", args->trials, "Correctness trials (default: the op's)")->check(CLI::Range(1, 100));

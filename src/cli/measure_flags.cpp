@@ -55,8 +55,8 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
 
 void MeasureFlags::validate() const {
   if (stop_rule.max_samples < stop_rule.min_samples)
-    throw InputError(fmt::format("--max-samples {} is below --min-samples {}", stop_rule.max_samples,
-                                 stop_rule.min_samples));
+    throw InputError(
+        fmt::format("--max-samples {} is below --min-samples {}", stop_rule.max_samples, stop_rule.min_samples));
   if (stop_rule.max_gpu_s < stop_rule.min_gpu_s)
     throw InputError(fmt::format("--max-gpu-s {} is below --min-gpu-s {}", stop_rule.max_gpu_s, stop_rule.min_gpu_s));
 }

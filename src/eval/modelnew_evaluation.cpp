@@ -93,9 +93,9 @@ void merge_errors(std::vector<OutputErrors>& into, const std::vector<OutputError
 void note_static_findings(const nlohmann::json& report, EvalOutcome& o) {
   if (!report.contains("findings")) return;
   for (const auto& f : report["findings"])
-    o.flags.push_back({FlagKind::note, "", 0, 0,
-                       fmt::format("static check: {} (line {}): {}", f.value("kind", ""), f.value("line", 0),
-                                   f.value("text", ""))});
+    o.flags.push_back(
+        {FlagKind::note, "", 0, 0,
+         fmt::format("static check: {} (line {}): {}", f.value("kind", ""), f.value("line", 0), f.value("text", ""))});
 }
 
 std::string kernel_list(const nlohmann::json& rows, size_t at_most) {
@@ -142,8 +142,8 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
                            problem.empty() ? "" : "; ", stray.size(), kernel_list(stray, 3));
   c.problem = problem;
   if (!uncovered.empty() || !stray.empty())
-    o.flags.push_back({FlagKind::timing_untrusted, "", static_cast<double>(uncovered.size() + stray.size()), 0,
-                       problem});
+    o.flags.push_back(
+        {FlagKind::timing_untrusted, "", static_cast<double>(uncovered.size() + stray.size()), 0, problem});
   o.cupti = c;
 
   const double share = t.value("torch_share", 0.0);
@@ -155,9 +155,9 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
                        c.kernel_ms > 0 ? 100.0 * it.value().get<double>() / 1e3 / c.kernel_ms : 0.0);
   if (ops.empty()) return;
   const bool mostly_torch = share > kTorchShareLimit || (custom == 0 && c.launches_seen > 0);
-  const std::string what =
-      fmt::format("{:.0f}% of the kernel time is PyTorch's own operators ({}); the solution's own kernels ran {} time(s)",
-                  100 * share, ops, custom);
+  const std::string what = fmt::format(
+      "{:.0f}% of the kernel time is PyTorch's own operators ({}); the solution's own kernels ran {} time(s)",
+      100 * share, ops, custom);
   if (mostly_torch && !allow_torch_ops)
     o.flags.push_back({FlagKind::torch_ops, "", share, kTorchShareLimit, what + " (--allow-torch-ops permits it)"});
   else
@@ -172,9 +172,10 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
   (void)mode;  // the profile's per-launch breakdown and counters are the plan kind's; the trace stands in
   const Op& op_in = resolved.op;
   if (op_in.ref_kind == RefKind::cuda)
-    throw InputError(fmt::format("{}: a ModelNew solution is scored against a PyTorch reference (a KernelBench "
-                                 "problem file), and {} is a native CUDA reference",
-                                 cand.path.string(), op_in.reference.string()));
+    throw InputError(
+        fmt::format("{}: a ModelNew solution is scored against a PyTorch reference (a KernelBench "
+                    "problem file), and {} is a native CUDA reference",
+                    cand.path.string(), op_in.reference.string()));
   if (baseline && baseline->kind != CandidateKind::modelnew)
     throw InputError(fmt::format("{}: the baseline of a ModelNew solution must be a ModelNew solution too, not {}",
                                  cand.path.string(), baseline->path.string()));
@@ -257,7 +258,8 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
     cr.when = when;
     cr.first_check = first;
     RunnerReply rr = runner_->request(nlohmann::json(cr), timeout);
-    if (!rr.ok()) throw Error(ExitCode::environment, "kagent-runner failed comparing a solution's outputs: " + rr.message);
+    if (!rr.ok())
+      throw Error(ExitCode::environment, "kagent-runner failed comparing a solution's outputs: " + rr.message);
     RunnerResult res = rr.body.get<RunnerResult>();
     if (res.environment) throw EnvError(res.error);
     EvalOutcome c;
@@ -381,8 +383,7 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
             samples(*worker, 1, &a);
           }
           ab.ratio = paired_ratio(a, b);
-          d = ab_should_stop(ab.ratio,
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
+          d = ab_should_stop(ab.ratio, std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
                              opt_.ab_rule);
           ab.stop_reason = d.reason;
         }

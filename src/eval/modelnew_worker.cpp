@@ -28,12 +28,13 @@ RunnerOptions worker_options(const ModelNewWorkerOptions& o, std::string& warnin
   std::error_code ec;
   if (fs::exists(exec, ec)) {
     r.runner_path = exec.string();
-    r.args = {"--write", o.build_dir.string(), "--write", o.triton_dir.string(), "--", "python3", "-m",
-              "kagent_modelnew.worker"};
+    r.args = {"--write", o.build_dir.string(),    "--write", o.triton_dir.string(), "--", "python3",
+              "-m",      "kagent_modelnew.worker"};
   } else {
-    warning = fmt::format("{} is missing: the ModelNew worker runs without its network namespace and write "
-                          "confinement",
-                          exec.string());
+    warning = fmt::format(
+        "{} is missing: the ModelNew worker runs without its network namespace and write "
+        "confinement",
+        exec.string());
     r.runner_path = "python3";
     r.args = {"-m", "kagent_modelnew.worker"};
   }
@@ -60,7 +61,9 @@ fs::path ModelNewWorker::build_dir_for(const std::string& source) {
   return CompileCache::default_dir() / "modelnew" / Hasher().add(source).hex().substr(0, 24);
 }
 
-fs::path ModelNewWorker::triton_dir() { return CompileCache::default_dir() / "modelnew" / "triton"; }
+fs::path ModelNewWorker::triton_dir() {
+  return CompileCache::default_dir() / "modelnew" / "triton";
+}
 
 ModelNewWorker::ModelNewWorker(ModelNewWorkerOptions o)
     : opt_(std::move(o)), client_([&] {
@@ -80,8 +83,8 @@ WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::millisecond
   }
   if (!r.ok()) {
     if (r.failure == RunnerReply::Failure::start) throw EnvError("the ModelNew worker did not start: " + r.message);
-    out.failure.kind = r.failure == RunnerReply::Failure::timeout ? WorkerFailure::Kind::timeout
-                                                                  : WorkerFailure::Kind::crash;
+    out.failure.kind =
+        r.failure == RunnerReply::Failure::timeout ? WorkerFailure::Kind::timeout : WorkerFailure::Kind::crash;
     out.failure.message = fmt::format("{}: {}", what, r.message);
     return out;
   }

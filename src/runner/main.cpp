@@ -226,9 +226,9 @@ int main(int argc, char** argv) {
       break;
     } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare") {
       RunnerResult result;
-      keep_going = cmd == "evaluate"  ? handle_evaluate(state, req, result)
-                   : cmd == "peaks"   ? handle_peaks(state, req, result)
-                                      : handle_compare(state, req, result);
+      keep_going = cmd == "evaluate" ? handle_evaluate(state, req, result)
+                   : cmd == "peaks"  ? handle_peaks(state, req, result)
+                                     : handle_compare(state, req, result);
       out.update(nlohmann::json(result));
     } else {
       out["ok"] = false;

@@ -89,6 +89,8 @@ Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vecto
   return {plan_ms, busy_ms};
 }
 
-void Evaluation::note_bandwidth(EvalOutcome& o) const { kagent::note_bandwidth(o, rq_.inputs, rq_.outputs); }
+void Evaluation::note_bandwidth(EvalOutcome& o) const {
+  kagent::note_bandwidth(o, rq_.inputs, rq_.outputs);
+}
 
 }  // namespace kagent::runner

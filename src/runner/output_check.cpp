@@ -24,8 +24,8 @@ void flag_degenerate(const TensorSpec& t, const CompareResult& c, const Toleranc
     return;
   }
   // Weaker, but as telling: on most elements, or on all within the tolerance, it cannot either.
-  if (auto why = weak_reference(static_cast<uint64_t>(t.numel()), c.ref_zeros, c.ref_min, c.ref_max, c.ref_min_abs,
-                                tol))
+  if (auto why =
+          weak_reference(static_cast<uint64_t>(t.numel()), c.ref_zeros, c.ref_min, c.ref_max, c.ref_min_abs, tol))
     o.flags.push_back({FlagKind::weak_reference, t.name, 0, 0, *why});
 }
 

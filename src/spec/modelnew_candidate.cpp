@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/spec/candidate.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/spec/candidate.hpp"
 
 namespace kagent {
 
-std::string_view candidate_kind_name(CandidateKind k) { return k == CandidateKind::modelnew ? "modelnew" : "plan"; }
+std::string_view candidate_kind_name(CandidateKind k) {
+  return k == CandidateKind::modelnew ? "modelnew" : "plan";
+}
 
 CandidateKind candidate_kind_of(const std::filesystem::path& path) {
   return path.extension() == ".py" ? CandidateKind::modelnew : CandidateKind::plan;

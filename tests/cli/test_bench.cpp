@@ -246,3 +246,11 @@ TEST_F(BenchCli, AgentBatchKilledMidwayResumesWithoutLoss) {
     EXPECT_EQ(r.precision, "fp32") << r.problem;
   }
 }
+
+TEST_F(BenchCli, AModelNewSolutionCountsAsASolution) {
+  if (!query_gpus().gpus.empty()) GTEST_SKIP() << "this machine has a GPU: the no-GPU exit code cannot be observed";
+  tmp.write("solutions/level1/2_p2.py", "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n");
+  auto r = kagent(bench("m.jsonl"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("no GPU to evaluate 1 solution"), std::string::npos) << r.output;
+}

@@ -474,3 +474,19 @@ TEST_F(Cli, ACorruptRunJsonOnResumeIsExit2NamingIt) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "run.json: not a kagent run record")) << r.output;
 }
+
+// A .py candidate is a ModelNew solution (candidate.hpp): one without ModelNew is bad input before
+// anything runs, on any machine; NVRTC's compile command refuses one with a pointer to eval.
+TEST_F(Cli, AModelNewFileWithoutModelNewExits2) {
+  const auto problem = tmp.write("p.py",
+                                 "import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_inputs():\n    "
+                                 "return []\ndef get_init_inputs():\n    return []\n");
+  const auto sol = tmp.write("sol.py", "import torch\nclass Model(torch.nn.Module):\n    pass\n");
+  auto r = kagent({"eval", sol.string(), "--op", problem.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "defines no ModelNew")) << r.output;
+  const auto good = tmp.write("good.py", "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n");
+  auto c = kagent({"compile", good.string()});
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_TRUE(has(c.output, "built by its own worker when it is evaluated")) << c.output;
+}

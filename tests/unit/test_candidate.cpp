@@ -366,7 +366,8 @@ TEST(CandidateBounds, DeepNestingDuplicateKeysAndHugeNumbers) {
 }
 
 TEST(ModelNewCandidate, APyFileIsTheModelNewKind) {
-  const std::string src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
+  const std::string src =
+      "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
   Candidate c = parse_candidate(src, "solutions/19_ReLU.py");
   EXPECT_EQ(c.kind, CandidateKind::modelnew);
   EXPECT_EQ(c.plan_line, 3);
@@ -378,8 +379,8 @@ TEST(ModelNewCandidate, APyFileIsTheModelNewKind) {
 
 TEST(ModelNewCandidate, AFileWithoutATopLevelModelNewIsRefusedWithAClearError) {
   for (const std::string& src : {std::string("class Model(torch.nn.Module):\n    pass\n"),
-                                std::string("def f():\n    class ModelNew:\n        pass\n"),
-                                std::string("# class ModelNew is below\nx = 'class ModelNewer'\n")}) {
+                                 std::string("def f():\n    class ModelNew:\n        pass\n"),
+                                 std::string("# class ModelNew is below\nx = 'class ModelNewer'\n")}) {
     try {
       parse_candidate(src, "sol.py");
       ADD_FAILURE() << "accepted:\n" << src;

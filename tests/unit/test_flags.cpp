@@ -26,9 +26,9 @@ TEST(Flags, TextIsTheOldLine) {
 }
 
 TEST(Flags, JsonRoundTripsEveryKind) {
-  for (FlagKind k : {FlagKind::note, FlagKind::degenerate_reference, FlagKind::weak_reference,
-                     FlagKind::timing_untrusted, FlagKind::cupti_disagrees, FlagKind::below_memory_floor,
-                     FlagKind::torch_ops}) {
+  for (FlagKind k :
+       {FlagKind::note, FlagKind::degenerate_reference, FlagKind::weak_reference, FlagKind::timing_untrusted,
+        FlagKind::cupti_disagrees, FlagKind::below_memory_floor, FlagKind::torch_ops}) {
     const Flag f{k, k == FlagKind::weak_reference ? "out" : "", 1.5, 2.25, "some words"};
     const nlohmann::json j = f;
     SCOPED_TRACE(j.dump());

@@ -233,10 +233,9 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
 
 // Failure stages travel by name; every stage reads back as itself and an unknown name is refused.
 TEST(Protocol, FailureStagesTravelByName) {
-  for (FailureStage s :
-       {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness, FailureStage::recheck,
-        FailureStage::bounds, FailureStage::reference, FailureStage::timeout, FailureStage::crash, FailureStage::tamper,
-        FailureStage::inputs}) {
+  for (FailureStage s : {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness,
+                         FailureStage::recheck, FailureStage::bounds, FailureStage::reference, FailureStage::timeout,
+                         FailureStage::crash, FailureStage::tamper, FailureStage::inputs}) {
     EvalOutcome o;
     o.failure_stage = s;
     const nlohmann::json j = o;

@@ -117,7 +117,8 @@ TEST(RunnerMessages, TheCompareRequestRoundTrips) {
   TensorSpec out = x;
   out.name = "out";
   rq.outputs = {out};
-  rq.reference = {{"x", std::string(128, 'a'), 0, 128}, {"out", std::string(128, 'a'), 512, 128},
+  rq.reference = {{"x", std::string(128, 'a'), 0, 128},
+                  {"out", std::string(128, 'a'), 512, 128},
                   {"out@f64", std::string(128, 'a'), 1024, 256}};
   rq.candidate = {{"out", std::string(128, 'c'), 0, 128}, {"x", std::string(128, 'c'), 512, 128}};
   rq.trial = 2;

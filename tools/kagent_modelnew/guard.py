@@ -52,6 +52,8 @@ def _harness_targets(torch, modules):
         ("torch.no_grad", torch, "no_grad"),
         ("torch.manual_seed", torch, "manual_seed"),
         ("torch.empty", torch, "empty"),
+        ("torch.empty_like", torch, "empty_like"),
+        ("torch.zeros", torch, "zeros"),
         ("torch.as_tensor", torch, "as_tensor"),
         ("time.perf_counter", time, "perf_counter"),
         ("time.monotonic", time, "monotonic"),

@@ -23,10 +23,10 @@ size_t scalar_type_size(ScalarType t);
 
 struct PlanArg {
   bool is_tensor = true;
-  std::string tensor;                      // when is_tensor: the tensor's name
+  std::string tensor;                        // when is_tensor: the tensor's name
   ScalarType scalar_type = ScalarType::i32;  // otherwise: "type:expression"
   Expr value;
-  std::string text;                        // the argument as written in the plan
+  std::string text;  // the argument as written in the plan
   size_t size_bytes() const { return is_tensor ? 8 : scalar_type_size(scalar_type); }
 };
 
