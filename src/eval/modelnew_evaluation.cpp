@@ -204,7 +204,8 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
                                {"outputs", op.outputs}};
   // A worker for `c`, loaded (built): the reply, or the failure with the build's time.
   auto start_worker = [&](const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
-    ModelNewWorkerOptions wo{opt_.gpu, ModelNewWorker::build_dir_for(c.source), ModelNewWorker::triton_dir()};
+    ModelNewWorkerOptions wo{opt_.gpu, ModelNewWorker::build_dir_for(c.source), ModelNewWorker::triton_dir(),
+                             fs::path(runner_->options().runner_path).parent_path()};
     std::error_code ec;
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
     w = std::make_unique<ModelNewWorker>(wo);
@@ -362,9 +363,15 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
         fail(o, cr.failure);
         return finish();
       }
+      // A failed sample ends the pairs: the candidate's failure fails the evaluation, the baseline's
+      // leaves the comparison not made (check says so).
+      std::optional<WorkerFailure> cand_failed;
       auto samples = [&](ModelNewWorker& w, int n, std::vector<double>* into) {
         WorkerReply r = w.request({{"cmd", "sample"}, {"count", n}}, timeout, "A/B sample");
-        if (r.failure) throw InputError(r.failure.message);  // caught below: the pair ends
+        if (r.failure) {
+          if (&w == worker.get()) cand_failed = r.failure;
+          throw InputError(r.failure.message);  // caught below
+        }
         if (into)
           for (double ms : r.body.at("ms")) into->push_back(ms);
       };
@@ -390,7 +397,12 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
         ab.candidate_ms = summarize(a).median_ms;
         ab.baseline_ms = summarize(b).median_ms;
       } catch (const InputError& e) {
-        ab.baseline_message = fmt::format("the A/B sampling stopped: {}", e.what());
+        if (cand_failed) {
+          fail(o, *cand_failed);
+          return finish();
+        }
+        ab.baseline_correct = false;
+        ab.baseline_message = fmt::format("the baseline's A/B sampling stopped: {}", e.what());
       }
     }
     o.ab = ab;

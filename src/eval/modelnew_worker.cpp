@@ -24,7 +24,7 @@ RunnerOptions worker_options(const ModelNewWorkerOptions& o, std::string& warnin
   r.hello_name = "kagent-modelnew";
   r.policy = sandbox::modelnew_worker_policy();
   r.start_timeout = 120s;  // importing torch (and Triton) on a cold machine
-  const fs::path exec = fs::path(self_dir()) / "kagent-sandbox-exec";
+  const fs::path exec = (o.exec_dir.empty() ? fs::path(self_dir()) : o.exec_dir) / "kagent-sandbox-exec";
   std::error_code ec;
   if (fs::exists(exec, ec)) {
     r.runner_path = exec.string();
@@ -42,6 +42,7 @@ RunnerOptions worker_options(const ModelNewWorkerOptions& o, std::string& warnin
   r.env = {"PYTHONPATH=" + RefServer::tools_dir(),
            "TORCH_EXTENSIONS_DIR=" + (o.build_dir / "torch_extensions").string(),
            "TRITON_CACHE_DIR=" + o.triton_dir.string(),
+           "TRITON_HOME=" + o.triton_dir.string(),
            "TMPDIR=" + tmp.string(),
            "XDG_CACHE_HOME=" + (o.build_dir / "cache").string(),
            "PYTHONDONTWRITEBYTECODE=1"};

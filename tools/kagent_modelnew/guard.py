@@ -50,7 +50,6 @@ def _harness_targets(torch, modules):
         ("torch.profiler.profile", torch.profiler, "profile"),
         ("torch.profiler.record_function", torch.profiler, "record_function"),
         ("torch.no_grad", torch, "no_grad"),
-        ("torch.manual_seed", torch, "manual_seed"),
         ("torch.empty", torch, "empty"),
         ("torch.empty_like", torch, "empty_like"),
         ("torch.zeros", torch, "zeros"),

@@ -36,6 +36,7 @@ struct ModelNewWorkerOptions {
   int gpu = 0;
   std::filesystem::path build_dir;   // this solution's: torch's extensions, temporary files
   std::filesystem::path triton_dir;  // Triton's cache (per user, shared by solutions)
+  std::filesystem::path exec_dir;    // where kagent-sandbox-exec is (beside kagent-runner)
 };
 
 class ModelNewWorker {

@@ -76,6 +76,7 @@ class RunnerClient {
   int starts() const { return starts_; }                  // how many runners were started so far
   const nlohmann::json& hello() const { return hello_; }  // the last hello line
   const std::string& sandbox_warning() const { return sandbox_warning_; }
+  const RunnerOptions& options() const { return opt_; }
 
  private:
   bool start(RunnerReply& failure);

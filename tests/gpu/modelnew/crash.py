@@ -7,6 +7,7 @@ from torch.utils.cpp_extension import load_inline
 
 source = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 __global__ void wild_store(float* out) { ((float*)0x10)[threadIdx.x] = 1.0f; out[threadIdx.x] = 0.f; }
 torch::Tensor crash(torch::Tensor x) {
     auto out = torch::empty_like(x);

@@ -6,6 +6,7 @@ from torch.utils.cpp_extension import load_inline
 
 source = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 __global__ void wait_forever(const volatile int* flag, float* out) {
     while (*flag == 0) { }
     out[0] = 0.f;

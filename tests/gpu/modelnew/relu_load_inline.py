@@ -6,6 +6,7 @@ from torch.utils.cpp_extension import load_inline
 
 source = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime.h>
 
 __global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ out, long long n) {
