@@ -35,9 +35,7 @@ ROOT = os.path.dirname(HERE)
 KB_SIDE = r"""
 import importlib.util, json, sys, time
 t0 = time.monotonic()
-sys.path.insert(0, sys.argv[1])
 import torch
-from kernelbench import timing
 
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -45,6 +43,8 @@ def load(path, name):
     spec.loader.exec_module(m)
     return m
 
+# timing.py by its path: the package's __init__ pulls in KernelBench's API clients (dotenv, ...).
+timing = load(sys.argv[1] + "/kernelbench/timing.py", "kb_timing")
 ref = load(sys.argv[2], "kb_ref")
 torch.manual_seed(42)
 model = ref.Model(*ref.get_init_inputs()).cuda()
