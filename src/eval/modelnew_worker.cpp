@@ -82,6 +82,9 @@ WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::millisecond
     std::string line = r.stderr_tail.substr(at, r.stderr_tail.find('\n', at) - at);
     if (warning_.find(line) == std::string::npos) warning_ += (warning_.empty() ? "" : "; ") + line;
   }
+  if (const auto& hello = client_.hello(); hello.contains("torch") && hello["torch"].is_null())
+    throw EnvError(fmt::format("python3 cannot import torch ({}): ModelNew solutions need it",
+                               hello.value("error", std::string("unknown"))));
   if (!r.ok()) {
     if (r.failure == RunnerReply::Failure::start) throw EnvError("the ModelNew worker did not start: " + r.message);
     out.failure.kind =

@@ -31,7 +31,8 @@ import json
 import os
 import sys
 import time
-import traceback
+
+from kagent_ref import jsonlines
 
 from . import __version__
 
@@ -79,13 +80,8 @@ def _sticky(e):
 
 
 class Worker:
-    def __init__(self, out):
-        self.out = out
+    def __init__(self):
         self.model = None
-
-    def reply(self, obj):
-        self.out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
-        self.out.flush()
 
     # ---- load ---------------------------------------------------------------------------------------
     def load(self, req):
@@ -114,8 +110,8 @@ class Worker:
         problem = load_module(req["problem"])
         # Everything the timer and the replies use is imported above: the snapshot holds the objects
         # the solution could replace from here on.
-        self.guard = guard.Snapshot(torch, [timer, trace, ipc, ipc_in, stats, guard, sys.modules[__name__],
-                                            sys.modules[Worker.__module__]])
+        self.guard = guard.Snapshot(torch, [timer, trace, ipc, ipc_in, stats, guard, jsonlines, json,
+                                            sys.modules[__name__], sys.modules[Worker.__module__]])
         self.guard.pin_numerics()
         _phase(f"importing the solution {req['solution']} (load_inline and Triton build here)")
         t0 = time.monotonic()
@@ -292,9 +288,7 @@ class Worker:
 
 
 def _error_reply(rid, e):
-    tb = traceback.format_exception(type(e), e, e.__traceback__)
-    lines = "".join(tb).rstrip().splitlines()
-    r = {"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}", "traceback": lines[-12:]}
+    r = jsonlines.error_reply(rid, e, tail=12)
     if isinstance(e, Tamper):
         r["tamper"] = e.changed
     if isinstance(e, BuildError):
@@ -305,36 +299,14 @@ def _error_reply(rid, e):
 
 
 def main():
-    # The protocol gets a private copy of stdout; fd 1 (and print()) go to stderr, so a solution
-    # (or a compiler it runs) that prints cannot corrupt the replies.
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    worker = Worker(out)
+    out = jsonlines.protocol_out()
     try:
-        import torch
-
-        try:
-            import triton
-            triton_version = triton.__version__
-        except Exception:
-            triton_version = None
-        hello = {"hello": "kagent-modelnew", "version": __version__, "torch": torch.__version__,
-                 "triton": triton_version, "cuda": torch.cuda.is_available(), "pid": os.getpid()}
-    except ImportError as e:
-        hello = {"hello": "kagent-modelnew", "version": __version__, "torch": None, "cuda": False,
-                 "pid": os.getpid(), "error": f"torch is not importable: {e}"}
-    worker.reply(hello)
-    for line in sys.stdin:
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            body = worker.handle(req)
-            worker.reply({"id": rid, "ok": True, **body})
-        except Exception as e:  # every failure is a reply; kagent decides what it means
-            worker.reply(_error_reply(rid, e))
-    return 0
+        import triton
+        triton_version = triton.__version__
+    except Exception:
+        triton_version = None
+    hello = jsonlines.torch_hello("kagent-modelnew", __version__, triton=triton_version)
+    return jsonlines.serve(out, hello, Worker().handle, _error_reply)
 
 
 if __name__ == "__main__":

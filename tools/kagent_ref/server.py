@@ -25,9 +25,8 @@ reference runs and before the baselines are timed, and are part of the baseline 
 import json
 import os
 import sys
-import traceback
 
-from . import __version__
+from . import __version__, jsonlines
 
 # Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
 # for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
@@ -57,10 +56,6 @@ class Server:
         self.args = None  # the current trial's forward arguments (load's, then each trial's)
         self.outs = None
         self.exported = None  # the contiguous tensors behind the last trial's IPC handles
-
-    def reply(self, obj):
-        self.out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
-        self.out.flush()
 
     def load(self, req):
         import torch
@@ -164,35 +159,7 @@ class Server:
         raise ValueError(f"unknown cmd '{cmd}'")
 
 
-def _error_reply(rid, e):
-    tb = traceback.format_exception(type(e), e, e.__traceback__)
-    lines = "".join(tb).rstrip().splitlines()
-    return {"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}", "traceback": lines[-8:]}
-
-
 def main():
-    # The protocol gets a private copy of stdout; fd 1 (and print()) go to stderr, so a problem
-    # file that prints cannot corrupt the replies.
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    out = jsonlines.protocol_out()
     server = Server(out)
-    try:
-        import torch
-
-        hello = {"hello": "kagent-ref", "version": __version__, "torch": torch.__version__,
-                 "cuda": torch.cuda.is_available(), "pid": os.getpid()}
-    except ImportError as e:
-        hello = {"hello": "kagent-ref", "version": __version__, "torch": None, "cuda": False,
-                 "pid": os.getpid(), "error": f"torch is not importable: {e}"}
-    server.reply(hello)
-    for line in sys.stdin:
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            body = server.handle(req)
-            server.reply({"id": rid, "ok": True, **body})
-        except Exception as e:  # every failure is a reply; the server keeps serving
-            server.reply(_error_reply(rid, e))
-    return 0
+    return jsonlines.serve(out, jsonlines.torch_hello("kagent-ref", __version__), server.handle)
