@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/worker_pool.hpp"
@@ -19,6 +22,25 @@ report::ResultRecord error_record(const Problem& p, const std::string& message, 
   r.gpu = gpu;
   return r;
 }
+
+namespace {
+
+// GpuBusyError says the verdict would have depended on another process: wait and try again.
+std::optional<report::ResultRecord> run_when_gpu_free(ProblemJob& job, const Problem& p, int gpu,
+                                                      const BatchOptions& o) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return job.run(p);
+    } catch (const GpuBusyError& e) {
+      if (attempt >= o.busy_retries) throw;
+      const double wait_s = o.busy_wait_s * (1 << (2 * attempt));
+      spdlog::warn("{} on GPU {}: the GPU is busy ({}); trying again in {:g} s", p.id, gpu, e.what(), wait_s);
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    }
+  }
+}
+
+}  // namespace
 
 BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions& options, const JobFactory& make_job,
                        const BatchEvents& events, const std::atomic<bool>& stop) {
@@ -46,7 +68,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
       bool env_failed = false;
       try {
         if (!job) job = make_job(gpu);
-        rec = job->run(*p);
+        rec = run_when_gpu_free(*job, *p, gpu, options);
       } catch (const EnvError& e) {
         env_failed = true;
         job_error = e.what();

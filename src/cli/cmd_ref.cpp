@@ -65,7 +65,7 @@ nlohmann::json output_quality(const RefSignature& sig, const Tolerance& tol) {
 
 int run_python(const Op& op, const RefArgs& a) {
   Precision precision = a.precision.empty() ? op.precision : precision_option(a.precision);
-  RefServer server(a.gpu);
+  RefServer server(a.gpu, op.reference);
   RefSignature sig = server.load(op, precision, std::random_device{}());
   RefBaselines b = server.baselines(a.refresh, StopRule{});
   const Tolerance tol = with_precision(op, precision).tolerance;

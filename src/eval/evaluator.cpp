@@ -186,7 +186,13 @@ const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   require_gpu();  // the reference server runs on this GPU
   const std::string key = op.reference.string() + "|" + std::string(precision_name(op.precision));
   if (ref_server_ && loaded_key_ == key) return loaded_;
-  if (!ref_server_) ref_server_ = std::make_unique<RefServer>(opt_.gpu);
+  // One server per problem file: it runs that file's code, which must not reach another problem's
+  // reference (a patched torch function, a poisoned cache).
+  if (!ref_server_ || ref_server_->problem() != std::filesystem::absolute(op.reference)) {
+    ref_server_.reset();
+    loaded_ = PyTorchReference{};
+    ref_server_ = std::make_unique<RefServer>(opt_.gpu, op.reference);
+  }
   loaded_key_.clear();
   PyTorchReference r;
   r.op = op;
@@ -236,7 +242,17 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand, EvalMode mod
 
 EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
                                const Candidate* baseline) {
-  if (cand.kind == CandidateKind::modelnew) return evaluate_modelnew(resolved, cand, mode, baseline);
+  EvalReport rep = cand.kind == CandidateKind::modelnew ? evaluate_modelnew(resolved, cand, mode, baseline)
+                                                        : evaluate_plan(resolved, cand, mode, baseline);
+  if (rep.outcome.out_of_memory) settle_out_of_memory(rep);
+  if (ref_server_ && !ref_server_->sandbox_warning().empty() &&
+      rep.sandbox_warning.find(ref_server_->sandbox_warning()) == std::string::npos)
+    rep.sandbox_warning += (rep.sandbox_warning.empty() ? "" : "; ") + ref_server_->sandbox_warning();
+  return rep;
+}
+
+EvalReport Evaluator::evaluate_plan(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
+                                    const Candidate* baseline) {
   require_gpu();
   const Op& op_in = resolved.op;
   const bool per_launch = mode == EvalMode::profile;

@@ -54,6 +54,11 @@ void fail(EvalOutcome& o, const WorkerFailure& f) {
       o.failure_stage = FailureStage::launch;
   }
   o.message = f.message;
+  // torch.cuda.OutOfMemoryError, or the driver's error through an extension: settled by the
+  // evaluator, which asks whether another process held the GPU's memory (out_of_memory.cpp).
+  o.out_of_memory = f.message.find("OutOfMemoryError") != std::string::npos ||
+                    f.message.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos ||
+                    f.message.find("CUDA out of memory") != std::string::npos;
 }
 
 // The forward's tensors of a trial, by the signature's names and in its order.
@@ -204,8 +209,9 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
                                {"outputs", op.outputs}};
   // A worker for `c`, loaded (built): the reply, or the failure with the build's time.
   auto start_worker = [&](const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
-    ModelNewWorkerOptions wo{opt_.gpu, ModelNewWorker::build_dir_for(c.source), ModelNewWorker::triton_dir(),
-                             fs::path(runner_->options().runner_path).parent_path()};
+    ModelNewWorkerOptions wo{opt_.gpu, ModelNewWorker::build_dir_for(c.source),
+                             fs::path(runner_->options().runner_path).parent_path(),
+                             {fs::absolute(c.path), fs::absolute(op.reference)}};
     std::error_code ec;
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
     w = std::make_unique<ModelNewWorker>(wo);
@@ -268,6 +274,7 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       // The worker's export did not open: its process is the solution's, so this is the solution's.
       c.failure_stage = FailureStage::crash;
       c.message = res.error;
+      c.out_of_memory = res.error.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos;
       return c;
     }
     return std::move(*res.outcome);
@@ -278,6 +285,7 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
     merge_errors(o.errors, c.errors);
     o.flags.insert(o.flags.end(), c.flags.begin(), c.flags.end());
     if (c.correct) return true;
+    o.out_of_memory = c.out_of_memory;
     o.failure_stage = c.failure_stage == FailureStage::correctness ? stage : c.failure_stage;
     o.message = c.message;
     o.mismatch = c.mismatch;

@@ -5,6 +5,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/hash.hpp"
 #include "kagent/compile/cache.hpp"
+#include "kagent/reference/python_child.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/process.hpp"
@@ -18,34 +19,26 @@ namespace {
 
 constexpr const char* kExecWarning = "kagent-sandbox-exec: warning: ";
 
-RunnerOptions worker_options(const ModelNewWorkerOptions& o, std::string& warning) {
+RunnerOptions worker_options(const ModelNewWorkerOptions& o) {
   RunnerOptions r;
   r.gpu = o.gpu;
   r.hello_name = "kagent-modelnew";
   r.policy = sandbox::modelnew_worker_policy();
   r.start_timeout = 120s;  // importing torch (and Triton) on a cold machine
-  const fs::path exec = (o.exec_dir.empty() ? fs::path(self_dir()) : o.exec_dir) / "kagent-sandbox-exec";
-  std::error_code ec;
-  if (fs::exists(exec, ec)) {
-    r.runner_path = exec.string();
-    r.args = {"--write", o.build_dir.string(),    "--write", o.triton_dir.string(), "--", "python3",
-              "-m",      "kagent_modelnew.worker"};
-  } else {
-    warning = fmt::format(
-        "{} is missing: the ModelNew worker runs without its network namespace and write "
-        "confinement",
-        exec.string());
-    r.runner_path = "python3";
-    r.args = {"-m", "kagent_modelnew.worker"};
-  }
+  r.runner_path = "python3";
+  r.args = {"-m", "kagent_modelnew.worker"};
   const fs::path tmp = o.build_dir / "tmp";
   r.env = {"PYTHONPATH=" + RefServer::tools_dir(),
            "TORCH_EXTENSIONS_DIR=" + (o.build_dir / "torch_extensions").string(),
-           "TRITON_CACHE_DIR=" + o.triton_dir.string(),
-           "TRITON_HOME=" + o.triton_dir.string(),
+           "TRITON_CACHE_DIR=" + (o.build_dir / "triton").string(),
+           "TRITON_HOME=" + (o.build_dir / "triton").string(),
            "TMPDIR=" + tmp.string(),
+           "HOME=" + (o.build_dir / "home").string(),
            "XDG_CACHE_HOME=" + (o.build_dir / "cache").string(),
            "PYTHONDONTWRITEBYTECODE=1"};
+  PythonChild child{"ModelNew worker", {RefServer::tools_dir()}, {o.build_dir.string()}, o.exec_dir.string()};
+  for (const auto& p : o.read_only) child.read_only.push_back(p.string());
+  r.launch = python_child_launcher(std::move(child));
   return r;
 }
 
@@ -62,20 +55,17 @@ fs::path ModelNewWorker::build_dir_for(const std::string& source) {
   return CompileCache::default_dir() / "modelnew" / Hasher().add(source).hex().substr(0, 24);
 }
 
-fs::path ModelNewWorker::triton_dir() {
-  return CompileCache::default_dir() / "modelnew" / "triton";
-}
-
 ModelNewWorker::ModelNewWorker(ModelNewWorkerOptions o)
     : opt_(std::move(o)), client_([&] {
-        for (const fs::path& d : {opt_.build_dir, opt_.build_dir / "tmp", opt_.build_dir / "cache", opt_.triton_dir})
-          fs::create_directories(d);
-        return worker_options(opt_, warning_);
+        for (const char* d : {"tmp", "cache", "home", "triton"}) fs::create_directories(opt_.build_dir / d);
+        return worker_options(opt_);
       }()) {}
 
 WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
   WorkerReply out;
   RunnerReply r = client_.request(std::move(req), timeout);
+  if (const std::string& w = client_.sandbox_warning(); !w.empty() && warning_.find(w) == std::string::npos)
+    warning_ += (warning_.empty() ? "" : "; ") + w;
   // kagent-sandbox-exec's warnings (no Landlock, no network namespace) reach its stderr once.
   for (size_t at = r.stderr_tail.find(kExecWarning); at != std::string::npos;
        at = r.stderr_tail.find(kExecWarning, at + 1)) {

@@ -233,6 +233,7 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   if (!o.fp64_note.empty()) j["fp64_note"] = o.fp64_note;
   if (!o.metrics.empty()) j["metrics"] = o.metrics;
   if (!o.metrics_note.empty()) j["metrics_note"] = o.metrics_note;
+  if (o.out_of_memory) j["out_of_memory"] = true;
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("correct").get_to(o.correct);
@@ -253,6 +254,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   j.at("stop_rule").get_to(o.stop_rule);
   if (j.contains("knobs")) j.at("knobs").get_to(o.knobs);  // absent in transcripts of older versions
   j.at("device").get_to(o.device);
+  o.out_of_memory = j.value("out_of_memory", false);
   opt_from(j, "mismatch", o.mismatch);
   opt_from(j, "candidate_time", o.candidate_time);
   opt_from(j, "reference_time", o.reference_time);

@@ -234,9 +234,10 @@ bool RunnerClient::start(Reply& r) {
   }
 
   pid_t pid = -1;
-  std::string spawn_error;
+  std::string spawn_error, launch_warning;
   try {
-    pid = sandbox::spawn(policy, {args, extra, in[0], out[1], err[1]});
+    const sandbox::SpawnRequest req{args, extra, in[0], out[1], err[1]};
+    pid = opt_.launch && opt_.sandbox ? opt_.launch(req, &launch_warning) : sandbox::spawn(policy, req);
   } catch (const std::exception& e) {
     spawn_error = e.what();
   }
@@ -278,9 +279,10 @@ bool RunnerClient::start(Reply& r) {
     return fail(fmt::format("runner '{}' sent a malformed hello line: {}", exe, excerpt(line)));
   }
   hello_ = std::move(hello);
-  sandbox_warning_.clear();
+  sandbox_warning_ = launch_warning;
   if (auto sb = hello_.find("sandbox"); sb != hello_.end() && sb->is_object()) {
-    if (auto w = sb->find("warning"); w != sb->end() && w->is_string()) sandbox_warning_ = w->get<std::string>();
+    if (auto w = sb->find("warning"); w != sb->end() && w->is_string())
+      sandbox_warning_ += (sandbox_warning_.empty() ? "" : "; ") + w->get<std::string>();
   }
   ++starts_;
   spdlog::debug("runner started: pid {}, gpu {}, {}", pid_, opt_.gpu, hello_.dump());

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/hash.hpp"
 #include "kagent/compile/cache.hpp"
 #include "kagent/protocol/protocol.hpp"
+#include "kagent/reference/python_child.hpp"
 #include "kagent/sandbox/process.hpp"
 
 namespace kagent {
@@ -14,8 +17,10 @@ namespace kagent {
 namespace {
 
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
 
-RunnerOptions server_options(int gpu) {
+RunnerOptions server_options(int gpu, const fs::path& problem, const fs::path& cache) {
+  for (const char* sub : {"tmp", "home"}) fs::create_directories(cache / sub);
   RunnerOptions o;
   o.runner_path = "python3";
   o.args = {"-m", "kagent_ref"};
@@ -23,7 +28,16 @@ RunnerOptions server_options(int gpu) {
   o.hello_name = "kagent-ref";
   o.policy = sandbox::reference_server_policy();
   o.start_timeout = 120s;  // importing torch can take a while on a cold machine
-  o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
+  // Every cache the server and torch.compile keep, in the one folder it may write.
+  o.env = {"PYTHONPATH=" + RefServer::tools_dir(),
+           "HOME=" + (cache / "home").string(),
+           "TMPDIR=" + (cache / "tmp").string(),
+           "XDG_CACHE_HOME=" + cache.string(),
+           "TORCHINDUCTOR_CACHE_DIR=" + (cache / "inductor").string(),
+           "TRITON_CACHE_DIR=" + (cache / "triton").string(),
+           "TRITON_HOME=" + cache.string(),
+           "PYTHONDONTWRITEBYTECODE=1"};
+  o.launch = python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
   return o;
 }
 
@@ -55,7 +69,21 @@ std::string RefServer::tools_dir() {
   return KAGENT_TOOLS_DIR_DEFAULT;
 }
 
-RefServer::RefServer(int gpu) : gpu_(gpu), client_(server_options(gpu)) {
+fs::path RefServer::cache_dir_for(const fs::path& problem) {
+  std::string text;
+  try {
+    text = read_text_file(problem);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: cannot read the problem file ({})", problem.string(), e.what()));
+  }
+  return CompileCache::default_dir() / "reference" / Hasher().add(text).hex().substr(0, 24);
+}
+
+RefServer::RefServer(int gpu, const fs::path& problem)
+    : gpu_(gpu),
+      problem_(fs::absolute(problem)),
+      cache_dir_(cache_dir_for(problem_)),
+      client_(server_options(gpu, problem_, cache_dir_)) {
   if (find_in_path("python3").empty()) throw EnvError("python3 not found: PyTorch references need python3 with torch");
   RunnerReply r = client_.request({{"cmd", "ping"}}, 120s);
   if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
@@ -71,13 +99,17 @@ nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds tim
   if (r.body.value("ok", false)) return r.body;
   std::string err = r.body.value("error", std::string("unknown error"));
   std::string msg = fmt::format("{}: {}{}", what, err, traceback_tail(r.body));
-  if (err.find("OutOfMemoryError") != std::string::npos) throw EnvError(msg);
+  // The problem's tensors did not fit beside what else holds the GPU's memory: not the candidate's.
+  if (err.find("OutOfMemoryError") != std::string::npos) throw GpuBusyError(msg);
   throw InputError(msg);
 }
 
 RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
+  if (fs::absolute(op.reference) != problem_)
+    throw Error(ExitCode::environment, fmt::format("the reference server of {} was asked to load {}",
+                                                   problem_.string(), op.reference.string()));
   nlohmann::json body = call({{"cmd", "load"},
-                              {"problem", op.reference.string()},
+                              {"problem", problem_.string()},
                               {"precision", precision_name(precision)},
                               {"seed", seed},
                               {"gpu", gpu_}},
@@ -122,7 +154,7 @@ nlohmann::json RefServer::trial(uint64_t seed) {
 RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   nlohmann::json body = call({{"cmd", "baselines"},
                               {"refresh", refresh},
-                              {"cache_dir", CompileCache::default_dir().string()},
+                              {"cache_dir", cache_dir_.string()},
                               {"stop_rule", rule}},
                              1800s, "timing the PyTorch baselines");
   RefBaselines b;

@@ -211,6 +211,7 @@ EvaluationResult Evaluation::run() {
     o.correct = false;
     o.failure_stage = FailureStage::launch;
     o.message = e.what();
+    o.out_of_memory = e.rc() == CUDA_ERROR_OUT_OF_MEMORY;
     res.restart = e.sticky();
   }
   return res;

@@ -112,6 +112,52 @@ TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {
   EXPECT_NE(recs[0].error.find("environment: no CUDA device"), std::string::npos);
 }
 
+// A busy GPU (another process held the memory an evaluation ran out of) is not a verdict: the
+// problem is tried again, and only a GPU that stays busy leaves an environment error.
+TEST(BenchBatch, ABusyGpuIsTriedAgainBeforeAnythingIsRecorded) {
+  class BusyTwice : public ProblemJob {
+   public:
+    std::optional<report::ResultRecord> run(const Problem& p) override {
+      if (++calls[p.id] <= busy_for) throw GpuBusyError("GPU 0 ran out of memory while 1 other process held 60 GiB");
+      report::ResultRecord r;
+      r.problem = p.id;
+      r.status = "correct";
+      return r;
+    }
+    std::map<std::string, int> calls;
+    int busy_for = 2;
+  };
+  auto ps = make_problems(1);
+  for (int busy_for : {2, 3}) {
+    std::vector<report::ResultRecord> recs;
+    BatchEvents ev;
+    ev.finished = [&](const report::ResultRecord& r) { recs.push_back(r); };
+    std::atomic<bool> stop{false};
+    BatchOptions o;
+    o.busy_retries = 2;
+    o.busy_wait_s = 0;
+    BusyTwice* job = nullptr;
+    run_batch(
+        ps, o,
+        [&](int) {
+          auto j = std::make_unique<BusyTwice>();
+          j->busy_for = busy_for;
+          job = j.get();
+          return j;
+        },
+        ev, stop);
+    ASSERT_EQ(recs.size(), 1u);
+    ASSERT_NE(job, nullptr);
+    if (busy_for == 2) {
+      EXPECT_EQ(recs[0].status, "correct");  // the third try found the GPU free
+      EXPECT_EQ(job->calls[ps[0].id], 3);
+    } else {
+      EXPECT_EQ(recs[0].status, "error");  // still busy after the retries: --resume tries again
+      EXPECT_NE(recs[0].error.find("environment: GPU 0 ran out of memory"), std::string::npos) << recs[0].error;
+    }
+  }
+}
+
 TEST(BenchBatch, AnInterruptLeavesTheRestUnrecorded) {
   auto ps = make_problems(20);
   std::atomic<bool> stop{false};

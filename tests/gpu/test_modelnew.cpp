@@ -33,6 +33,17 @@ def get_init_inputs():
     return []
 )~";
 
+// level1/19_ReLU's own distribution: torch.rand, all non-negative, so ReLU changes no value.
+constexpr const char* kReluRand = R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.rand(2048, 4096)]
+def get_init_inputs():
+    return []
+)~";
+
 constexpr const char* kMatmul = R"~(import torch
 class Model(torch.nn.Module):
     def forward(self, A, B):
@@ -59,6 +70,7 @@ class ModelNewEval : public ::testing::Test {
     cache = std::make_shared<CompileCache>(cache_dir.path());
     write(dir.path() / "relu.py", kRelu);
     write(dir.path() / "matmul.py", kMatmul);
+    write(dir.path() / "relu_rand.py", kReluRand);
   }
   static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
   Evaluator& evaluator() {
@@ -134,6 +146,15 @@ TEST_F(ModelNewEval, WritingAnInputFailsEvenWithRightOutputs) {
   EvalReport r = eval("writes_input.py");
   EXPECT_FALSE(r.outcome.correct) << describe(r);
   EXPECT_EQ(r.outcome.failure_stage, FailureStage::inputs) << describe(r);
+}
+
+// Inputs where the result equals the input: the write changes no value, the output is the input.
+TEST_F(ModelNewEval, ReturningTheInputAsTheOutputFailsWhereValuesCannotTell) {
+  for (const char* fixture : {"writes_input_same_values.py", "writes_input.py"}) {
+    EvalReport r = eval(fixture, "relu_rand.py");
+    EXPECT_FALSE(r.outcome.correct) << fixture << "\n" << describe(r);
+    EXPECT_EQ(r.outcome.failure_stage, FailureStage::inputs) << fixture << "\n" << describe(r);
+  }
 }
 
 TEST_F(ModelNewEval, ReplacingTheTimerAtImportIsTampering) {

@@ -51,8 +51,9 @@ class RefServerTest : public ::testing::Test {
 }  // namespace
 
 TEST_F(RefServerTest, SignatureFollowsCandidateNaming) {
-  RefServer server(0);
-  RefSignature s = server.load(op_for(kScaledAdd), Precision::fp32, 1);
+  Op op = op_for(kScaledAdd);
+  RefServer server(0, op.reference);
+  RefSignature s = server.load(op, Precision::fp32, 1);
   ASSERT_EQ(s.inputs.size(), 2u);
   EXPECT_EQ(s.inputs[0].name, "x");
   EXPECT_EQ(s.inputs[1].name, "y");
@@ -73,8 +74,9 @@ TEST_F(RefServerTest, SignatureFollowsCandidateNaming) {
 // fp32 pins the reference (and the baselines) to IEEE fp32; tf32 keeps fp32 tensors with TF32 on.
 // Every trial carries the floating outputs' fp64 twins, sized for numel doubles.
 TEST_F(RefServerTest, PrecisionSetsTheNumericsAndTrialsCarryFp64Twins) {
-  RefServer server(0);
-  RefSignature fp32 = server.load(op_for(kScaledAdd), Precision::fp32, 1);
+  Op op = op_for(kScaledAdd);
+  RefServer server(0, op.reference);
+  RefSignature fp32 = server.load(op, Precision::fp32, 1);
   EXPECT_FALSE(fp32.allow_tf32);
   ASSERT_EQ(fp32.output_stats.size(), 2u);
   EXPECT_EQ(fp32.output_stats[0].numel, 8u * 64u);
@@ -88,50 +90,57 @@ TEST_F(RefServerTest, PrecisionSetsTheNumericsAndTrialsCarryFp64Twins) {
   EXPECT_EQ(bytes["out1@f64"], 8u * 8u);
   EXPECT_EQ(bytes["out0"], 8u * 64u * 4u);
 
-  RefSignature tf32 = server.load(op_for(kScaledAdd), Precision::tf32, 1);
+  RefSignature tf32 = server.load(op, Precision::tf32, 1);
   EXPECT_TRUE(tf32.allow_tf32);
   EXPECT_EQ(tf32.inputs[0].dtype, DType::f32) << "tf32 is a precision for fp32 tensors";
   EXPECT_EQ(tf32.params[0].dtype, DType::f32);
 }
 
 TEST_F(RefServerTest, PrecisionCastsFloatingTensors) {
-  RefServer server(0);
-  RefSignature s = server.load(op_for(kScaledAdd), Precision::bf16, 1);
+  Op op = op_for(kScaledAdd);
+  RefServer server(0, op.reference);
+  RefSignature s = server.load(op, Precision::bf16, 1);
   EXPECT_EQ(s.inputs[0].dtype, DType::bf16);
   EXPECT_EQ(s.params[0].dtype, DType::bf16);
   EXPECT_EQ(s.outputs[0].dtype, DType::bf16);
 }
 
 TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
-  RefServer server(0);
+  // One server per problem file: each broken problem ends only its own server.
+  Op syntax = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
+                     "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n");
   try {
-    server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
-                       "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"),
-                Precision::fp32, 1);
+    RefServer server(0, syntax.reference);
+    server.load(syntax, Precision::fp32, 1);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.what(), "SyntaxError")) << e.what();
   }
+  Op raises = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                     "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n");
+  RefServer server(0, raises.reference);
   try {
-    server.load(
-        op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
-               "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n"),
-        Precision::fp32, 1);
+    server.load(raises, Precision::fp32, 1);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.what(), "broken inputs")) << e.what();
     EXPECT_TRUE(has(e.what(), "get_inputs")) << "the traceback names the function\n" << e.what();
   }
-  // The server survived both and still serves.
-  EXPECT_EQ(server.load(op_for(kScaledAdd), Precision::fp32, 1).inputs.size(), 2u);
+  // The server survived and still answers.
+  try {
+    server.load(raises, Precision::fp32, 2);
+    FAIL() << "expected InputError again";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "broken inputs")) << e.what();
+  }
 }
 
 TEST_F(RefServerTest, DegenerateReferenceIsFlagged) {
-  RefServer server(0);
-  RefSignature s = server.load(op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                                      "        return x * 0\ndef get_inputs():\n    return [torch.randn(16)]\n"
-                                      "def get_init_inputs():\n    return []\n"),
-                               Precision::fp32, 1);
+  Op op = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                 "        return x * 0\ndef get_inputs():\n    return [torch.randn(16)]\n"
+                 "def get_init_inputs():\n    return []\n");
+  RefServer server(0, op.reference);
+  RefSignature s = server.load(op, Precision::fp32, 1);
   ASSERT_TRUE(s.degenerate.has_value());
   EXPECT_TRUE(has(*s.degenerate, "zero")) << *s.degenerate;
 }
@@ -140,7 +149,7 @@ TEST_F(RefServerTest, BaselinesAreTimedThenCached) {
   test::ScopedEnv cache("KAGENT_CACHE_DIR", (dir / "cache").string().c_str());
   Op op = op_for(kScaledAdd);
   {
-    RefServer server(0);
+    RefServer server(0, op.reference);
     server.load(op, Precision::fp32, 1);
     RefBaselines b = server.baselines(false, StopRule{});
     EXPECT_FALSE(b.cached);
@@ -148,7 +157,7 @@ TEST_F(RefServerTest, BaselinesAreTimedThenCached) {
     EXPECT_GE(b.eager.n, 20);
     EXPECT_TRUE(b.compile.has_value()) << b.compile_error;
   }
-  RefServer again(0);
+  RefServer again(0, op.reference);
   again.load(op, Precision::fp32, 2);
   RefBaselines cached = again.baselines(false, StopRule{});
   EXPECT_TRUE(cached.cached);

@@ -34,6 +34,11 @@ struct BatchOptions {
   // A worker whose environment fails on this many problems in a row (no GPU, reference server
   // cannot start) stops: the rest would fail the same way.
   int max_env_failures_in_a_row = 3;
+  // A problem whose evaluation found the GPU busy (GpuBusyError: another process held the memory it
+  // ran out of) is tried again this many times, after busy_wait_s, then 4x that, ..., before it is
+  // recorded (as an environment error).
+  int busy_retries = 2;
+  double busy_wait_s = 5;
 };
 
 struct BatchEvents {

@@ -34,4 +34,11 @@ class EnvError : public Error {
   explicit EnvError(const std::string& message) : Error(ExitCode::environment, message) {}
 };
 
+// The GPU is busy with other work (another process held the memory an evaluation ran out of): the
+// evaluation is not judged; trying again later may succeed (bench retries it).
+class GpuBusyError : public EnvError {
+ public:
+  using EnvError::EnvError;
+};
+
 }  // namespace kagent

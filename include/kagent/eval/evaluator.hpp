@@ -144,6 +144,10 @@ class Evaluator {
   // evaluate() for a ModelNew solution (modelnew_evaluation.cpp): built and run by its own
   // worker, compared by the runner, the same EvalReport.
   EvalReport evaluate_modelnew(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
+  EvalReport evaluate_plan(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
+  // An out-of-memory failure is the candidate's only when no other process held the GPU's
+  // memory; otherwise it throws GpuBusyError (out_of_memory.cpp).
+  void settle_out_of_memory(EvalReport& rep) const;
   std::string harness_cubin();
 
   EvalOptions opt_;

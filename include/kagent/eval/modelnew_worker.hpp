@@ -1,7 +1,8 @@
 #pragma once
 // One ModelNew solution's worker process (tools/kagent_modelnew/worker.py) seen from kagent: it
-// imports the solution in a sandbox (kagent-sandbox-exec: no network, writes only to the
-// solution's build folder; the runner's environment allowlist and limits), builds ModelNew under
+// imports the solution in a jail (reference/python_child.hpp: its own namespaces, a view of the
+// system, Python, the toolkit, the solution and problem files, writes only to the solution's build
+// folder; the runner's environment allowlist), builds ModelNew under
 // the reference's seed, runs it on the reference server's tensors and times it. One worker per
 // evaluation: nothing a solution leaves behind in its process reaches the next evaluation.
 #include <chrono>
@@ -34,9 +35,10 @@ struct WorkerReply {
 
 struct ModelNewWorkerOptions {
   int gpu = 0;
-  std::filesystem::path build_dir;   // this solution's: torch's extensions, temporary files
-  std::filesystem::path triton_dir;  // Triton's cache (per user, shared by solutions)
-  std::filesystem::path exec_dir;    // where kagent-sandbox-exec is (beside kagent-runner)
+  std::filesystem::path build_dir;  // this solution's: torch's extensions, Triton's cache, temporary files
+  std::filesystem::path exec_dir;   // where kagent-sandbox-exec is (beside kagent-runner): the fallback
+  // The files the worker reads besides Python, the toolkit and tools/: the solution and the problem.
+  std::vector<std::filesystem::path> read_only;
 };
 
 class ModelNewWorker {
@@ -49,9 +51,9 @@ class ModelNewWorker {
   const std::string& sandbox_warning() const { return warning_; }
   // Whether a request has started the worker (and its hello said torch imports).
   const nlohmann::json& hello() const { return client_.hello(); }
-  // Where this solution's build lives: the kagent cache's modelnew/<source hash>.
+  // Where this solution's build lives: the kagent cache's modelnew/<source hash>. It is the one
+  // folder the worker may write, Triton's cache included, so that no solution reaches another's.
   static std::filesystem::path build_dir_for(const std::string& source);
-  static std::filesystem::path triton_dir();
 
  private:
   ModelNewWorkerOptions opt_;

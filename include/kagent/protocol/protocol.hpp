@@ -193,6 +193,9 @@ struct EvalOutcome {
   std::optional<CuptiCheck> cupti;       // with cupti_check
   std::vector<KernelMetrics> metrics;    // with metrics, one per launch of the plan
   std::string metrics_note;              // with metrics: why there are none (permissions, another profiler)
+  // The failure was the GPU running out of memory: the candidate's doing only when nothing else held
+  // the GPU's memory (kagent asks NVML; gpu/memory_users.hpp).
+  bool out_of_memory = false;
   int trials_run = 0, rechecks = 0;
   int64_t flush_bytes = 0;
   StopRule stop_rule;

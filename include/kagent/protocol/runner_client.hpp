@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/sandbox/policy.hpp"
+#include "kagent/sandbox/spawn.hpp"
 
 namespace kagent {
 
@@ -39,6 +40,10 @@ struct RunnerOptions {
       kagent::sandbox::runner_policy();      // what it may see and do (sandbox/policy.hpp)
   std::vector<std::string> env;              // extra "NAME=value" entries for its environment
   std::string hello_name = "kagent-runner";  // the "hello" value its first line must carry
+  // Starts the child instead of sandbox::spawn(policy, ...): the Python children start in a jail of
+  // their own (sandbox/jail.hpp, reference/python_child.hpp). May set *warning when the sandbox is
+  // weaker than documented; sandbox_warning() reports it.
+  std::function<pid_t(const sandbox::SpawnRequest&, std::string* warning)> launch;
 };
 
 struct RunnerReply {

@@ -4,6 +4,7 @@
 // the operator's signature as a candidate sees it, and times torch eager and torch.compile with
 // the runner's protocol (baselines cached on disk).
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,8 +54,11 @@ struct RefBaselines {
 
 class RefServer {
  public:
-  // Starts `python3 -m kagent_ref`. Throws EnvError when python3 or torch is missing.
-  explicit RefServer(int gpu);
+  // Starts `python3 -m kagent_ref` for one problem file: the server runs that file's code, so it
+  // serves that problem alone (a problem cannot reach another's reference or baselines), in a
+  // sandbox that shows it the file, Python, the toolkit and the GPU, and lets it write only its
+  // own cache folder (cache_dir_for). Throws EnvError when python3 or torch is missing.
+  RefServer(int gpu, const std::filesystem::path& problem);
 
   // Loads the op's problem file. Problem errors (syntax error, exception in get_inputs, ...) are
   // InputError with the traceback's last lines; out of GPU memory is EnvError.
@@ -67,11 +71,17 @@ class RefServer {
   nlohmann::json trial(uint64_t seed);
 
   static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/
+  // The one folder the server of `problem` may write: baselines, torch.compile's and Triton's
+  // caches, temporary files. Keyed by the file's contents, under the kagent cache's reference/.
+  static std::filesystem::path cache_dir_for(const std::filesystem::path& problem);
+  const std::filesystem::path& problem() const { return problem_; }
   pid_t pid() const { return client_.pid(); }
+  const std::string& sandbox_warning() const { return client_.sandbox_warning(); }
 
  private:
   nlohmann::json call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
   int gpu_;
+  std::filesystem::path problem_, cache_dir_;
   RunnerClient client_;
 };
 

@@ -1,0 +1,80 @@
+#include "kagent/reference/python_child.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "kagent/common/error.hpp"
+#include "kagent/sandbox/jail.hpp"
+#include "kagent/sandbox/policy.hpp"
+#include "kagent/sandbox/process.hpp"
+#include "kagent/sandbox/python_paths.hpp"
+#include "kagent/sandbox/system_view.hpp"
+
+namespace kagent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+sandbox::JailSpec jail_for(const PythonChild& c) {
+  sandbox::JailSpec spec;
+  spec.name = c.name;
+  sandbox::FilesystemView& v = spec.view;
+  for (const auto& p : sandbox::system_read_only_paths()) v.add_read_only(p);
+  for (const auto& p : sandbox::python_install_paths()) v.add_read_only(p);
+  for (const auto& p : c.read_only) v.add_read_only(fs::absolute(p).string());
+  v.add_tmpfs("/tmp", fmt::format("mode=1777,size={}", kPythonChildTmpSize));
+  v.add_tmpfs("/var/tmp", "mode=1777,size=64m");
+  v.add_tmpfs("/run", "mode=755,size=1m");
+  sandbox::add_private_dev(v, /*gpu=*/true, kPythonChildShmSize);
+  v.add_proc("/proc");
+  for (const auto& p : c.writable) v.add_writable(fs::absolute(p).string());
+  v.protect_host_mounts(c.writable.empty() ? std::string() : fs::absolute(c.writable.front()).string());
+  v.finish("/tmp");
+  spec.environment = sandbox::runner_environment();
+  spec.max_processes = kPythonChildMaxProcesses;
+  spec.working_directory = c.writable.empty() ? "/" : fs::absolute(c.writable.front()).string();
+  return spec;
+}
+
+// Without namespaces: kagent-sandbox-exec gives a network namespace and Landlock write confinement.
+pid_t fallback(const PythonChild& c, const sandbox::SpawnRequest& rq, const std::string& why, std::string* warning) {
+  const fs::path exec = (c.exec_dir.empty() ? fs::path(self_dir()) : fs::path(c.exec_dir)) / "kagent-sandbox-exec";
+  sandbox::SpawnRequest r = rq;
+  sandbox::SandboxPolicy policy = sandbox::runner_policy();
+  policy.name = c.name;
+  policy.network_namespace = false;  // entered by kagent-sandbox-exec
+  std::error_code ec;
+  std::string weaker;
+  if (fs::exists(exec, ec)) {
+    r.argv = {exec.string()};
+    for (const auto& w : c.writable) r.argv.insert(r.argv.end(), {"--write", fs::absolute(w).string()});
+    r.argv.push_back("--");
+    r.argv.insert(r.argv.end(), rq.argv.begin(), rq.argv.end());
+    weaker = "it can read this user's files";
+  } else {
+    weaker = fmt::format("it can read and write this user's files and reach the network ({} is missing)", exec.string());
+  }
+  if (warning)
+    *warning = fmt::format("the {} runs without its namespaces ({}): {}", c.name, why, weaker);
+  return sandbox::spawn(policy, r);
+}
+
+}  // namespace
+
+std::function<pid_t(const sandbox::SpawnRequest&, std::string*)> python_child_launcher(PythonChild child) {
+  return [child = std::move(child)](const sandbox::SpawnRequest& rq, std::string* warning) -> pid_t {
+    try {
+      sandbox::MemoryCeiling ceiling;
+      pid_t pid = sandbox::spawn_jailed(jail_for(child), rq, &ceiling);
+      spdlog::debug("{}: pid {} in its jail, memory ceiling {} ({})", child.name, pid, ceiling.bytes, ceiling.how);
+      return pid;
+    } catch (const sandbox::JailRefused& e) {
+      return fallback(child, rq, e.what(), warning);
+    }
+  };
+}
+
+}  // namespace kagent

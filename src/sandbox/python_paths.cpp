@@ -1,0 +1,62 @@
+#include "kagent/sandbox/python_paths.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "kagent/sandbox/process.hpp"
+
+namespace kagent::sandbox {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// sys.path without the script's folder (''), prefixes, and the user site only if enabled.
+constexpr const char* kProbe =
+    "import json, site, sys\n"
+    "paths = [p for p in sys.path if p]\n"
+    "paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]\n"
+    "if site.ENABLE_USER_SITE:\n"
+    "    paths.append(site.getusersitepackages())\n"
+    "print(json.dumps({'paths': paths}))\n";
+
+}  // namespace
+
+std::vector<std::string> python_paths_from_json(const std::string& text) {
+  std::vector<std::string> out;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("paths") || !j["paths"].is_array()) return out;
+  for (const auto& p : j["paths"]) {
+    if (!p.is_string()) continue;
+    std::error_code ec;
+    fs::path path = fs::weakly_canonical(p.get<std::string>(), ec);
+    if (ec || !path.is_absolute() || !fs::is_directory(path, ec)) continue;
+    // A zip of the standard library names a file that may not exist; a home directory itself, or
+    // "/", would show far more than Python: only what lies below them is taken.
+    const std::string s = path.string();
+    if (s == "/" || s == "/root" || path.parent_path() == "/home") continue;
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
+}
+
+const std::vector<std::string>& python_install_paths() {
+  static const std::vector<std::string> paths = [] {
+    ProcessResult r = run_capture({"python3", "-c", kProbe}, std::chrono::seconds(30));
+    if (!r.started || r.exit_code != 0) {
+      spdlog::debug("python3 did not say where it is installed: {}", r.output);
+      return std::vector<std::string>{};
+    }
+    // The JSON is the last line (a sitecustomize may print before it).
+    std::string out = r.output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return python_paths_from_json(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+  }();
+  return paths;
+}
+
+}  // namespace kagent::sandbox

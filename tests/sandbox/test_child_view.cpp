@@ -1,0 +1,165 @@
+// What each long-lived child of kagent sees, read from outside through /proc as README's table
+// ("What a child process sees") states it: capabilities, no_new_privs, namespaces, environment,
+// and for the jailed Python children their file system (through /proc/PID/root). The children are
+// started exactly as kagent starts them; the Python ones need no torch to say hello.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "kagent/protocol/runner_client.hpp"
+#include "kagent/reference/python_child.hpp"
+#include "kagent/reference/ref_server.hpp"
+#include "kagent/sandbox/policy.hpp"
+#include "kagent/sandbox/process.hpp"
+#include "test_util.hpp"
+
+namespace kagent {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kKey = "sk-child-view-secret-42";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string status_field(pid_t pid, const std::string& field) {
+  std::istringstream in(slurp(fmt::format("/proc/{}/status", pid)));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) {
+      std::string v = line.substr(field.size() + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return "";
+}
+
+std::string ns(pid_t pid, const char* kind) {
+  std::error_code ec;
+  return fs::read_symlink(fmt::format("/proc/{}/ns/{}", pid, kind), ec).string();
+}
+
+// The program behind a jail's init (its one child), or `pid` itself when there is no init.
+pid_t program_of(pid_t pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::string children = slurp(fmt::format("/proc/{}/task/{}/children", pid, pid));
+    std::string comm = slurp(fmt::format("/proc/{}/comm", pid));
+    if (comm.rfind("python", 0) == 0 || comm.rfind("kagent-runner", 0) == 0) return pid;
+    if (!children.empty()) return static_cast<pid_t>(std::stol(children));
+    std::this_thread::sleep_for(20ms);
+  }
+  return pid;
+}
+
+class ChildView : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("OPENAI_API_KEY", kKey, 1);
+    setenv("KAGENT_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+    secret = dir.path() / "host-secret.txt";
+    std::ofstream(secret) << "secret";
+    problem = dir.path() / "problem.py";
+    std::ofstream(problem) << "raise SystemExit('never imported here')\n";
+  }
+  void TearDown() override {
+    unsetenv("OPENAI_API_KEY");
+    unsetenv("KAGENT_CACHE_DIR");
+  }
+  void expect_no_key(pid_t pid) {
+    const std::string env = slurp(fmt::format("/proc/{}/environ", pid));
+    EXPECT_FALSE(env.empty());
+    EXPECT_EQ(env.find(kKey), std::string::npos);
+    EXPECT_EQ(env.find("OPENAI_API_KEY"), std::string::npos);
+  }
+  // A Python child in its jail: every namespace its own, no capabilities, only its files.
+  void expect_jailed(pid_t init, const std::vector<fs::path>& visible) {
+    const pid_t pid = program_of(init);
+    ASSERT_NE(pid, init) << "no jail init between kagent and the program";
+    EXPECT_EQ(status_field(pid, "NoNewPrivs"), "1");
+    EXPECT_EQ(status_field(pid, "CapEff"), "0000000000000000");
+    EXPECT_EQ(status_field(pid, "CapPrm"), "0000000000000000");
+    EXPECT_EQ(status_field(pid, "CapBnd"), "0000000000000000");
+    for (const char* kind : {"user", "mnt", "net", "ipc", "pid"})
+      EXPECT_NE(ns(pid, kind), ns(getpid(), kind)) << kind << " namespace shared with kagent";
+    expect_no_key(pid);
+    const fs::path root = fmt::format("/proc/{}/root", pid);
+    std::error_code ec;
+    EXPECT_FALSE(fs::exists(root / secret.relative_path(), ec)) << "a host file beside the problem is visible";
+    EXPECT_FALSE(fs::exists(root / fmt::format("proc/{}", getpid()), ec)) << "kagent's /proc entry is visible";
+    EXPECT_FALSE(fs::exists(root / "root/.bashrc", ec));
+    EXPECT_FALSE(fs::exists(root / "home", ec));
+    for (const auto& v : visible) EXPECT_TRUE(fs::exists(root / v.relative_path(), ec)) << v;
+    // Its /cmdline as pid 1 inside: nothing of kagent's.
+    EXPECT_EQ(slurp(fmt::format("/proc/{}/cmdline", init)).find("kagent_unit_tests"), std::string::npos);
+  }
+
+  test::TempDir dir;
+  fs::path secret, problem;
+};
+
+TEST_F(ChildView, TheReferenceServerIsJailed) {
+  if (find_in_path("python3").empty()) GTEST_SKIP() << "no python3";
+  const fs::path cache = RefServer::cache_dir_for(problem);
+  fs::create_directories(cache);
+  RunnerOptions o;
+  o.runner_path = "python3";
+  o.args = {"-m", "kagent_ref"};
+  o.hello_name = "kagent-ref";
+  o.policy = sandbox::reference_server_policy();
+  o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
+  o.launch = python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
+  RunnerClient c(o);
+  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(c.sandbox_warning().empty()) << c.sandbox_warning();
+  expect_jailed(c.pid(), {problem, fs::path(RefServer::tools_dir()) / "kagent_ref" / "server.py", cache});
+}
+
+TEST_F(ChildView, TheModelNewWorkerIsJailed) {
+  if (find_in_path("python3").empty()) GTEST_SKIP() << "no python3";
+  const fs::path build = dir.path() / "build";
+  fs::create_directories(build);
+  const fs::path solution = dir.path() / "solution.py";
+  std::ofstream(solution) << "class ModelNew: pass\n";
+  RunnerOptions o;
+  o.runner_path = "python3";
+  o.args = {"-m", "kagent_modelnew.worker"};
+  o.hello_name = "kagent-modelnew";
+  o.policy = sandbox::modelnew_worker_policy();
+  o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
+  o.launch = python_child_launcher(
+      {"ModelNew worker", {RefServer::tools_dir(), problem.string(), solution.string()}, {build.string()}, ""});
+  RunnerClient c(o);
+  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(c.sandbox_warning().empty()) << c.sandbox_warning();
+  expect_jailed(c.pid(), {problem, solution, build});
+}
+
+TEST_F(ChildView, TheRunnerHasNoKeyNoPrivilegesAndItsOwnNetwork) {
+  const fs::path runner = test::binary_dir() / "kagent-runner";
+  if (!fs::exists(runner)) GTEST_SKIP() << "no kagent-runner in this build";
+  RunnerOptions o;
+  o.runner_path = runner.string();
+  RunnerClient c(o);
+  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ASSERT_TRUE(r.ok()) << r.message;
+  const pid_t pid = c.pid();
+  EXPECT_EQ(status_field(pid, "NoNewPrivs"), "1");
+  expect_no_key(pid);
+  if (c.sandbox_warning().empty()) EXPECT_NE(ns(pid, "net"), ns(getpid(), "net"));
+}
+
+}  // namespace
+}  // namespace kagent
