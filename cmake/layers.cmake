@@ -42,6 +42,8 @@ foreach(pair IN LISTS KAGENT_LAYER_TARGETS)
 endforeach()
 # The compile worker builds two sandbox files itself rather than link a kagent_* target.
 string(APPEND layers_text "compile_worker:sandbox\n")
+# The jail's init includes only the sandbox's exit codes (a header) and links nothing of kagent.
+string(APPEND layers_text "jail_init:sandbox\n")
 file(WRITE ${PROJECT_BINARY_DIR}/layers.txt "${layers_text}")
 
 file(GLOB_RECURSE KAGENT_LAYER_FILES ${PROJECT_SOURCE_DIR}/src/*.cpp ${PROJECT_SOURCE_DIR}/src/*.hpp

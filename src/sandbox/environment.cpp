@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <string>
 
 extern char** environ;
 
@@ -21,7 +22,34 @@ bool is_profiler_variable(std::string_view name) {
   return false;
 }
 
+bool at_or_below(std::string_view path, std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  return path == dir || (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/');
+}
+
 }  // namespace
+
+bool in_home_directory(std::string_view path) {
+  if (at_or_below(path, "/root") || at_or_below(path, "/home")) return true;
+  const char* home = std::getenv("HOME");
+  std::string_view h = home != nullptr ? home : "";
+  return h.size() > 1 && h[0] == '/' && at_or_below(path, h);
+}
+
+std::string without_home_directories(std::string_view list, std::string_view fallback) {
+  std::string out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = std::min(list.find(':', start), list.size());
+    std::string_view dir = list.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/' && !in_home_directory(dir)) {
+      if (!out.empty()) out += ':';
+      out += dir;
+    }
+    start = end + 1;
+  }
+  return out.empty() ? std::string(fallback) : out;
+}
 
 std::string_view variable_name(std::string_view assignment) {
   return assignment.substr(0, assignment.find('='));
@@ -56,24 +84,11 @@ std::vector<std::string> child_environment(const EnvPolicy& policy) {
 
 EnvPolicy runner_environment() {
   EnvPolicy p;
-  p.names = {"PATH",
-             "LD_LIBRARY_PATH",
-             "CUDA_VISIBLE_DEVICES",
-             "CUDA_DEVICE_ORDER",
-             "CUDA_MODULE_LOADING",
-             "NVIDIA_VISIBLE_DEVICES",
-             "NVIDIA_DRIVER_CAPABILITIES",
-             "TMPDIR",
-             "KAGENT_CACHE_DIR",
-             "XDG_CACHE_HOME",
-             "HOME",
-             "SPDLOG_LEVEL",
-             "KAGENT_RUNNER_NETNS",
+  p.names = {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+             "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TMPDIR", "KAGENT_CACHE_DIR", "XDG_CACHE_HOME",
+             "HOME", "SPDLOG_LEVEL", "KAGENT_RUNNER_NETNS",
              // Where the runner finds cuDNN and cuBLASLt for library steps (toolkit_library.hpp).
-             "CUDA_HOME",
-             "KAGENT_LIBRARY_PATH",
-             "VIRTUAL_ENV",
-             "CONDA_PREFIX"};
+             "CUDA_HOME", "KAGENT_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"};
   p.profiler_variables = true;
   p.set = {"LANG=C"};  // stable, parseable messages from the driver and tools
   return p;
@@ -81,9 +96,16 @@ EnvPolicy runner_environment() {
 
 EnvPolicy shell_environment(const std::string& workspace) {
   EnvPolicy p;
-  p.names = {"PATH", "LD_LIBRARY_PATH"};
   p.prefixes = {"CUDA_", "NVIDIA_"};
-  p.set = {"HOME=" + workspace, "TMPDIR=" + workspace + "/.tmp", "LANG=C.UTF-8"};
+  // The view has no home directories: a PATH entry there (a pyenv in /root/.pyenv) would name a
+  // directory that is not there, and the README promises the shell none of them.
+  const char* path = std::getenv("PATH");
+  p.set = {"PATH=" + without_home_directories(path != nullptr ? path : "")};
+  if (const char* ld = std::getenv("LD_LIBRARY_PATH"); ld != nullptr && *ld != '\0') {
+    std::string kept = without_home_directories(ld, "");
+    if (!kept.empty()) p.set.push_back("LD_LIBRARY_PATH=" + kept);
+  }
+  p.set.insert(p.set.end(), {"HOME=" + workspace, "TMPDIR=" + workspace + "/.tmp", "LANG=C.UTF-8"});
   return p;
 }
 

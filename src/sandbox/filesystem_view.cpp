@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace kagent::sandbox {
 
@@ -40,6 +42,20 @@ void fd_path(char (&buf)[32], int fd) {
   for (; prefix[i] != '\0'; ++i) buf[i] = prefix[i];
   while (n > 0) buf[i++] = digits[--n];
   buf[i] = '\0';
+}
+
+std::string unescape_mountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto octal = [&](size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '7'; };
+    if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {  // "\040" is a space
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
 }
 
 std::string normal(const std::string& path) {
@@ -107,6 +123,23 @@ void FilesystemView::add_proc(const std::string& path) {
   entries_.push_back({Kind::proc, "", normal(path), "", {}, 0, true, -1});
 }
 
+void FilesystemView::protect_host_mounts(const std::string& except) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    if (!(fields >> id >> parent >> dev >> root >> point)) continue;
+    point = unescape_mountinfo(point);
+    if (!except.empty() && is_within(point, normal(except))) continue;
+    if (std::find(host_mounts_.begin(), host_mounts_.end(), point) != host_mounts_.end()) continue;
+    struct statvfs st {};
+    if (statvfs(point.c_str(), &st) != 0) continue;  // unreachable for us: for the child too
+    host_mounts_.push_back(point);
+    host_mount_flags_.push_back(locked_flags(point));
+  }
+}
+
 void FilesystemView::finish(const std::string& staging) {
   staging_ = normal(staging);
   for (auto& e : entries_) {
@@ -133,6 +166,14 @@ const char* FilesystemView::enter(const char** path) {
   *path = nullptr;
   // Nothing done here may propagate back to the host's mounts.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return "make mounts private";
+  for (size_t i = 0; i < host_mounts_.size(); ++i) {
+    const char* m = host_mounts_[i].c_str();
+    if (mount(nullptr, m, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | host_mount_flags_[i], nullptr) == 0) continue;
+    // Gone, hidden under another mount, or not reachable by us: the child cannot get there either.
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EINVAL) continue;
+    *path = m;
+    return "remount read-only";
+  }
   // Sources are opened before the staging tmpfs (or an earlier entry) can hide them.
   for (auto& e : entries_) {
     if (e.kind != Kind::bind_read_only && e.kind != Kind::bind_writable && e.kind != Kind::device) continue;

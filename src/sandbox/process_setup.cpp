@@ -1,6 +1,7 @@
 #include "kagent/sandbox/process_setup.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace kagent::sandbox {
@@ -22,7 +24,55 @@ bool lower_limit(int resource, rlim_t value) {
   return setrlimit(resource, &next) == 0;
 }
 
+void put(int fd, const char* text) {
+  if (text == nullptr) return;
+  size_t n = std::strlen(text);
+  while (n > 0) {
+    ssize_t w = write(fd, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
 }  // namespace
+
+int above_stdio(int fd) {
+  return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+void report_setup_failure(const char* who, const char* step, const char* path, int err, int report_fd) {
+  char num[16];
+  int n = 0;
+  unsigned v = static_cast<unsigned>(err);
+  do {
+    num[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && n < 15);
+  char digits[16];
+  for (int i = 0; i < n; ++i) digits[i] = num[n - 1 - i];
+  digits[n] = '\0';
+  // strerrordesc_np is a table lookup: no locale, no allocation (unlike strerror).
+  const char* desc = strerrordesc_np(err);
+  for (int fd : {2, report_fd}) {
+    if (fd < 0) continue;
+    if (fd == 2) {
+      put(fd, "kagent sandbox: ");
+      put(fd, who);
+      put(fd, ": ");
+    }
+    put(fd, step);
+    if (path != nullptr) {
+      put(fd, " ");
+      put(fd, path);
+    }
+    put(fd, ": ");
+    put(fd, desc != nullptr ? desc : "unknown error");
+    put(fd, " (errno ");
+    put(fd, digits);
+    put(fd, ")\n");
+  }
+}
 
 bool write_proc_file(const char* path, std::string_view text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -49,7 +99,26 @@ bool apply_child_limits(const ProcessLimits& limits) {
   if (!lower_limit(RLIMIT_CORE, limits.core_bytes)) return false;
   if (!lower_limit(RLIMIT_FSIZE, limits.file_bytes)) return false;
   if (limits.processes > 0 && !lower_limit(RLIMIT_NPROC, limits.processes)) return false;
+  if (limits.data_bytes != RLIM_INFINITY && !lower_limit(RLIMIT_DATA, limits.data_bytes)) return false;
   return true;
+}
+
+bool drop_all_capabilities(int cap_last) {
+  for (int cap = 0; cap <= cap_last; ++cap)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return false;
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return false;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2] = {};
+  return syscall(SYS_capset, &header, none) == 0;
+}
+
+int capability_last() {
+  int n = 63;
+  if (FILE* f = std::fopen("/proc/sys/kernel/cap_last_cap", "re")) {
+    if (std::fscanf(f, "%d", &n) != 1) n = 63;
+    std::fclose(f);
+  }
+  return n;
 }
 
 void reset_signals() {

@@ -13,6 +13,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/sandbox/process.hpp"
+#include "kagent/sandbox/process_setup.hpp"
 
 extern char** environ;
 
@@ -29,26 +30,6 @@ struct CStrings {
   std::vector<std::string> owned;
   std::vector<char*> ptrs;
 };
-
-// Async-signal-safe "what (errno N)" line on the child's stderr.
-void say(const char* what, int err) {
-  char num[16];
-  int n = 0;
-  unsigned v = static_cast<unsigned>(err);
-  do {
-    num[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0 && n < 15);
-  [[maybe_unused]] ssize_t w = write(2, what, std::strlen(what));
-  w = write(2, " (errno ", 8);
-  while (n > 0) w = write(2, &num[--n], 1);
-  w = write(2, ")\n", 2);
-}
-
-// A descriptor at 3 or above (so the dup2 onto 0-2 can never overwrite another one), close-on-exec.
-int above_stdio(int fd) {
-  return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-}
 
 }  // namespace
 
@@ -81,23 +62,26 @@ pid_t spawn(const SandboxPolicy& policy, const SpawnRequest& request) {
   int err = above_stdio(request.stderr_fd >= 0 ? request.stderr_fd : out);
   const bool restricted = policy.restricted;
   const ProcessLimits limits = policy.limits;
+  const std::string name = policy.name;
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     // Only async-signal-safe calls from here to execve.
-    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
+      report_setup_failure(name.c_str(), "standard descriptors", nullptr, errno);
       _exit(kSetupFailedExit);
+    }
     close_all_except({0, 1, 2});
     reset_signals();
     bool ok = restricted ? apply_child_limits(limits) : setpgid(0, 0) == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) == 0;
     if (!ok) {
-      say("kagent: sandbox setup failed", errno);
+      report_setup_failure(name.c_str(), restricted ? "process limits" : "process group", nullptr, errno);
       _exit(kSetupFailedExit);
     }
     // kagent died before PR_SET_PDEATHSIG took effect: no one would ever stop us.
     if (getppid() != parent) _exit(kSetupFailedExit);
     execve(exe.c_str(), argv.ptrs.data(), envp.ptrs.data());
-    say("kagent: cannot execute the program", errno);
+    report_setup_failure(name.c_str(), "execute", exe.c_str(), errno);
     _exit(kExecFailedExit);
   }
   int fork_errno = errno;

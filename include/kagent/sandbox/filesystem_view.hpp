@@ -27,6 +27,11 @@ class FilesystemView {
   // A fresh procfs (the caller's pid namespace must be its own); left empty where refused.
   void add_proc(const std::string& path);
 
+  // Every host mount point (from /proc/self/mountinfo) except those within `except` is remounted
+  // read-only, keeping its nosuid/nodev/noexec, in the child's mount namespace before the binds:
+  // a recursive bind of /usr or /sys would otherwise carry a writable submount into the view.
+  void protect_host_mounts(const std::string& except);
+
   // Ends the plan; `staging` is an existing host directory whose mount point holds the new root
   // while it is assembled (the host's copy is hidden by it and then detached).
   void finish(const std::string& staging = "/tmp");
@@ -54,6 +59,8 @@ class FilesystemView {
   bool covered(const std::string& path) const;
 
   std::vector<Entry> entries_;
+  std::vector<std::string> host_mounts_;  // remounted read-only first (protect_host_mounts)
+  std::vector<unsigned long> host_mount_flags_;
   std::string staging_;
 };
 

@@ -8,11 +8,11 @@
 namespace kagent {
 
 struct ProcessResult {
-  bool started = false;   // false when the program could not be executed
+  bool started = false;  // false when the program could not be executed
   bool timed_out = false;
-  int exit_code = -1;     // valid when the process exited normally
-  int signal = 0;         // the signal that ended it, if any
-  std::string output;     // stdout and stderr together
+  int exit_code = -1;  // valid when the process exited normally
+  int signal = 0;      // the signal that ended it, if any
+  std::string output;  // stdout and stderr together
 };
 
 // Runs argv[0] (looked up in PATH) with a wall-clock limit, capturing its output. Never throws

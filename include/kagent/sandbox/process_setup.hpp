@@ -16,6 +16,9 @@ struct ProcessLimits {
   rlim_t core_bytes = 0;                // no multi-GB GPU core dumps
   rlim_t file_bytes = rlim_t{1} << 30;  // 1 GiB per file written
   rlim_t processes = 4096;              // RLIMIT_NPROC: binds non-root users only (see pid_limit.hpp)
+  // RLIMIT_DATA: private writable memory (heap, anonymous mappings), the memory ceiling of a jail
+  // without a cgroup (jail.hpp). Not RLIMIT_AS: CUDA programs reserve huge virtual ranges.
+  rlim_t data_bytes = RLIM_INFINITY;
 };
 
 // Own process group (a timeout kills the child and all it started with one kill(-pgid)), death
@@ -23,12 +26,30 @@ struct ProcessLimits {
 // (errno set) if a step failed.
 bool apply_child_limits(const ProcessLimits& limits = {});
 
+// No capabilities from here on, nor after any exec: the bounding set emptied (needs CAP_SETPCAP,
+// which the first process of a user namespace holds), the ambient set cleared, and the effective,
+// permitted and inheritable sets zeroed with capset. `cap_last` is
+// /proc/sys/kernel/cap_last_cap, read by the parent (capability_last()). False with errno set.
+bool drop_all_capabilities(int cap_last);
+int capability_last();
+
 // Every signal back to its default disposition and none blocked: kagent's handlers, an ignored
 // SIGPIPE or a blocked signal would otherwise survive exec into the child.
 void reset_signals();
 
 // Closes every descriptor except the sorted `keep` (other threads' sockets, pipes and files).
 void close_all_except(const std::vector<int>& keep);
+
+// A duplicate of `fd` at 3 or above, close-on-exec (so that a dup2 onto 0-2 in the child can never
+// overwrite another of its descriptors, even when kagent runs with closed stdio); -1 for -1. The
+// caller closes it (and still owns `fd`).
+int above_stdio(int fd);
+
+// The one set-up failure line of a child, on its stderr and, when `report_fd` >= 0, on that
+// descriptor too (without the "kagent sandbox: WHO: " prefix there):
+//   kagent sandbox: WHO: STEP[ PATH]: DESCRIPTION (errno N)
+// Async-signal-safe. The child then exits with kSetupFailedExit (exit_codes.hpp).
+void report_setup_failure(const char* who, const char* step, const char* path, int err, int report_fd = -1);
 
 // Writes `text` to a /proc file in one write(2) (the uid/gid map files reject partial writes).
 // Only open/write/close. False with errno set on failure.

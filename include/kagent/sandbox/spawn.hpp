@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kagent/sandbox/exit_codes.hpp"
 #include "kagent/sandbox/policy.hpp"
 
 namespace kagent::sandbox {
@@ -18,10 +19,6 @@ struct SpawnRequest {
   int stdout_fd = -1;                  // -1: /dev/null
   int stderr_fd = -1;                  // -1: the same as stdout
 };
-
-// Exit codes of a child that never reached its program.
-inline constexpr int kSetupFailedExit = 126;
-inline constexpr int kExecFailedExit = 127;
 
 // The pid; throws EnvError when the program is missing or fork fails. A setup failure in the
 // child is a line on its stderr and exit kSetupFailedExit (exec failure kExecFailedExit).
