@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench all
+#   modelnew modelnew-bench containment all
 #   (default all; several modes run in this script's order; multigpu needs two GPUs: the
 #   nvidia-h200-x2 kind; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -156,6 +156,14 @@ if want modelnew-bench; then
     --kernelbench-src build-kb/kernelbench-src
   step modelnew-check 400 bash benchmarks/modelnew_check_margin.sh $B/kagent
 fi
+if want containment; then
+  # Untrusted problem files and solutions reach no secret (the probes in test_containment.cpp), each
+  # child's view from outside (test_child_view.cpp), an output stored in its input, then ten
+  # evaluations of a 6.4 GB problem at once on this GPU: none may fail the correct candidate.
+  step containment 500 $B/tests/kagent_gpu_tests --gtest_filter='Containment.*:ModelNewEval.*:RefServerTest.*'
+  step containment 200 $B/tests/kagent_unit_tests --gtest_filter='ChildView.*:MemoryUsers.*:TensorAlias.*'
+  step concurrent 500 bash benchmarks/concurrent_evals.sh $B/kagent ${CONCURRENT_EVALS:-10}
+fi
 if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -175,6 +183,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
+[ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
+[ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
 [ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }

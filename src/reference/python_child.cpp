@@ -35,6 +35,10 @@ sandbox::JailSpec jail_for(const PythonChild& c) {
   v.finish("/tmp");
   spec.environment = sandbox::runner_environment();
   spec.max_processes = kPythonChildMaxProcesses;
+  // No memory ceiling by number: RLIMIT_DATA, the fallback where no cgroup can be made, would also
+  // bound what CUDA and a 6.4 GB problem legitimately take; a child that exhausts the machine's
+  // memory is the OOM killer's first choice instead.
+  spec.limits.oom_score_adj = 1000;
   spec.working_directory = c.writable.empty() ? "/" : fs::absolute(c.writable.front()).string();
   return spec;
 }

@@ -100,6 +100,19 @@ bool apply_child_limits(const ProcessLimits& limits) {
   if (!lower_limit(RLIMIT_FSIZE, limits.file_bytes)) return false;
   if (limits.processes > 0 && !lower_limit(RLIMIT_NPROC, limits.processes)) return false;
   if (limits.data_bytes != RLIM_INFINITY && !lower_limit(RLIMIT_DATA, limits.data_bytes)) return false;
+  if (limits.oom_score_adj > 0) {
+    // Raising one's own score needs no privilege; the text is built here without allocating.
+    char text[8];
+    int n = 0, v = limits.oom_score_adj > 1000 ? 1000 : limits.oom_score_adj;
+    char digits[8];
+    int d = 0;
+    do {
+      digits[d++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v > 0);
+    while (d > 0) text[n++] = digits[--d];
+    if (!write_proc_file("/proc/self/oom_score_adj", std::string_view(text, static_cast<size_t>(n)))) return false;
+  }
   return true;
 }
 

@@ -19,6 +19,10 @@ struct ProcessLimits {
   // RLIMIT_DATA: private writable memory (heap, anonymous mappings), the memory ceiling of a jail
   // without a cgroup (jail.hpp). Not RLIMIT_AS: CUDA programs reserve huge virtual ranges.
   rlim_t data_bytes = RLIM_INFINITY;
+  // The first process the kernel's OOM killer ends when the machine runs out of memory: children
+  // that run untrusted code get 1000, so that a problem file or a command allocating without end is
+  // ended before kagent or anything else on the machine. 0 leaves it as inherited.
+  int oom_score_adj = 0;
 };
 
 // Own process group (a timeout kills the child and all it started with one kill(-pgid)), death
