@@ -4,11 +4,16 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -250,7 +255,7 @@ TEST_F(ShellToolTest, SeesNoHomeRootHostTmpOrRun) {
   EXPECT_EQ(r.text.find("host-tmp-secret"), std::string::npos) << r.text;
   EXPECT_EQ(r.text.find("ROOT-BASHRC-VISIBLE"), std::string::npos) << r.text;
   EXPECT_EQ(r.text.find("SHADOW-VISIBLE"), std::string::npos) << r.text;
-  // /root may exist as the path to a PATH directory (a pyenv in /root/.pyenv), never its files.
+  EXPECT_NE(r.text.find("cannot access '/root'"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("cannot access '/home'"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("cannot access '/var/lib'"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("cannot access '/run/*'"), std::string::npos) << r.text;
@@ -292,6 +297,115 @@ TEST_F(ShellToolTest, AForkBombIsContained) {
   EXPECT_LT(r.record["seconds"].get<double>(), 8.0) << r.text;
   r = run("echo after");
   EXPECT_NE(r.text.find("after"), std::string::npos) << r.text;
+}
+
+// The shell has its own IPC namespace: a host SysV segment is invisible (it could be read,
+// overwritten and removed before).
+TEST_F(ShellToolTest, SeesNoHostSharedMemory) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "checked for the namespaces sandbox";
+  const key_t key = static_cast<key_t>(0x4b410000 | (getpid() & 0xffff));
+  int id = shmget(key, 4096, IPC_CREAT | IPC_EXCL | 0600);
+  if (id < 0) GTEST_SKIP() << "shmget: " << std::strerror(errno);
+  ToolResult r = run("cat /proc/sysvipc/shm; ipcs -m 2>/dev/null; echo done");
+  shmctl(id, IPC_RMID, nullptr);
+  EXPECT_NE(r.text.find("done"), std::string::npos) << r.text;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08x", static_cast<unsigned>(key));
+  EXPECT_EQ(r.text.find(hex), std::string::npos) << r.text;                              // ipcs
+  EXPECT_EQ(r.text.find(" " + std::to_string(key) + " "), std::string::npos) << r.text;  // /proc/sysvipc/shm
+}
+
+// pid 1 inside is the jail's init, never a copy of kagent: no trace of kagent's command line or
+// environment in /proc/1.
+TEST_F(ShellToolTest, PidOneRevealsNothingOfKagent) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "checked for the namespaces sandbox";
+  std::ifstream self("/proc/self/cmdline");
+  std::string argv0;
+  std::getline(self, argv0, '\0');
+  ASSERT_FALSE(argv0.empty());
+  setenv("KAGENT_TEST_PID1_SECRET", "sk-pid1-secret", 1);
+  ToolResult r =
+      run("tr '\\0' ' ' < /proc/1/cmdline; echo; tr '\\0' '\\n' < /proc/1/environ; readlink /proc/1/exe; "
+          "grep -c . /proc/1/maps");
+  unsetenv("KAGENT_TEST_PID1_SECRET");
+  EXPECT_EQ(r.text.rfind("exit 0\njail-init ", 0), 0u) << r.text;
+  EXPECT_EQ(r.text.find(argv0), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find(fs::path(argv0).filename().string()), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("sk-pid1-secret"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("/memfd:jail-init"), std::string::npos) << r.text;
+}
+
+// The view and PATH hold no home directory, even when kagent's PATH has entries there.
+TEST_F(ShellToolTest, PathHasNoHomeDirectories) {
+  const std::string old = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", ("/root/.pyenv/shims:/home/someone/bin:" + old).c_str(), 1);
+  ToolResult r = run("echo \"PATH=$PATH\"; ls -d /root /home 2>&1; echo done");
+  setenv("PATH", old.c_str(), 1);
+  size_t at = r.text.find("PATH=");
+  ASSERT_NE(at, std::string::npos) << r.text;
+  std::string path = r.text.substr(at, r.text.find('\n', at) - at);
+  EXPECT_EQ(path.find("/root"), std::string::npos) << path;
+  EXPECT_EQ(path.find("/home"), std::string::npos) << path;
+  if (sandbox_.method == "namespaces") {
+    EXPECT_NE(r.text.find("cannot access '/root'"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("cannot access '/home'"), std::string::npos) << r.text;
+  }
+}
+
+// No new file systems: no capabilities, and no nested user namespace to get them back in (where a
+// tmpfs of any size could be mounted).
+TEST_F(ShellToolTest, CannotMountFileSystems) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "checked for the namespaces sandbox";
+  ToolResult r =
+      run("grep CapEff /proc/self/status; mkdir -p /tmp/x; mount -t tmpfs none /tmp/x 2>/dev/null && echo MOUNTED; "
+          "if command -v unshare >/dev/null; then unshare -Urm sh -c 'mount -t tmpfs none /tmp/x && echo NESTED' "
+          "2>/dev/null; unshare -U true 2>/dev/null && echo USERNS; fi; echo done");
+  EXPECT_NE(r.text.find("CapEff:\t0000000000000000"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("MOUNTED"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("NESTED"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("USERNS"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("done"), std::string::npos) << r.text;
+}
+
+// Ceilings, set small here: each command that hits one is told which.
+class ShellLimitsTest : public ShellToolTest {
+ protected:
+  void SetUp() override {
+    options_.memory_bytes = 64 << 20;
+    options_.file_bytes = 3 << 20;
+    options_.tmp_bytes = 1 << 20;
+    options_.shm_bytes = 1 << 20;
+    options_.workspace_bytes = 2 << 20;
+    ShellToolTest::SetUp();
+  }
+};
+
+TEST_F(ShellLimitsTest, MemoryCeiling) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "checked for the namespaces sandbox";
+  // 200 MB in one bash variable, past the 64 MiB ceiling.
+  ToolResult r = run("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}", 30);
+  const std::string how = r.record["memory_limit"];
+  EXPECT_TRUE(how.rfind("cgroup memory.max 64 MiB", 0) == 0 || how.rfind("RLIMIT_DATA 64 MiB", 0) == 0) << how;
+  EXPECT_EQ(r.text.find("200000000"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("out of memory (the shell's limit is 64 MiB"), std::string::npos) << r.text;
+}
+
+TEST_F(ShellLimitsTest, TmpfsAndFileAndWorkspaceCeilings) {
+  if (sandbox_.method != "namespaces") GTEST_SKIP() << "checked for the namespaces sandbox";
+  ToolResult r = run("head -c 2000000 /dev/zero > /dev/shm/f; head -c 2000000 /dev/zero > /tmp/f");
+  EXPECT_NE(r.text.find("No space left on device"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("[no space left: /tmp and /var/tmp hold 1 MiB each, /dev/shm 1 MiB"), std::string::npos)
+      << r.text;
+  r = run("head -c 4000000 /dev/zero > big");
+  EXPECT_NE(r.text.find("file size limit, 3 MiB per file"), std::string::npos) << r.text;
+  EXPECT_LE(fs::file_size(ws_->root() / "big"), 3u << 20);
+  fs::remove(ws_->root() / "big");
+  // Three files under the file size limit, past the workspace's 2 MiB.
+  r = run("for i in 1 2 3; do head -c 1000000 /dev/urandom > part$i; done; echo written");
+  EXPECT_EQ(r.text.rfind("exit 0\n", 0), 0u) << r.text;
+  EXPECT_NE(r.text.find("the workspace holds"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("past its limit of 2 MiB"), std::string::npos) << r.text;
+  EXPECT_GT(r.record["workspace_bytes"].get<std::uint64_t>(), 2u << 20);
 }
 
 TEST(ShellToolSpec, DescribesTheLimitsAndIsOfferedOnlyWithASandbox) {
