@@ -23,13 +23,15 @@ sandbox::JailSpec jail_for(const PythonChild& c) {
   spec.name = c.name;
   sandbox::FilesystemView& v = spec.view;
   for (const auto& p : sandbox::system_read_only_paths()) v.add_read_only(p);
-  for (const auto& p : sandbox::python_install_paths()) v.add_read_only(p);
-  for (const auto& p : c.read_only) v.add_read_only(fs::absolute(p).string());
-  v.add_tmpfs("/tmp", fmt::format("mode=1777,size={}", kPythonChildTmpSize));
-  v.add_tmpfs("/var/tmp", "mode=1777,size=64m");
-  v.add_tmpfs("/run", "mode=755,size=1m");
-  sandbox::add_private_dev(v, /*gpu=*/true, kPythonChildShmSize);
+  for (const auto& p : sandbox::python_install_paths()) v.add_read_only(p);  // no home directory itself
+  v.add_tmpfs("/tmp", fmt::format("mode=1777,size={}", kPythonChildTmpBytes));
+  v.add_tmpfs("/var/tmp", fmt::format("mode=1777,size={}", 64 << 20));
+  v.add_tmpfs("/run", fmt::format("mode=755,size={}", 1 << 20));
+  sandbox::add_private_dev(v, /*gpu=*/true, kPythonChildShmBytes);
   v.add_proc("/proc");
+  // The child's own files after the scratch file systems, which would hide them (a problem file or
+  // a cache folder under the host's /tmp).
+  for (const auto& p : c.read_only) v.add_read_only(fs::absolute(p).string());
   for (const auto& p : c.writable) v.add_writable(fs::absolute(p).string());
   v.protect_host_mounts(c.writable.empty() ? std::string() : fs::absolute(c.writable.front()).string());
   v.finish("/tmp");
@@ -72,7 +74,12 @@ std::function<pid_t(const sandbox::SpawnRequest&, std::string*)> python_child_la
   return [child = std::move(child)](const sandbox::SpawnRequest& rq, std::string* warning) -> pid_t {
     try {
       sandbox::MemoryCeiling ceiling;
-      pid_t pid = sandbox::spawn_jailed(jail_for(child), rq, &ceiling);
+      // The interpreter itself: "python3" in PATH may be a launcher outside the view (pyenv's shim).
+      sandbox::SpawnRequest jailed = rq;
+      if (!jailed.argv.empty() && fs::path(jailed.argv[0]).filename().string().starts_with("python") &&
+          !sandbox::python_executable().empty())
+        jailed.argv[0] = sandbox::python_executable();
+      pid_t pid = sandbox::spawn_jailed(jail_for(child), jailed, &ceiling);
       spdlog::debug("{}: pid {} in its jail, memory ceiling {} ({})", child.name, pid, ceiling.bytes, ceiling.how);
       return pid;
     } catch (const sandbox::JailRefused& e) {

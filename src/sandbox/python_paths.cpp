@@ -22,7 +22,7 @@ constexpr const char* kProbe =
     "paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]\n"
     "if site.ENABLE_USER_SITE:\n"
     "    paths.append(site.getusersitepackages())\n"
-    "print(json.dumps({'paths': paths}))\n";
+    "print(json.dumps({'paths': paths, 'executable': sys.executable}))\n";
 
 }  // namespace
 
@@ -44,19 +44,46 @@ std::vector<std::string> python_paths_from_json(const std::string& text) {
   return out;
 }
 
-const std::vector<std::string>& python_install_paths() {
-  static const std::vector<std::string> paths = [] {
+namespace {
+
+struct PythonInstall {
+  std::string executable;
+  std::vector<std::string> paths;
+};
+
+const PythonInstall& python_install() {
+  static const PythonInstall install = [] {
+    PythonInstall p;
     ProcessResult r = run_capture({"python3", "-c", kProbe}, std::chrono::seconds(30));
     if (!r.started || r.exit_code != 0) {
       spdlog::debug("python3 did not say where it is installed: {}", r.output);
-      return std::vector<std::string>{};
+      return p;
     }
     // The JSON is the last line (a sitecustomize may print before it).
     std::string out = r.output;
     while (!out.empty() && out.back() == '\n') out.pop_back();
-    return python_paths_from_json(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+    const size_t nl = out.rfind('\n');
+    const std::string last = out.substr(nl == std::string::npos ? 0 : nl + 1);
+    p.paths = python_paths_from_json(last);
+    nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+    if (j.is_object() && j.contains("executable") && j["executable"].is_string()) {
+      std::error_code ec;
+      const fs::path exe = j["executable"].get<std::string>();
+      if (exe.is_absolute() && fs::exists(exe, ec)) p.executable = exe.string();
+    }
+    return p;
   }();
-  return paths;
+  return install;
+}
+
+}  // namespace
+
+const std::vector<std::string>& python_install_paths() {
+  return python_install().paths;
+}
+
+const std::string& python_executable() {
+  return python_install().executable;
 }
 
 }  // namespace kagent::sandbox

@@ -1,5 +1,7 @@
 #include "kagent/sandbox/system_view.hpp"
 
+#include "kagent/sandbox/environment.hpp"
+
 #include <dirent.h>
 
 #include <cstdlib>
@@ -23,11 +25,12 @@ std::vector<std::string> system_read_only_paths() {
   for (const char* e : kEtcEntries) out.push_back(std::string("/etc/") + e);
   out.push_back(KAGENT_CUDA_HOME_DEFAULT);
   if (const char* home = std::getenv("KAGENT_CUDA_HOME"); home != nullptr && *home == '/') out.push_back(home);
+  std::erase_if(out, [](const std::string& p) { return in_home_directory(p); });
   return out;
 }
 
-void add_private_dev(FilesystemView& v, bool gpu, const std::string& shm_size) {
-  v.add_tmpfs("/dev", "mode=755,size=1m");
+void add_private_dev(FilesystemView& v, bool gpu, std::uint64_t shm_bytes) {
+  v.add_tmpfs("/dev", "mode=755,size=1048576");
   for (const char* name : kDevNodes) v.add_device(std::string("/dev/") + name);
   if (gpu) {
     if (DIR* d = opendir("/dev")) {
@@ -40,7 +43,7 @@ void add_private_dev(FilesystemView& v, bool gpu, const std::string& shm_size) {
   v.add_symlink("/dev/stdin", "/proc/self/fd/0");
   v.add_symlink("/dev/stdout", "/proc/self/fd/1");
   v.add_symlink("/dev/stderr", "/proc/self/fd/2");
-  v.add_tmpfs("/dev/shm", "mode=1777,size=" + shm_size);
+  v.add_tmpfs("/dev/shm", "mode=1777,size=" + std::to_string(shm_bytes));
 }
 
 }  // namespace kagent::sandbox

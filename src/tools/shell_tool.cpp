@@ -1,6 +1,5 @@
 #include "kagent/tools/shell_tool.hpp"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "kagent/sandbox/capture.hpp"
 #include "kagent/sandbox/environment.hpp"
 #include "kagent/sandbox/filesystem_view.hpp"
+#include "kagent/sandbox/system_view.hpp"
 #include "kagent/sandbox/jail.hpp"
 #include "kagent/sandbox/pid_limit.hpp"
 #include "kagent/sandbox/policy.hpp"
@@ -35,18 +35,6 @@ namespace {
 
 constexpr const char* kNamespaces = "namespaces";
 constexpr const char* kBubblewrap = "bubblewrap";
-// Device nodes the sandbox's own /dev offers; GPU nodes (/dev/nvidia*) are added when present.
-constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-// The host directories a job needs: system binaries and libraries (Python and PyTorch installed
-// system-wide or in /opt live here too) and /sys (the CUDA driver and nvidia-smi read it).
-constexpr const char* kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sys"};
-// Of /etc only what programs need to start (the loader's cache, user and group names, the
-// alternatives links that name python3 and friends): no shadow, no keys, no credentials.
-constexpr const char* kEtcEntries[] = {"ld.so.cache", "ld.so.conf",     "ld.so.conf.d", "alternatives", "passwd",
-                                       "group",       "nsswitch.conf",  "localtime",    "timezone",     "hosts",
-                                       "host.conf",   "bash.bashrc",    "profile",      "inputrc",      "terminfo",
-                                       "os-release",  "debian_version", "mime.types",   "python3",      "matplotlibrc"};
-
 // A PATH directory, or the environment it belongs to (a virtualenv or conda prefix, whose
 // site-packages the interpreter in it needs; pyenv's root, whose shims run its libexec and
 // versions), for the view.
@@ -63,11 +51,8 @@ std::string path_entry_root(const std::string& dir) {
 // No home directory (/root, /home, kagent's $HOME) is ever a root of the view: the shell's PATH
 // leaves them out too (sandbox::shell_environment).
 std::vector<std::string> shell_read_only_paths(const std::string& ws) {
-  std::vector<std::string> out(std::begin(kSystemDirs), std::end(kSystemDirs));
-  for (const char* e : kEtcEntries) out.push_back(std::string("/etc/") + e);
-  // The CUDA toolkit kagent uses, wherever it is installed.
-  out.push_back(KAGENT_CUDA_HOME_DEFAULT);
-  if (const char* home = std::getenv("KAGENT_CUDA_HOME"); home != nullptr && *home == '/') out.push_back(home);
+  // System directories, part of /etc, the CUDA toolkit (sandbox/system_view.hpp).
+  std::vector<std::string> out = sandbox::system_read_only_paths();
   // The programs on kagent's PATH (a virtualenv's python3 with its torch, a conda install).
   if (const char* path = std::getenv("PATH")) {
     std::istringstream dirs(sandbox::without_home_directories(path));
@@ -94,18 +79,7 @@ sandbox::FilesystemView shell_view(const std::string& ws, const ShellOptions& o)
   v.add_tmpfs("/var/tmp", tmpfs_options("1777", o.tmp_bytes));
   v.add_tmpfs("/run", tmpfs_options("755", 16 << 20));
   // A small /dev: no disks, no /dev/mem; the GPU's nodes for programs the model builds and runs.
-  v.add_tmpfs("/dev", tmpfs_options("755", 1 << 20));
-  for (const char* name : kDevNodes) v.add_device(std::string("/dev/") + name);
-  if (DIR* d = opendir("/dev")) {
-    while (dirent* e = readdir(d))
-      if (std::strncmp(e->d_name, "nvidia", 6) == 0) v.add_device(std::string("/dev/") + e->d_name);
-    closedir(d);
-  }
-  v.add_symlink("/dev/fd", "/proc/self/fd");
-  v.add_symlink("/dev/stdin", "/proc/self/fd/0");
-  v.add_symlink("/dev/stdout", "/proc/self/fd/1");
-  v.add_symlink("/dev/stderr", "/proc/self/fd/2");
-  v.add_tmpfs("/dev/shm", tmpfs_options("1777", o.shm_bytes));
+  sandbox::add_private_dev(v, /*gpu=*/true, o.shm_bytes);
   // Our own /proc, showing only the sandbox's processes (never kagent's, whose environment holds
   // the API key).
   v.add_proc("/proc");
@@ -179,10 +153,10 @@ sandbox::CaptureResult run_sandboxed(const std::string& method, const fs::path& 
     if (method == kNamespaces) {
       sandbox::JailSpec spec;
       spec.name = policy.name;
-      spec.view = shell_view(root, o);
-      spec.view.finish("/tmp");
+      spec.view = shell_view(root, o);  // finished
       spec.limits = policy.limits;
       spec.limits.file_bytes = o.file_bytes;
+      spec.limits.oom_score_adj = 1000;  // the model's commands go first when the machine runs out
       spec.memory_bytes = o.memory_bytes;
       spec.max_processes = policy.max_processes;
       spec.environment = *policy.environment;

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gpu_test.hpp"

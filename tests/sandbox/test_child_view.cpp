@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "kagent/protocol/runner_client.hpp"
 #include "kagent/reference/python_child.hpp"
 #include "kagent/reference/ref_server.hpp"
@@ -158,7 +160,9 @@ TEST_F(ChildView, TheRunnerHasNoKeyNoPrivilegesAndItsOwnNetwork) {
   const pid_t pid = c.pid();
   EXPECT_EQ(status_field(pid, "NoNewPrivs"), "1");
   expect_no_key(pid);
-  if (c.sandbox_warning().empty()) EXPECT_NE(ns(pid, "net"), ns(getpid(), "net"));
+  if (c.sandbox_warning().empty()) {
+    EXPECT_NE(ns(pid, "net"), ns(getpid(), "net"));
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 // launcher says so in a warning, which every report carries.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,8 +34,8 @@ struct PythonChild {
 std::function<pid_t(const sandbox::SpawnRequest&, std::string* warning)> python_child_launcher(PythonChild child);
 
 // The jail's ceilings, documented in README ("What a child process sees").
-inline constexpr const char* kPythonChildTmpSize = "4g";  // /tmp: Triton and nvcc's temporary files
-inline constexpr const char* kPythonChildShmSize = "1g";  // /dev/shm
+inline constexpr std::uint64_t kPythonChildTmpBytes = std::uint64_t{4} << 30;  // /tmp: Triton's, nvcc's files
+inline constexpr std::uint64_t kPythonChildShmBytes = std::uint64_t{1} << 30;  // /dev/shm
 inline constexpr int kPythonChildMaxProcesses = 8192;     // pids, threads included (torch's pools)
 
 }  // namespace kagent

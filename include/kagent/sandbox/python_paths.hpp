@@ -13,7 +13,12 @@ namespace kagent::sandbox {
 // start with its own message).
 const std::vector<std::string>& python_install_paths();
 
-// The same from a JSON text of the form {"paths": [...]} (the interpreter's answer), for tests.
+// The interpreter itself (sys.executable): what a jailed child executes instead of "python3",
+// which may be a launcher the view does not hold (pyenv's shims in a home directory run bash and
+// pyenv first). Empty when python3 is missing.
+const std::string& python_executable();
+
+// The directories from a JSON text of the form {"paths": [...]} (the interpreter's answer), for tests.
 std::vector<std::string> python_paths_from_json(const std::string& text);
 
 }  // namespace kagent::sandbox
