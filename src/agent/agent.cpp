@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/common/utf8.hpp"
 
 namespace kagent::agent {
 
@@ -94,7 +96,9 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
     try {
       tool->set_deadline(deadline_);
       tools::ToolResult r = tool->run(call.arguments);
-      out.content = tools::cut_middle(r.text, opt_.tool_output_cap);
+      // A file or a program's output may hold any bytes (`cat` of a binary): valid UTF-8 before
+      // the cut, which keeps it so and then counts what the model reads.
+      out.content = tools::cut_middle(valid_utf8(r.text), opt_.tool_output_cap);
       out.is_error = r.is_error;
       record = std::move(r.record);
       if (r.ends_run && !r.is_error) finished = true;
@@ -109,7 +113,25 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
           ? " " + call.arguments["path"].get<std::string>()
           : "";
   summary += (summary.empty() ? "" : ", ") + call.name + target;
+  llm::make_valid_utf8_message(out);  // the error texts quote the model's names and paths
   transcript_.write(MessageEvent{out, std::nullopt, ToolResultFacts{record, malformed}});
+  return out;
+}
+
+// A call past max_tool_calls in one reply: answered (both APIs need a result for every call id),
+// not run.
+Message Agent::not_run(const llm::ToolCall& call, size_t calls_in_reply) {
+  Message out;
+  out.role = Role::tool;
+  out.tool_call_id = call.id;
+  out.tool_name = call.name;
+  out.is_error = true;
+  out.content = fmt::format(
+      "error: not run: this reply made {} tool calls and kagent runs only the first {} of a reply "
+      "(--max-tool-calls); make this call again in a later turn if it is still needed",
+      calls_in_reply, opt_.max_tool_calls);
+  llm::make_valid_utf8_message(out);
+  transcript_.write(MessageEvent{out, std::nullopt, ToolResultFacts{nlohmann::json(), false}});
   return out;
 }
 
@@ -151,33 +173,30 @@ RunResult Agent::run(RunState state) {
     specs.push_back(t->spec());
     tool_names.push_back(specs.back().name);
   }
+  // Text from files (a task, a KernelBench source) and from an older transcript: valid UTF-8 too.
+  for (Message& m : state.messages) llm::make_valid_utf8_message(m);
+  const size_t max_calls = static_cast<size_t>(std::max(opt_.max_tool_calls, 1));
   RunResult res;
   int malformed_in_a_row = 0;
   int empty_in_a_row = 0;  // replies with neither text nor a tool call: a model that has stopped working
 
-  // A run killed between the model's reply and the last of its tool results: finish that turn.
-  auto pending = [&]() -> std::vector<llm::ToolCall> {
-    std::vector<llm::ToolCall> calls;
-    for (size_t i = state.messages.size(); i-- > 0;) {
-      const Message& m = state.messages[i];
-      if (m.role == Role::assistant) {
-        for (const auto& c : m.tool_calls) {
-          bool answered = false;
-          for (size_t k = i + 1; k < state.messages.size(); ++k)
-            if (state.messages[k].role == Role::tool && state.messages[k].tool_call_id == c.id) answered = true;
-          if (!answered) calls.push_back(c);
-        }
-        break;
-      }
-    }
-    return calls;
-  };
-
+  // A run killed between the model's reply and the last of its tool results: finish that turn
+  // (calls past the limit are answered as they would have been).
   bool finished = false;
   std::string turn_summary;
-  for (const auto& c : pending()) {
-    bool bad = false;
-    state.messages.push_back(run_tool_call(c, bad, finished, turn_summary));
+  for (size_t i = state.messages.size(); i-- > 0;) {
+    if (state.messages[i].role != Role::assistant) continue;
+    const std::vector<llm::ToolCall> calls = state.messages[i].tool_calls;
+    std::set<std::string> answered;
+    for (size_t k = i + 1; k < state.messages.size(); ++k)
+      if (state.messages[k].role == Role::tool) answered.insert(state.messages[k].tool_call_id);
+    for (size_t n = 0; n < calls.size(); ++n) {
+      if (answered.count(calls[n].id)) continue;
+      bool bad = false;
+      state.messages.push_back(n < max_calls ? run_tool_call(calls[n], bad, finished, turn_summary)
+                                             : not_run(calls[n], calls.size()));
+    }
+    break;
   }
   while (!finished) {
     if (state.turns >= opt_.max_turns) {
@@ -198,9 +217,14 @@ RunResult Agent::run(RunState state) {
     rq.tools = specs;
     rq.max_tokens = opt_.reply_tokens;
     rq.tool_choice = opt_.tool_choice;
+    rq.deadline = deadline_;
     llm::ChatResponse reply;
     try {
       reply = provider_.chat(rq);
+    } catch (const llm::DeadlinePassed&) {
+      // The budget ended while the model was still answering (or the server only sent keep-alives).
+      res.stop_reason = "time budget";
+      break;
     } catch (const Error& e) {
       // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
       // transcript says why, not only stderr. The provider's messages have the key redacted.
@@ -210,6 +234,7 @@ RunResult Agent::run(RunState state) {
     ++state.turns;
     ++state.requests;
     state.usage += reply.usage;
+    llm::make_valid_utf8_message(reply.message);  // whatever the provider passed on
     const bool empty = is_empty_reply(reply.message.content, reply.message.tool_calls.size());
     empty_in_a_row = empty ? empty_in_a_row + 1 : 0;
     transcript_.write(MessageEvent{
@@ -234,11 +259,14 @@ RunResult Agent::run(RunState state) {
       state.messages.push_back(nudge);
       turn_summary = empty ? "(empty reply)" : "(text only)";
     }
-    for (const auto& call : reply.message.tool_calls) {
+    const auto& calls = reply.message.tool_calls;
+    for (size_t n = 0; n < calls.size() && n < max_calls; ++n) {
       bool bad = false;
-      state.messages.push_back(run_tool_call(call, bad, finished, turn_summary));
+      state.messages.push_back(run_tool_call(calls[n], bad, finished, turn_summary));
       malformed_in_a_row = bad ? malformed_in_a_row + 1 : 0;
     }
+    for (size_t n = max_calls; n < calls.size(); ++n) state.messages.push_back(not_run(calls[n], calls.size()));
+    if (calls.size() > max_calls) turn_summary += fmt::format(" (+{} calls not run)", calls.size() - max_calls);
     if (on_turn_) on_turn_({state.turns, opt_.max_turns, turn_summary, last_tier_, record_.best(), state.usage});
     if (empty_in_a_row >= opt_.max_empty) {
       res.stop_reason = fmt::format("{} empty replies in a row", empty_in_a_row);

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "kagent/agent/result_file.hpp"
 #include "kagent/agent/prompts.hpp"
+#include "kagent/agent/result_file.hpp"
 #include "kagent/agent/run_folder.hpp"
 #include "kagent/agent/task_text.hpp"
 #include "kagent/agent/transcript_events.hpp"
@@ -70,6 +70,8 @@ void to_json(nlohmann::json& j, const OptimizeRunOptions& o) {
          {"api_key_env", o.llm.api_key_env},
          {"script", o.llm.script},
          {"tool_choice", o.llm.tool_choice},
+         {"max_reply_bytes", o.llm.max_reply_bytes},
+         {"max_tool_calls", o.llm.max_tool_calls},
          {"allow_op_endpoint", o.llm.allow_op_endpoint}}},
        {"turns", o.turns},
        {"minutes", o.minutes},
@@ -113,7 +115,9 @@ void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
   o = OptimizeRunOptions{};
   read_key(j, "op", o.op);
   if (auto it = j.find("llm"); it != j.end()) {
-    only_keys(*it, {"provider", "base_url", "model", "api_key_env", "script", "tool_choice", "allow_op_endpoint"},
+    only_keys(*it,
+              {"provider", "base_url", "model", "api_key_env", "script", "tool_choice", "max_reply_bytes",
+               "max_tool_calls", "allow_op_endpoint"},
               "optimize options: llm");
     read_key(*it, "provider", o.llm.provider);
     read_key(*it, "base_url", o.llm.base_url);
@@ -121,6 +125,8 @@ void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
     read_key(*it, "api_key_env", o.llm.api_key_env);
     read_key(*it, "script", o.llm.script);
     read_key(*it, "tool_choice", o.llm.tool_choice);
+    read_key(*it, "max_reply_bytes", o.llm.max_reply_bytes);
+    read_key(*it, "max_tool_calls", o.llm.max_tool_calls);
     read_key(*it, "allow_op_endpoint", o.llm.allow_op_endpoint);
   }
   read_key(j, "turns", o.turns);
@@ -200,6 +206,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   opt.max_minutes = a.minutes > 0 ? a.minutes : op.budget.minutes;
   opt.max_tokens = a.max_tokens > 0 ? a.max_tokens : op.budget.tokens;
   opt.tool_choice = llm_config.tool_choice;
+  opt.max_tool_calls = llm_config.max_tool_calls;
 
   // The GPU side is optional: without one, compile still works and evaluations say why not.
   auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
@@ -302,7 +309,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
                   {"tool_choice", llm_config.tool_choice}}},
                 {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
                 {"started", timestamp()}};
-    write_file_atomic(out / "run.json", run_info.dump(2) + "\n");
+    write_file_atomic(out / "run.json", run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     transcript.write(StartEvent{kTranscriptVersion, op.name, llm_config.describe(), opt.max_turns, opt.max_minutes,
                                 opt.max_tokens, ktx.no_gpu_reason.empty() ? "available" : ktx.no_gpu_reason});
     for (const auto& m : opening) {
@@ -342,7 +349,8 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   file.rtol = op.tolerance.rtol;
   file.best = res.best ? res.best->to_json() : nlohmann::json();
   const nlohmann::json result = file;
-  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  // The model's summary and paths are its text: a stray byte must not lose the run's result.
+  write_file_atomic(out / "result.json", result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return {out, res, record.evaluations(), std::move(result)};
 }
 

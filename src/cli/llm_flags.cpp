@@ -31,6 +31,16 @@ void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who) {
   sub->add_option("--tool-choice", f->tool_choice,
                   help("auto (default), required, or a tool's name: whether the model must call a tool each turn",
                        "--agent: auto, required or a tool's name (see kagent optimize)"));
+  // The limits on one reply (see README "LLM endpoints"): an endpoint that streams without end or
+  // a reply of thousands of tool calls must not take the run with it.
+  sub->add_option("--max-reply-bytes", f->max_reply_bytes,
+                  help("Bytes of one reply before it is abandoned (default 8MiB; units as 512KiB, 16MiB)",
+                       "--agent: bytes of one reply before it is abandoned (see kagent optimize)"))
+      ->transform(CLI::AsSizeValue(false));
+  sub->add_option("--max-tool-calls", f->max_tool_calls,
+                  help("Tool calls of one reply that are run (default 32); the rest are answered with an error",
+                       "--agent: tool calls of one reply that are run (see kagent optimize)"))
+      ->check(CLI::Range(1, 100000));
 }
 
 }  // namespace kagent::cli

@@ -9,6 +9,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/common/utf8.hpp"
 #include "kagent/llm/tool_choice.hpp"
 #include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
@@ -121,7 +122,8 @@ int64_t token_count(const json& usage, const char* key) {
 ChatResponse parse_response(const std::string& url, const HttpResponse& r, const LlmConfig& config) {
   json doc;
   try {
-    doc = parse_json<json>(r.body);
+    // Bytes that are not UTF-8 in the model's text become U+FFFD rather than fail the parse.
+    doc = parse_json<json>(valid_utf8(r.body));
   } catch (const JsonTextError& e) {
     throw_unexpected(url, r, config, fmt::format("a body that is not JSON ({})", e.what()));
   }
@@ -185,10 +187,10 @@ class AnthropicProvider : public Provider {
         fmt::format("anthropic-version: {}", kApiVersion),
     };
     if (!config_.api_key.empty()) headers.push_back("x-api-key: " + config_.api_key);
-    // Tool results carry compiler and program output, which need not be valid UTF-8: replace
-    // bad bytes rather than fail the whole turn.
+    // Tool results carry compiler and program output: the agent loop makes them valid UTF-8, and
+    // whatever else slipped through has its bad bytes replaced here rather than end the run.
     std::string body = request_body(request, config_.model).dump(-1, ' ', false, json::error_handler_t::replace);
-    HttpResponse r = client_.post(url_, headers, body);
+    HttpResponse r = client_.post(url_, headers, body, {}, {}, request.deadline);
     if (r.status < 200 || r.status >= 300) throw_http_error("anthropic messages", r, config_, &request);
     ChatResponse out = parse_response(url_, r, config_);
     // A proxy or compatible server that sends no usage: estimated, and marked so.

@@ -1,5 +1,6 @@
 #include "kagent/llm/config.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "kagent/common/saturate.hpp"
 #include "kagent/llm/tool_choice.hpp"
 
 namespace kagent::llm {
@@ -18,9 +20,13 @@ namespace {
 
 // Keys an op.json "llm" section or the config file may set. Keys are never values here: a file
 // names the variable that holds the key (api_key_env), so no secret lives in a checked-in file.
-const std::set<std::string> kKeys = {"provider",       "base_url",   "model",        "api_key_env",
-                                     "script",         "stream",     "max_attempts", "connect_timeout_s",
-                                     "idle_timeout_s", "tool_choice"};
+const std::set<std::string> kKeys = {"provider",       "base_url",    "model",           "api_key_env",
+                                     "script",         "stream",      "max_attempts",    "connect_timeout_s",
+                                     "idle_timeout_s", "tool_choice", "max_reply_bytes", "max_tool_calls"};
+
+// The bounds of the limits a flag or file may set.
+constexpr int64_t kMinReplyBytes = 1024, kMaxReplyBytes = int64_t{4} << 30;
+constexpr int64_t kMinToolCalls = 1, kMaxToolCalls = 100000;
 
 std::optional<ProviderKind> parse_provider(const std::string& s) {
   if (s == "openai") return ProviderKind::openai;
@@ -47,6 +53,14 @@ struct Layer {
           fmt::format("{}: llm.{}: expected a number in [{}, {}], got {}", name, key, lo, hi, j[key].dump()));
     return j[key].get<double>();
   }
+  std::optional<int64_t> integer(const std::string& key, int64_t lo, int64_t hi) const {
+    if (!j.contains(key)) return std::nullopt;
+    auto v = json_integer(j[key], lo, hi);
+    if (!v)
+      throw InputError(
+          fmt::format("{}: llm.{}: expected an integer in [{}, {}], got {}", name, key, lo, hi, j[key].dump()));
+    return v;
+  }
   std::optional<bool> flag(const std::string& key) const {
     if (!j.contains(key)) return std::nullopt;
     if (!j[key].is_boolean())
@@ -62,7 +76,8 @@ Layer checked_layer(std::string name, const nlohmann::json& j) {
     if (!kKeys.count(k))
       throw InputError(
           fmt::format("{}: llm.{}: unknown key (known: provider, base_url, model, api_key_env, script, "
-                      "stream, max_attempts, connect_timeout_s, idle_timeout_s, tool_choice)",
+                      "stream, max_attempts, connect_timeout_s, idle_timeout_s, tool_choice, max_reply_bytes, "
+                      "max_tool_calls)",
                       l.name, k));
   return l;
 }
@@ -212,6 +227,29 @@ LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& fi
     if (auto v = l->num("connect_timeout_s", 0.1, 600)) c.http.connect_timeout = seconds(*v);
     if (auto v = l->num("idle_timeout_s", 0.1, 3600)) c.http.idle_timeout = seconds(*v);
   }
+  // The limits on one reply: a flag, else the files (op.json first).
+  auto limit = [&](const char* key, int64_t flag, int64_t lo, int64_t hi) -> std::optional<int64_t> {
+    if (flag != 0) {
+      if (flag < lo || flag > hi) {
+        std::string name = key;
+        std::replace(name.begin(), name.end(), '_', '-');
+        throw InputError(fmt::format("--{}: expected an integer in [{}, {}], got {}", name, lo, hi, flag));
+      }
+      c.origin[key] = "flag";
+      return flag;
+    }
+    for (const Layer* l : {&op, &file})
+      if (auto v = l->integer(key, lo, hi)) {
+        c.origin[key] = l == &op ? "op.json" : "config file " + file.name;
+        return v;
+      }
+    c.origin[key] = "default";
+    return std::nullopt;
+  };
+  if (auto v = limit("max_reply_bytes", flags.max_reply_bytes, kMinReplyBytes, kMaxReplyBytes))
+    c.http.max_reply_bytes = static_cast<size_t>(*v);
+  if (auto v = limit("max_tool_calls", flags.max_tool_calls, kMinToolCalls, kMaxToolCalls))
+    c.max_tool_calls = static_cast<int>(*v);
 
   if (c.provider == ProviderKind::script) {
     if (c.script.empty()) throw InputError("provider script: no script file (--script FILE or llm.script)");

@@ -12,6 +12,8 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "kagent/common/error.hpp"
 #include "kagent/common/text.hpp"
 
@@ -60,14 +62,34 @@ struct Attempt {
   const ChunkSink* sink = nullptr;
   Clock::time_point last_activity = Clock::now();
   curl_off_t last_down = 0, last_up = 0;
+  size_t max_bytes = 0;  // HttpOptions::max_reply_bytes
+  size_t bytes = 0;      // of headers and body so far
+  std::optional<Deadline> deadline;
   bool sink_stopped = false;
   bool cancelled = false;
+  bool too_large = false;
+  bool deadline_passed = false;
+
+  // Counts `n` more bytes; false once the reply is over its bound (the transfer must stop).
+  bool take(size_t n) {
+    bytes += n;
+    if (bytes <= max_bytes) return true;
+    too_large = true;
+    return false;
+  }
+  // Whether the transfer must stop now: Ctrl-C or the caller's deadline.
+  bool must_stop() {
+    if (cancel_flag().load()) cancelled = true;
+    if (deadline && Clock::now() >= *deadline) deadline_passed = true;
+    return cancelled || deadline_passed;
+  }
 };
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* a = static_cast<Attempt*>(user);
   const size_t n = size * count;
   a->last_activity = Clock::now();
+  if (!a->take(n)) return 0;  // headers without end: curl aborts the transfer
   std::string_view line(data, n);
   // A new status line starts a new response (after "100 Continue" or a 1xx): keep only the last.
   if (line.starts_with("HTTP/")) {
@@ -87,10 +109,9 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* a = static_cast<Attempt*>(user);
   const size_t n = size * count;
   a->last_activity = Clock::now();
-  if (cancel_flag().load()) {
-    a->cancelled = true;
-    return 0;  // fewer bytes than given: curl aborts with CURLE_WRITE_ERROR
-  }
+  // Fewer bytes than given: curl aborts with CURLE_WRITE_ERROR. Checked before keeping any of
+  // them, so the body never holds more than the bound.
+  if (a->must_stop() || !a->take(n)) return 0;
   a->response->body.append(data, n);
   if (a->sink != nullptr && *a->sink) {
     // Only a successful response is the stream: an error body (a 429's JSON) is no SSE and
@@ -105,9 +126,11 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// Progress counts as activity too: a large request body still being sent is not "idle".
+// Progress counts as activity too: a large request body still being sent is not "idle". A
+// non-zero return aborts the transfer (CURLE_ABORTED_BY_CALLBACK): Ctrl-C or the deadline.
 int on_progress(void* user, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
   auto* a = static_cast<Attempt*>(user);
+  if (a->must_stop()) return 1;
   if (dlnow != a->last_down || ulnow != a->last_up) {
     a->last_down = dlnow;
     a->last_up = ulnow;
@@ -126,7 +149,7 @@ std::string curl_message(CURLcode code, const char* errbuf) {
 // easy_perform wakes its callbacks only about once a second while a server is silent, too coarse
 // for the idle timeout and for Ctrl-C.
 HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_slist* headers, const std::string& body,
-                          const ChunkSink& sink, bool& sink_stopped) {
+                          const ChunkSink& sink, const std::optional<Deadline>& deadline, bool& sink_stopped) {
   HttpResponse r;
   const auto started = Clock::now();
   EasyPtr easy(curl_easy_init());
@@ -138,6 +161,8 @@ HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_s
   a.easy = e;
   a.response = &r;
   a.sink = &sink;
+  a.max_bytes = opt.max_reply_bytes;
+  a.deadline = deadline;
 
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
   curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -167,11 +192,8 @@ HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_s
       multi_error = curl_multi_strerror(mc);
       break;
     }
-    if (running == 0 || a.cancelled || a.sink_stopped) break;
-    if (cancel_flag().load()) {
-      a.cancelled = true;
-      break;
-    }
+    if (running == 0 || a.cancelled || a.deadline_passed || a.too_large || a.sink_stopped) break;
+    if (a.must_stop()) break;
     if (Clock::now() - a.last_activity >= opt.idle_timeout) {
       idle_expired = true;
       break;
@@ -201,6 +223,14 @@ HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_s
     r.cancelled = true;
     r.status = 0;
     r.transport_error = "cancelled";
+  } else if (a.deadline_passed) {
+    r.deadline_passed = true;
+    r.status = 0;
+    r.transport_error = "the run's time budget ran out during the request";
+  } else if (a.too_large) {
+    r.too_large = true;
+    r.status = 0;
+    r.transport_error = fmt::format("the reply exceeded the bound of {} bytes", opt.max_reply_bytes);
   } else if (a.sink_stopped) {
     // The receiver chose to stop: the status stands, the body holds what had arrived.
   } else if (idle_expired) {
@@ -231,12 +261,14 @@ std::chrono::milliseconds backoff(const HttpOptions& opt, int attempt) {
   return std::chrono::milliseconds(static_cast<long long>(pick(rng)));
 }
 
-// Sleeps `wait`, or less when cancel_flag() is set meanwhile (then returns false).
-bool sleep_unless_cancelled(std::chrono::milliseconds wait) {
+// Sleeps `wait`, or less when cancel_flag() is set or the deadline passes meanwhile (then
+// returns false).
+bool sleep_unless_cancelled(std::chrono::milliseconds wait, const std::optional<Deadline>& deadline) {
   const auto until = Clock::now() + wait;
   while (true) {
     if (cancel_flag().load()) return false;
     const auto now = Clock::now();
+    if (deadline && now >= *deadline) return false;
     if (now >= until) return true;
     std::this_thread::sleep_for(std::min<Clock::duration>(kSleepStep, until - now));
   }
@@ -263,7 +295,8 @@ std::atomic<bool>& cancel_flag() {
 HttpClient::HttpClient(HttpOptions options) : opt_(options) {}
 
 HttpResponse HttpClient::post(const std::string& url, const std::vector<std::string>& headers, const std::string& body,
-                              const ChunkSink& sink, const std::function<void()>& on_retry) const {
+                              const ChunkSink& sink, const std::function<void()>& on_retry,
+                              std::optional<Deadline> deadline) const {
   global_init();
   SlistPtr list;
   bool has_expect = false;
@@ -295,17 +328,31 @@ HttpResponse HttpClient::post(const std::string& url, const std::vector<std::str
     };
   const int max_attempts = std::max(1, opt_.max_attempts);
   for (int attempt = 1;; ++attempt) {
+    if (deadline && Clock::now() >= *deadline) {  // no request starts after the deadline
+      HttpResponse r;
+      r.deadline_passed = true;
+      r.transport_error = "the run's time budget ran out before the request";
+      r.attempts = attempt - 1;
+      return r;
+    }
     bool sink_stopped = false;
     streamed = 0;
-    HttpResponse r = perform_once(opt_, url, list.get(), body, counting, sink_stopped);
+    HttpResponse r = perform_once(opt_, url, list.get(), body, counting, deadline, sink_stopped);
     r.attempts = attempt;
-    if (r.cancelled || sink_stopped || attempt >= max_attempts) return r;
+    // A reply over the bound would be as large again: not retried.
+    if (r.cancelled || r.deadline_passed || r.too_large || sink_stopped || attempt >= max_attempts) return r;
     if (r.status == 0 && streamed > 0) return r;
     if (r.status != 0 && !retryable_status(r.status)) return r;
     std::chrono::milliseconds wait = backoff(opt_, attempt);
     if (auto asked = retry_after(r)) wait = std::min(*asked, opt_.backoff_max);
-    if (!sleep_unless_cancelled(wait)) {
-      r.cancelled = true;
+    if (!sleep_unless_cancelled(wait, deadline)) {
+      if (cancel_flag().load()) {
+        r.cancelled = true;
+      } else {
+        r.deadline_passed = true;
+        r.status = 0;
+        r.transport_error = "the run's time budget ran out while waiting to retry";
+      }
       return r;
     }
     if (on_retry) on_retry();

@@ -17,6 +17,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/common/utf8.hpp"
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
 #include "kagent/llm/tool_choice.hpp"
@@ -276,6 +277,11 @@ class StreamAssembler {
       done_ = true;
       return;
     }
+    // An endpoint may send bytes that are not UTF-8 (a model's broken token); the JSON parser
+    // would refuse the whole chunk, so they become U+FFFD first. An event is whole: no character
+    // is split here, as it may be between two network chunks.
+    const std::string text = valid_utf8(d);
+    d = text;
     json chunk;
     try {
       chunk = parse_json<json>(d);
@@ -378,8 +384,7 @@ class OpenAiProvider : public Provider {
       stream_ = false;
       stream_attempts = r.attempts;
     }
-    HttpResponse r =
-        http_.post(url_, headers(false), request_json(request, config_.model, false, null_content_).dump());
+    HttpResponse r = http_.post(url_, headers(false), request_body(request, false), {}, {}, request.deadline);
     if (r.cancelled || r.status < 200 || r.status >= 300) fail(r, request);
     return finished(request, parse_completion(r.body), r, stream_attempts);
   }
@@ -389,6 +394,13 @@ class OpenAiProvider : public Provider {
   [[noreturn]] void fail(const HttpResponse& r, const ChatRequest& request) {
     refused_ = !r.cancelled && (r.status == 400 || r.status == 422 || r.status >= 500);
     throw_http_error(kWhat, r, config_, &request);
+  }
+
+  // Tool results carry compiler and program output: the agent loop makes them valid UTF-8, and
+  // whatever else slipped through has its bad bytes replaced here rather than end the run.
+  std::string request_body(const ChatRequest& request, bool stream) const {
+    return request_json(request, config_.model, stream, null_content_)
+        .dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   std::vector<std::string> headers(bool stream) const {
@@ -402,11 +414,15 @@ class OpenAiProvider : public Provider {
   // for what a non-streaming request would not heal: no answer at all, an HTTP error, Ctrl-C.
   std::string chat_streaming(const ChatRequest& request, HttpResponse& r, StreamAssembler& stream) {
     r = http_.post(
-        url_, headers(true), request_json(request, config_.model, true, null_content_).dump(),
+        url_, headers(true), request_body(request, true),
         [&stream](std::string_view chunk) { return stream.feed(chunk); },
-        [&stream] { stream = StreamAssembler(); });  // a retry starts the stream afresh
+        [&stream] { stream = StreamAssembler(); },  // a retry starts the stream afresh
+        request.deadline);
     bool transport_failed = r.status == 0 || !r.transport_error.empty();
-    if (r.cancelled || (r.status == 0 && !stream.started()) || (r.status != 0 && (r.status < 200 || r.status >= 300)))
+    // A stream over the size bound or cut at the deadline is no broken stream: asking again
+    // without streaming would only pay for it twice.
+    if (r.cancelled || r.too_large || r.deadline_passed || (r.status == 0 && !stream.started()) ||
+        (r.status != 0 && (r.status < 200 || r.status >= 300)))
       fail(r, request);
     stream.finish();
     return stream.problem(transport_failed ? (r.transport_error.empty() ? "no response" : r.transport_error) : "");
@@ -418,7 +434,9 @@ class OpenAiProvider : public Provider {
                 fmt::format("{} at {}: {} (the body begins: {})", kWhat, url_, why, excerpt(body, config_.api_key)));
   }
 
-  ChatResponse parse_completion(const std::string& body) const {
+  ChatResponse parse_completion(const std::string& raw_body) const {
+    // Bytes that are not UTF-8 in the model's text become U+FFFD rather than fail the parse.
+    const std::string body = valid_utf8(raw_body);
     json response;
     try {
       response = parse_json<json>(body);

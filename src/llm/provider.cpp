@@ -55,6 +55,13 @@ void throw_http_error(const std::string& what, const HttpResponse& r, const LlmC
   ExitCode code = ExitCode::environment;
   if (r.cancelled) {
     msg = fmt::format("{}: cancelled", where);
+  } else if (r.deadline_passed) {
+    throw DeadlinePassed(redact(fmt::format("{}: {}", where, r.transport_error), config.api_key));
+  } else if (r.too_large) {
+    msg = fmt::format(
+        "{}: {} (the reply was abandoned; raise the bound with --max-reply-bytes or llm.max_reply_bytes if the "
+        "endpoint's replies are really this large)",
+        where, r.transport_error);
   } else if (r.status == 0) {
     msg = fmt::format("{}: cannot reach the endpoint after {} attempt(s): {}", where, r.attempts, r.transport_error);
   } else {
@@ -76,7 +83,8 @@ void throw_http_error(const std::string& what, const HttpResponse& r, const LlmC
     const bool refused = r.status >= 500 || r.status == 400 || r.status == 422;
     if (refused && request != nullptr && !is_auto_tool_choice(request->tool_choice)) {
       const bool configured = request->tool_choice == config.tool_choice && config.origin.count("tool_choice");
-      msg += fmt::format("; {}", tool_choice_hint(request->tool_choice, configured ? config.origin.at("tool_choice") : ""));
+      msg += fmt::format("; {}",
+                         tool_choice_hint(request->tool_choice, configured ? config.origin.at("tool_choice") : ""));
     }
   }
   throw Error(code, redact(msg, config.api_key));

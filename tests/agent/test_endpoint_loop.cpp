@@ -462,6 +462,36 @@ TEST_F(EndpointLoop, BenchAgentPassesToolChoiceToItsChildren) {
   EXPECT_NE(both.output.find("--turns cannot be added"), std::string::npos) << both.output;
 }
 
+// --max-tool-calls and --max-reply-bytes (with a unit) reach the run: the calls past the limit are
+// answered, not run; a reply over the bound ends the run with exit 3 naming the bound and the flag.
+TEST_F(EndpointLoop, ReplyLimitFlagsReachTheRun) {
+  Endpoint e([](size_t k, const json&, httplib::Response& res) {
+    if (k == 0) {
+      json message = call_message("call_0", "list_files", json::object());
+      for (int i = 1; i < 5; ++i)
+        message["tool_calls"].push_back({{"id", fmt::format("call_{}", i)},
+                                         {"type", "function"},
+                                         {"function", {{"name", "list_files"}, {"arguments", "{}"}}}});
+      res.set_content(plain(message).dump(), "application/json");
+      return;
+    }
+    res.set_content(plain({{"role", "assistant"}, {"content", std::string(100000, 'a')}}).dump(), "application/json");
+  });
+  auto run = dir.path() / "run";
+  auto r = optimize(e, run, {"--max-tool-calls", "2", "--max-reply-bytes", "64KiB", "--turns", "4"});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("exceeded the bound of 65536 bytes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--max-reply-bytes"), std::string::npos) << r.output;
+  auto requests = e.requests();
+  ASSERT_EQ(requests.size(), 2u) << r.output;
+  int run_calls = 0, not_run = 0;
+  for (const auto& m : requests[1]["messages"])
+    if (m["role"] == "tool") (std::string(m["content"]).find("not run") != std::string::npos ? not_run : run_calls)++;
+  EXPECT_EQ(run_calls, 2);
+  EXPECT_EQ(not_run, 3);
+  expect_no_key(run, r);
+}
+
 namespace {
 
 // Answers every request with nothing at all.

@@ -24,7 +24,7 @@ using json = nlohmann::json;
 TEST(OptimizeOptions, JsonRoundTripKeepsEverySetting) {
   agent::OptimizeRunOptions o;
   o.op = "/ops/softmax/op.json";
-  o.llm = {"openai", "http://127.0.0.1:8080/v1", "gemma", "MY_KEY", "/tmp/turns.jsonl", "required", true};
+  o.llm = {"openai", "http://127.0.0.1:8080/v1", "gemma", "MY_KEY", "/tmp/turns.jsonl", "required", true, 1 << 20, 7};
   o.turns = 7;
   o.minutes = 0.1 + 0.2;  // not exactly 0.3: written so it reads back to the same double
   o.max_tokens = int64_t{1} << 40;
@@ -45,6 +45,8 @@ TEST(OptimizeOptions, JsonRoundTripKeepsEverySetting) {
   EXPECT_FALSE(back.overrides.rtol);
   EXPECT_EQ(back.llm.tool_choice, "required");
   EXPECT_TRUE(back.llm.allow_op_endpoint);
+  EXPECT_EQ(back.llm.max_reply_bytes, 1 << 20);
+  EXPECT_EQ(back.llm.max_tool_calls, 7);
   EXPECT_EQ(back.max_tokens, o.max_tokens);
   // Defaults round-trip too, and a missing key is its default.
   EXPECT_EQ(json(json(agent::OptimizeRunOptions{}).get<agent::OptimizeRunOptions>()),
@@ -226,7 +228,8 @@ TEST(ResultFile, RoundTripsOldFilesReadAndNewerRefused) {
     (void)newer.get<agent::ResultFile>();
     ADD_FAILURE() << "a newer version was read";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("result version 2; this kagent reads version 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("result version 2; this kagent reads version 1"), std::string::npos)
+        << e.what();
   }
   nlohmann::json wrong = j;
   wrong["turns"] = "seven";

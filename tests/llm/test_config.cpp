@@ -218,3 +218,42 @@ TEST_F(LlmConfigTest, ToolChoiceFromEachSourceInOrder) {
   EXPECT_NE(error_of([&] { resolve(flags("m"), nullptr, bad.string()); }).find("(from config file " + bad.string()),
             std::string::npos);
 }
+
+// The limits on one reply: documented defaults, then the config file, the op.json and the flag,
+// each beating the one before; out of range is exit 2 naming the key or flag.
+TEST_F(LlmConfigTest, ReplyLimitsFromEachSourceInOrder) {
+  LlmConfig c = resolve(flags("m"));
+  EXPECT_EQ(c.http.max_reply_bytes, size_t{8} << 20);
+  EXPECT_EQ(c.max_tool_calls, 32);
+  EXPECT_EQ(c.origin["max_tool_calls"], "default");
+
+  auto file = dir.write("c.json", R"({"max_reply_bytes": 65536, "max_tool_calls": 4})");
+  c = resolve(flags("m"), nullptr, file.string());
+  EXPECT_EQ(c.http.max_reply_bytes, 65536u);
+  EXPECT_EQ(c.max_tool_calls, 4);
+  c = resolve(flags("m"), {{"max_tool_calls", 5}}, file.string());
+  EXPECT_EQ(c.max_tool_calls, 5) << "op.json beats the config file";
+  EXPECT_EQ(c.http.max_reply_bytes, 65536u);
+  LlmFlags flagged = flags("m");
+  flagged.max_tool_calls = 6;
+  flagged.max_reply_bytes = 1 << 20;
+  c = resolve(flagged, {{"max_tool_calls", 5}}, file.string());
+  EXPECT_EQ(c.max_tool_calls, 6);
+  EXPECT_EQ(c.http.max_reply_bytes, size_t{1} << 20);
+  EXPECT_EQ(c.origin["max_reply_bytes"], "flag");
+
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"max_tool_calls", 0}});
+            }).find("llm.max_tool_calls"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"max_tool_calls", 2.5}});
+            }).find("expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              resolve(flags("m"), {{"max_reply_bytes", 10}});
+            }).find("llm.max_reply_bytes"),
+            std::string::npos);
+  flagged.max_reply_bytes = 5;
+  EXPECT_NE(error_of([&] { resolve(flagged); }).find("--max-reply-bytes: expected an integer"), std::string::npos);
+}

@@ -436,3 +436,106 @@ TEST(HttpStream, CutAfterDataIsNotRetried) {
   EXPECT_EQ(requests.load(), 1);
   EXPECT_EQ(got, "data: {\"a\":");
 }
+
+// An endpoint that streams without end grew kagent until the OOM killer ended it. The reply is
+// abandoned at max_reply_bytes: the body (and what reached the sink) never holds more, the server
+// sees the client go, and the abandoned reply is not asked for again.
+TEST_F(HttpTest, EndlessStreamStopsAtTheByteBound) {
+  std::atomic<size_t> sent{0};
+  server.http().Post("/endless", [this, &sent](const httplib::Request&, httplib::Response& res) {
+    ++hits;
+    res.set_chunked_content_provider("text/event-stream", [this, &sent](size_t, httplib::DataSink& sink) {
+      const std::string chunk = "data: " + std::string(64 * 1024 - 8, 'x') + "\n\n";
+      for (int i = 0; i < 16384; ++i) {  // 1 GiB at most: bounded, and far past the bound below
+        if (released || !sink.is_writable() || !sink.write(chunk.data(), chunk.size())) return false;
+        sent += chunk.size();
+      }
+      sink.done();
+      return true;
+    });
+  });
+  server.start();
+  HttpOptions o = fast(3);
+  o.max_reply_bytes = 1 << 20;
+  size_t streamed = 0;
+  HttpResponse r = HttpClient(o).post(server.url("/endless"), {}, "{}", [&](std::string_view chunk) {
+    streamed += chunk.size();
+    return true;
+  });
+  EXPECT_TRUE(r.too_large);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.transport_error.find("exceeded the bound of 1048576 bytes"), std::string::npos) << r.transport_error;
+  EXPECT_LE(r.body.size(), o.max_reply_bytes);
+  EXPECT_LE(streamed, o.max_reply_bytes);
+  EXPECT_GT(r.body.size(), o.max_reply_bytes / 2) << "it read up to the bound";
+  EXPECT_EQ(r.attempts, 1) << "a reply over the bound is not asked for again";
+  EXPECT_EQ(hits, 1);
+  released = true;
+  server.stop();
+  EXPECT_LT(sent.load(), size_t{64} << 20) << "the server saw the client leave long before its 1 GiB";
+}
+
+// Not streamed: the same bound on the body.
+TEST_F(HttpTest, OversizedBodyStopsAtTheByteBound) {
+  server.http().Post("/big", [this](const httplib::Request&, httplib::Response& res) {
+    ++hits;
+    res.set_content(std::string(8 << 20, 'y'), "application/json");
+  });
+  server.start();
+  HttpOptions o = fast(3);
+  o.max_reply_bytes = 1 << 20;
+  HttpResponse r = HttpClient(o).post(server.url("/big"), {}, "{}");
+  EXPECT_TRUE(r.too_large);
+  EXPECT_LE(r.body.size(), o.max_reply_bytes);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(hits, 1);
+  // Under the bound, the same reply is whole.
+  o.max_reply_bytes = 16 << 20;
+  r = HttpClient(o).post(server.url("/big"), {}, "{}");
+  EXPECT_FALSE(r.too_large);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.size(), size_t{8} << 20);
+}
+
+// Keep-alive comments reset the idle timeout on every byte: a run with a 3 s budget went on for
+// 50 s. The deadline stops the transfer whatever arrives, and no retry starts after it.
+TEST_F(HttpTest, KeepAlivesDoNotOutliveTheDeadline) {
+  server.http().Post("/pings", stream(std::vector<std::string>(2000, ": ping\n\n"), 20ms));  // 40 s of them
+  server.start();
+  int calls = 0;
+  const auto start = Clock::now();
+  HttpResponse r = HttpClient(fast(3)).post(
+      server.url("/pings"), {}, "{}",
+      [&](std::string_view) {
+        ++calls;
+        return true;
+      },
+      {}, Clock::now() + 500ms);
+  EXPECT_TRUE(r.deadline_passed);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_GE(calls, 1) << "the pings did arrive";
+  EXPECT_LT(since(start), 15000ms) << "not the 40 s the pings would last";
+}
+
+TEST_F(HttpTest, DeadlineCutsTheRetryWait) {
+  server.http().Post("/", [this](const httplib::Request&, httplib::Response& res) {
+    ++hits;
+    res.status = 503;
+    res.set_header("Retry-After", "30");
+  });
+  server.start();
+  HttpOptions o = fast(3);
+  o.backoff_max = 60000ms;
+  const auto start = Clock::now();
+  HttpResponse r = HttpClient(o).post(server.url("/"), {}, "{}", {}, {}, Clock::now() + 300ms);
+  EXPECT_TRUE(r.deadline_passed);
+  EXPECT_EQ(hits, 1);
+  EXPECT_LT(since(start), 15000ms) << "not the 30 s the server asked for";
+  // A deadline already past: no request at all reaches the server.
+  r = HttpClient(o).post(server.url("/"), {}, "{}", {}, {}, Clock::now() - 1ms);
+  EXPECT_TRUE(r.deadline_passed);
+  EXPECT_EQ(hits, 1);
+}

@@ -1,11 +1,14 @@
 #pragma once
 // The ReAct loop (mini-swe-agent style: readable in one sitting, everything else pluggable). Each
-// turn: one request to the model; every tool call it makes is run and its result appended; the
-// run stops when a tool's result ends it (ToolResult::ends_run: `finish`), on the budget (turns,
-// minutes, tokens), after too many malformed tool calls in a row (each is answered with the
-// error, so the model can correct itself), or after too many empty replies in a row (no text, no
-// tool call: each is answered with the exact next step). Everything goes to the transcript as it
-// happens (transcript_events.hpp). optimize_run.hpp composes a run around it.
+// turn: one request to the model; every tool call it makes is run (up to max_tool_calls; the rest
+// are answered with an error result) and its result appended; the run stops when a tool's result
+// ends it (ToolResult::ends_run: `finish`), on the budget (turns, minutes, tokens; the minutes cut
+// a request in flight too), after too many malformed tool calls in a row (each is answered with
+// the error, so the model can correct itself), or after too many empty replies in a row (no text,
+// no tool call: each is answered with the exact next step). Everything that enters the
+// conversation is made valid UTF-8 first (invalid bytes become U+FFFD): tool results, the model's
+// replies, the opening messages. Everything goes to the transcript as it happens
+// (transcript_events.hpp). optimize_run.hpp composes a run around it.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -27,6 +30,7 @@ struct AgentOptions {
   std::string tool_choice = "auto";    // each request's (llm/tool_choice.hpp): auto, required or a tool's name
   int max_malformed = 3;               // consecutive malformed tool calls before giving up
   int max_empty = 3;                   // consecutive empty replies (no text, no tool call) before giving up
+  int max_tool_calls = 32;             // tool calls of one reply that are run; the rest get an error result
   size_t tool_output_cap = 24 * 1024;  // bytes of one tool result the model sees (head + tail)
   size_t context_chars = 360 * 1024;   // beyond this, old tool outputs become one-line summaries
 };
@@ -73,6 +77,7 @@ class Agent {
 
  private:
   llm::Message run_tool_call(const llm::ToolCall& call, bool& malformed, bool& finished, std::string& summary);
+  llm::Message not_run(const llm::ToolCall& call, size_t calls_in_reply);
   void compact(std::vector<llm::Message>& messages) const;
 
   llm::Provider& provider_;

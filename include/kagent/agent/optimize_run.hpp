@@ -20,7 +20,7 @@ namespace kagent::agent {
 
 struct OptimizeRunOptions {
   std::string op;     // op.json or KernelBench .py (optional with resume: the run's)
-  llm::LlmFlags llm;  // provider, base_url, model, api_key_env, script, tool_choice, allow_op_endpoint
+  llm::LlmFlags llm;  // provider, base_url, model, api_key_env, script, tool_choice, reply limits, allow_op_endpoint
   int turns = 0;      // budgets; 0: the op's
   double minutes = 0;
   int64_t max_tokens = 0;

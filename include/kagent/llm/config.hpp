@@ -3,6 +3,7 @@
 // in order of precedence, command-line flags, the environment, the op.json "llm" section and the
 // config file ($XDG_CONFIG_HOME/kagent/config.json, else ~/.config/kagent/config.json).
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -26,6 +27,9 @@ struct LlmConfig {
   std::string script;                // ProviderKind::script: the JSONL file of assistant turns
   bool stream = true;                // openai: stream, falling back to non-streaming when a stream breaks
   std::string tool_choice = "auto";  // "auto", "required" or a tool's name (tool_choice.hpp)
+  // Tool calls of one reply that are run; the agent loop answers the rest with an error result
+  // (max_tool_calls, --max-tool-calls). A reply's bytes are bounded by http.max_reply_bytes.
+  int max_tool_calls = 32;
   HttpOptions http;
   std::map<std::string, std::string> origin;  // field -> "flag", "env $X", "op.json", "config file", "default"
 
@@ -40,6 +44,8 @@ struct LlmFlags {
   // --allow-op-endpoint: the op.json's provider, base_url, api_key_env and script may change the
   // endpoint. Without it an op.json that would change one is refused (exit 2 naming the key).
   bool allow_op_endpoint = false;
+  int64_t max_reply_bytes = 0;  // --max-reply-bytes (0: not given)
+  int max_tool_calls = 0;       // --max-tool-calls (0: not given)
 };
 
 // Where requests and the key go is the user's choice (flags, environment, config file): an

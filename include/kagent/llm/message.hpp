@@ -2,6 +2,7 @@
 // kagent's one, provider-neutral representation of a conversation with a model: messages, tool
 // calls, tool definitions, usage. Providers (openai.hpp, anthropic.hpp, script.hpp) translate to
 // and from their wire formats; nothing else in kagent sees a wire format.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,6 +65,9 @@ struct ChatRequest {
   std::optional<double> temperature;
   // Whether the model must call a tool (tool_choice.hpp): "" or "auto", "required", or a tool's name.
   std::string tool_choice;
+  // The run's time budget ends here: a request still in flight then stops (provider.hpp's
+  // DeadlinePassed), whatever the server keeps sending.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct ChatResponse {
@@ -77,7 +81,13 @@ struct ChatResponse {
 }  // namespace kagent::llm
 
 namespace kagent::llm {
-// The transcript's JSON for messages (kagent's own format, not a provider's).
+// Every string of `m` (content, ids, names, raw arguments) made valid UTF-8, invalid bytes
+// becoming U+FFFD (common/utf8.hpp): what enters a conversation must serialise as JSON.
+// Returns whether anything was replaced.
+bool make_valid_utf8_message(Message& m);
+
+// The transcript's JSON for messages (kagent's own format, not a provider's); strings that are not
+// valid UTF-8 are written with U+FFFD in place of the invalid bytes.
 void to_json(nlohmann::json& j, const ToolCall& c);
 void from_json(const nlohmann::json& j, ToolCall& c);
 void to_json(nlohmann::json& j, const Message& m);

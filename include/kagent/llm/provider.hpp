@@ -6,14 +6,24 @@
 // Failures are exceptions with exit codes (common/error.hpp): an endpoint that cannot be reached
 // or keeps failing after the retries, or a rejected key (401/403), is EnvError (exit 3); a request
 // the server refuses for good (400 with its message, 404 model not found) is InputError (exit 2).
-// Messages never contain the API key.
+// Messages never contain the API key. A reply larger than HttpOptions::max_reply_bytes is abandoned
+// and is EnvError too (never retried). A request cut at ChatRequest::deadline is DeadlinePassed.
 #include <memory>
 #include <string>
+
+#include "kagent/common/error.hpp"
 
 #include "kagent/llm/config.hpp"
 #include "kagent/llm/message.hpp"
 
 namespace kagent::llm {
+
+// The run's time budget ran out while a request was in flight (ChatRequest::deadline): the agent
+// loop stops with "time budget"; anywhere else it is an environment error like a timeout.
+class DeadlinePassed : public EnvError {
+ public:
+  using EnvError::EnvError;
+};
 
 class Provider {
  public:
