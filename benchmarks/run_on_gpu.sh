@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment all
+#   modelnew modelnew-bench containment concurrent all
 #   (default all; several modes run in this script's order; multigpu needs two GPUs: the
 #   nvidia-h200-x2 kind; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -160,8 +160,11 @@ if want containment; then
   # Untrusted problem files and solutions reach no secret (the probes in test_containment.cpp), each
   # child's view from outside (test_child_view.cpp), an output stored in its input, then ten
   # evaluations of a 6.4 GB problem at once on this GPU: none may fail the correct candidate.
-  step containment 500 $B/tests/kagent_gpu_tests --gtest_filter='Containment.*:ModelNewEval.*:RefServerTest.*'
-  step containment 200 $B/tests/kagent_unit_tests --gtest_filter='ChildView.*:MemoryUsers.*:TensorAlias.*'
+  step containment 100 $B/tests/kagent_unit_tests --gtest_filter='ChildView.*:MemoryUsers.*:TensorAlias.*'
+  step containment 240 $B/tests/kagent_gpu_tests --gtest_filter='Containment.*:RefServerTest.*'
+  step containment ${MODELNEW_LIMIT:-420} $B/tests/kagent_gpu_tests --gtest_filter='ModelNewEval.*'
+fi
+if want concurrent; then
   step concurrent 500 bash benchmarks/concurrent_evals.sh $B/kagent ${CONCURRENT_EVALS:-10}
 fi
 if want all ncu; then
