@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "kagent/common/error.hpp"
@@ -28,7 +29,7 @@ sandbox::JailSpec jail_for(const PythonChild& c) {
   v.add_tmpfs("/var/tmp", fmt::format("mode=1777,size={}", 64 << 20));
   v.add_tmpfs("/run", fmt::format("mode=755,size={}", 1 << 20));
   sandbox::add_private_dev(v, /*gpu=*/true, kPythonChildShmBytes);
-  v.add_proc("/proc");
+  v.add_proc("/proc", /*process_files_writable=*/true);  // CUDA writes its process's /proc files
   // The child's own files after the scratch file systems, which would hide them (a problem file or
   // a cache folder under the host's /tmp).
   for (const auto& p : c.read_only) v.add_read_only(fs::absolute(p).string());

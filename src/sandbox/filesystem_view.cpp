@@ -119,8 +119,8 @@ void FilesystemView::add_symlink(const std::string& path, const std::string& tar
   entries_.push_back({Kind::symlink, target, normal(path), "", {}, 0, false, -1});
 }
 
-void FilesystemView::add_proc(const std::string& path) {
-  entries_.push_back({Kind::proc, "", normal(path), "", {}, 0, true, -1});
+void FilesystemView::add_proc(const std::string& path, bool process_files_writable) {
+  entries_.push_back({Kind::proc, process_files_writable ? "rw" : "", normal(path), "", {}, 0, true, -1});
 }
 
 void FilesystemView::protect_host_mounts(const std::string& except) {
@@ -142,8 +142,12 @@ void FilesystemView::protect_host_mounts(const std::string& except) {
 
 void FilesystemView::finish(const std::string& staging) {
   staging_ = normal(staging);
+  proc_read_only_.clear();
   for (auto& e : entries_) {
     e.staged = staging_ + e.target;
+    if (e.kind == Kind::proc && e.source == "rw")
+      for (const char* sub : {"sys", "sysrq-trigger", "irq", "bus", "fs", "driver"})
+        proc_read_only_.push_back(e.staged + "/" + sub);
     for (size_t i = e.target.find('/', 1); i != std::string::npos; i = e.target.find('/', i + 1))
       e.parents.push_back(staging_ + e.target.substr(0, i));
   }
@@ -225,7 +229,21 @@ const char* FilesystemView::enter(const char** path) {
         mkdir(target, 0555);
         // Not possible everywhere (a container's /proc with masked paths refuses it): then the
         // directory stays empty rather than showing the host's processes and their environments.
-        mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr);
+        if (e.source != "rw") {
+          mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr);
+          break;
+        }
+        if (mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) break;  // stays empty
+        for (const auto& ro : proc_read_only_) {
+          *path = ro.c_str();
+          if (mount(ro.c_str(), ro.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+            if (errno == ENOENT) continue;  // not in this kernel's /proc
+            return "bind /proc part";
+          }
+          if (mount(nullptr, ro.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                    nullptr) != 0)
+            return "remount /proc part read-only";
+        }
         break;
     }
   }

@@ -82,7 +82,7 @@ sandbox::FilesystemView shell_view(const std::string& ws, const ShellOptions& o)
   sandbox::add_private_dev(v, /*gpu=*/true, o.shm_bytes);
   // Our own /proc, showing only the sandbox's processes (never kagent's, whose environment holds
   // the API key).
-  v.add_proc("/proc");
+  v.add_proc("/proc", /*process_files_writable=*/true);  // CUDA programs write their own /proc files
   // The workspace last: a bind of it is the one writable place.
   v.add_writable(ws);
   v.finish("/tmp");

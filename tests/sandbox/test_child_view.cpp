@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -99,6 +100,25 @@ class ChildView : public ::testing::Test {
     std::error_code ec;
     EXPECT_FALSE(fs::exists(root / secret.relative_path(), ec)) << "a host file beside the problem is visible";
     EXPECT_FALSE(fs::exists(root / fmt::format("proc/{}", getpid()), ec)) << "kagent's /proc entry is visible";
+    // Its own /proc is there (CUDA's driver reads /proc/<its pid>/...: an empty /proc fails cuInit).
+    EXPECT_TRUE(fs::exists(root / "proc/1/status", ec)) << "no /proc of its own";
+    EXPECT_TRUE(fs::exists(root / "proc/driver", ec)) << "no /proc/driver (the GPU driver's files)";
+    // Its own /proc files take writes (cuInit needs that); what would reach the machine does not.
+    std::map<std::string, std::string> options;
+    std::istringstream mounts(slurp(fmt::format("/proc/{}/mountinfo", pid)));
+    for (std::string line; std::getline(mounts, line);) {
+      std::istringstream f(line);
+      std::string id, parent, dev, mroot, point, opts;
+      f >> id >> parent >> dev >> mroot >> point >> opts;
+      options[point] = opts;
+    }
+    EXPECT_EQ(options["/proc"].rfind("rw", 0), 0u) << options["/proc"];
+    for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
+      if (options.count(p)) {
+        EXPECT_EQ(options[p].rfind("ro", 0), 0u) << p << " " << options[p];
+      }
+    }
+    EXPECT_EQ(options["/proc/sys"].rfind("ro", 0), 0u) << "/proc/sys is not bound read-only";
     EXPECT_FALSE(fs::exists(root / "root/.bashrc", ec));
     EXPECT_FALSE(fs::exists(root / "home", ec));
     for (const auto& v : visible) EXPECT_TRUE(fs::exists(root / v.relative_path(), ec)) << v;

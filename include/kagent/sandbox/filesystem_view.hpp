@@ -25,7 +25,13 @@ class FilesystemView {
   void add_tmpfs(const std::string& path, const std::string& options);
   void add_symlink(const std::string& path, const std::string& target);
   // A fresh procfs (the caller's pid namespace must be its own); left empty where refused.
-  void add_proc(const std::string& path);
+  // Read-only by default. With `process_files_writable`, a process's own files (/proc/self/...) take
+  // writes, which the CUDA driver needs (cuInit fails with CUDA_ERROR_OPERATING_SYSTEM on a
+  // read-only /proc); what writes there could change for the whole machine stays read-only, bound
+  // over itself: /proc/sys (a sysctl checks only that the writer's uid is root, which a child
+  // mapped to root is, capabilities or not), /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs and
+  // /proc/driver.
+  void add_proc(const std::string& path, bool process_files_writable = false);
 
   // Every host mount point (from /proc/self/mountinfo) except those within `except` is remounted
   // read-only, keeping its nosuid/nodev/noexec, in the child's mount namespace before the binds:
@@ -59,6 +65,7 @@ class FilesystemView {
   bool covered(const std::string& path) const;
 
   std::vector<Entry> entries_;
+  std::vector<std::string> proc_read_only_;  // staged paths bound read-only over a writable /proc
   std::vector<std::string> host_mounts_;  // remounted read-only first (protect_host_mounts)
   std::vector<unsigned long> host_mount_flags_;
   std::string staging_;
