@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <map>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -291,14 +293,43 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
     o.mismatch = c.mismatch;
     return false;
   };
+  // The server's trial inputs into a worker's input buffers, moved by the runner: the server and
+  // the worker each have a pid namespace of their own, across which CUDA IPC handles do not open
+  // (runner_messages.hpp, CopyRequest). The worker's buffers are asked for once.
+  std::map<const ModelNewWorker*, std::vector<IpcTensorRef>> buffers;
+  auto feed = [&](ModelNewWorker& w, const std::vector<IpcTensorRef>& server_tensors) -> WorkerFailure {
+    auto b = buffers.find(&w);
+    if (b == buffers.end()) {
+      WorkerReply r = w.request({{"cmd", "buffers"}}, timeout, "sharing ModelNew's input buffers");
+      if (r.failure) return r.failure;
+      b = buffers.emplace(&w, r.body.at("inputs").get<std::vector<IpcTensorRef>>()).first;
+    }
+    CopyRequest cp;
+    cp.gpu = opt_.gpu;
+    cp.from = forward_inputs(server_tensors, ref.signature.inputs);
+    cp.to = b->second;
+    RunnerReply rr = runner_->request(nlohmann::json(cp), timeout);
+    if (!rr.ok()) throw Error(ExitCode::environment, "kagent-runner failed copying a trial's inputs: " + rr.message);
+    RunnerResult res = rr.body.get<RunnerResult>();
+    if (res.environment) throw EnvError(res.error);
+    WorkerFailure f;
+    if (!res.ok) {  // the worker's buffers did not open or do not fit: its process is the solution's
+      f.kind = WorkerFailure::Kind::crash;
+      f.message = res.error;
+    }
+    return f;
+  };
   // One trial: fresh inputs from the server, one call of the solution, the runner's verdict.
   std::vector<IpcTensorRef> server;
   auto run_trial = [&](ModelNewWorker& w, int t, const std::string& when, FailureStage stage, EvalOutcome& into) {
     nlohmann::json trial = ref_server_->trial(fresh_seed());
     server = trial.at("tensors").get<std::vector<IpcTensorRef>>();
     if (auto n = trial.find("fp64_note"); n != trial.end() && n->is_string()) o.fp64_note = n->get<std::string>();
-    WorkerReply r = w.request({{"cmd", "trial"}, {"inputs", forward_inputs(server, ref.signature.inputs)}}, timeout,
-                              fmt::format("calling ModelNew ({}, trial {})", when, t));
+    if (WorkerFailure f = feed(w, server)) {
+      fail(into, f);
+      return false;
+    }
+    WorkerReply r = w.request({{"cmd", "trial"}}, timeout, fmt::format("calling ModelNew ({}, trial {})", when, t));
     if (r.failure) {
       fail(into, r.failure);
       return false;
@@ -365,8 +396,11 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       ab.baseline_correct = run_trial(*base, 0, "baseline", FailureStage::correctness, base_o);
       if (!ab.baseline_correct) ab.baseline_message = base_o.message.empty() ? "its outputs differ" : base_o.message;
       // The candidate gets the same inputs as the baseline for the pairs.
-      nlohmann::json same = {{"cmd", "trial"}, {"inputs", forward_inputs(server, ref.signature.inputs)}};
-      WorkerReply cr = worker->request(same, timeout, "calling ModelNew on the baseline's inputs");
+      if (WorkerFailure f = feed(*worker, server)) {
+        fail(o, f);
+        return finish();
+      }
+      WorkerReply cr = worker->request({{"cmd", "trial"}}, timeout, "calling ModelNew on the baseline's inputs");
       if (cr.failure) {
         fail(o, cr.failure);
         return finish();

@@ -110,4 +110,16 @@ void from_json(const nlohmann::json& j, CompareRequest& r) {
   r.first_check = j.at("first_check").get<bool>();
 }
 
+void to_json(nlohmann::json& j, const CopyRequest& r) {
+  j = {{"cmd", "copy"}, {"version", r.version}, {"gpu", r.gpu}, {"from", r.from}, {"to", r.to}};
+}
+
+void from_json(const nlohmann::json& j, CopyRequest& r) {
+  require_version(j, kRunnerMessageVersion, "kagent's copy request", "kagent-runner");
+  r.version = kRunnerMessageVersion;
+  r.gpu = j.at("gpu").get<int>();
+  r.from = j.at("from").get<std::vector<IpcTensorRef>>();
+  r.to = j.at("to").get<std::vector<IpcTensorRef>>();
+}
+
 }  // namespace kagent

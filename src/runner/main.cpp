@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare_request.hpp"
+#include "copy_request.hpp"
 #include "evaluation.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/gpu/devices.hpp"
@@ -152,6 +153,39 @@ bool handle_compare(State& s, const nlohmann::json& req, RunnerResult& out) {
   return true;
 }
 
+// {"cmd": "copy", ...}: the reference server's trial inputs into a ModelNew worker's buffers
+// (runner_messages.hpp, CopyRequest). A handle that does not open is the worker's failure (its
+// process is the solution's), said in the reply; the runner goes on.
+bool handle_copy(State& s, const nlohmann::json& req, RunnerResult& out) {
+  CopyRequest rq;
+  try {
+    rq = req.get<CopyRequest>();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("bad copy request: {}", e.what());
+    return true;
+  }
+  if (rq.gpu != gpu_ordinal()) {
+    out.ok = false;
+    out.error = fmt::format("this runner serves GPU {}, the request is for GPU {}", gpu_ordinal(), rq.gpu);
+    return true;
+  }
+  try {
+    if (!s.device) s.device = std::make_unique<Device>(gpu_ordinal());
+    copy_tensors(*s.device, rq);
+    out.ok = true;
+  } catch (const CudaError& e) {
+    out.ok = false;
+    out.error = fmt::format("copying the trial's inputs: {}", e.what());
+    out.restart = e.sticky();
+    return !e.sticky();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("copying the trial's inputs: {}", e.what());
+  }
+  return true;
+}
+
 // {"cmd": "peaks", "gpu": N, "harness_cubin_path": "..."}: this GPU's copy bandwidth and FP32
 // matrix-product throughput (peaks.hpp). Only kagent's own kernels run, so a CUDA error here is
 // the environment's.
@@ -224,10 +258,11 @@ int main(int argc, char** argv) {
       out["ok"] = true;
       reply(out);
       break;
-    } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare") {
+    } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare" || cmd == "copy") {
       RunnerResult result;
       keep_going = cmd == "evaluate" ? handle_evaluate(state, req, result)
                    : cmd == "peaks"  ? handle_peaks(state, req, result)
+                   : cmd == "copy"   ? handle_copy(state, req, result)
                                      : handle_compare(state, req, result);
       out.update(nlohmann::json(result));
     } else {

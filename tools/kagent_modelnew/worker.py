@@ -9,8 +9,11 @@ speaks kagent-ref's JSON lines with it (tools/kagent_ref/server.py has the frami
           kagent keys by the solution's hash) and builds ModelNew(*get_init_inputs()) under `seed`,
           the reference's seed, so parameters match the reference's as in KernelBench.
           -> {"build_s", "static": static_check report} or {"ok": false, "build_error": true, ...}
-  trial:  {"inputs": [IpcTensorRef]}  the reference server's tensors for forward's tensor
+  buffers: {} -> {"inputs": [IpcTensorRef]}  the worker's input buffers, which kagent-runner fills
+          with each trial's inputs from the reference server (no handle crosses between the two)
+  trial:  {"inputs": [IpcTensorRef]?}  the reference server's tensors for forward's tensor
           arguments, copied into the worker's own input tensors (the same tensors every trial);
+          without "inputs", the buffers already hold them;
           the solution is called once; outputs checked for count, shape and dtype.
           -> {"outputs": [IpcTensorRef], "inputs": [IpcTensorRef], "shape_error": str|null}
           kagent-runner compares the outputs with the server's and the inputs with the server's.
@@ -200,6 +203,19 @@ class Worker:
         return {"outputs": [export(s["name"], o) for s, o in zip(self.out_specs, outs)],
                 "inputs": [export(s["name"], t) for s, t in zip(self.in_specs, self.inputs)]}
 
+    def buffers(self, req):
+        """The worker's input buffers, shared by CUDA IPC: kagent-runner copies each trial's inputs
+        from the reference server into them (the two children's pid namespaces differ, and CUDA IPC
+        handles do not open across sibling namespaces), then a trial request without inputs runs."""
+        import torch
+
+        from kagent_ref.ipc import export
+
+        if self.model is None:
+            raise RuntimeError("buffers before load")
+        torch.cuda.synchronize(self.device)
+        return {"inputs": [export(s["name"], t) for s, t in zip(self.in_specs, self.pristine)]}
+
     def trial(self, req):
         import torch
 
@@ -209,7 +225,8 @@ class Worker:
             raise RuntimeError("trial before load")
         self.exported = None
         self.timer.last = []
-        copy_into(req["inputs"], self.pristine, self.device)
+        if "inputs" in req:  # IPC references to copy from; without them kagent-runner has filled the buffers
+            copy_into(req["inputs"], self.pristine, self.device)
         for dst, src in zip(self.inputs, self.pristine):
             dst.copy_(src)
         torch.cuda.synchronize(self.device)
@@ -278,6 +295,8 @@ class Worker:
             return {}
         if cmd == "load":
             return self.load(req)
+        if cmd == "buffers":
+            return self.buffers(req)
         if cmd == "trial":
             return self.trial(req)
         if cmd == "time":

@@ -68,6 +68,18 @@ struct CompareRequest {
   bool first_check = false;  // flag a reference that cannot tell right from wrong
 };
 
+// kagent -> the runner: {"cmd": "copy", "version": 1, "gpu": N, "from": [...], "to": [...]}: each
+// tensor of `from` copied into the tensor of the same name in `to`, both shared by CUDA IPC (the
+// reference server's trial inputs into a ModelNew worker's input buffers). Each jailed child has a
+// pid namespace of its own, and legacy CUDA IPC handles open across a parent and a child pid
+// namespace but not across two sibling ones: so the runner, in kagent's, moves the tensors
+// between them. The reply is a RunnerResult without an outcome (ok, or the error).
+struct CopyRequest {
+  int version = kRunnerMessageVersion;
+  int gpu = 0;
+  std::vector<IpcTensorRef> from, to;
+};
+
 // The readers throw EnvError for another version (naming the message and both versions) and
 // nlohmann's errors for missing fields.
 void to_json(nlohmann::json& j, const RunnerResult& r);
@@ -80,5 +92,7 @@ void to_json(nlohmann::json& j, const TrialAnswer& a);
 void from_json(const nlohmann::json& j, TrialAnswer& a);
 void to_json(nlohmann::json& j, const CompareRequest& r);
 void from_json(const nlohmann::json& j, CompareRequest& r);
+void to_json(nlohmann::json& j, const CopyRequest& r);
+void from_json(const nlohmann::json& j, CopyRequest& r);
 
 }  // namespace kagent
