@@ -160,6 +160,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   const bool resuming = !a.resume.empty();
   fs::path out = resuming ? fs::path(a.resume) : fs::path(a.out);
   nlohmann::json run_info;
+  llm::RecordedEndpoint recorded;  // resuming: the endpoint run.json names, held to the user's (config.hpp)
   if (resuming) {
     std::error_code ec;
     if (!fs::is_regular_file(out / "run.json", ec))
@@ -169,12 +170,18 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
     try {  // a damaged run.json (a key of the wrong type) is bad input, not an internal error
       if (a.op.empty()) a.op = run_info.at("op").get<std::string>();
       if (a.precision.empty()) a.precision = run_info.value("precision", "");
-      for (auto [flag, key] : {std::pair{&a.llm.provider, "provider"},
-                               {&a.llm.base_url, "base_url"},
-                               {&a.llm.model, "model"},
-                               {&a.llm.script, "script"},
-                               {&a.llm.tool_choice, "tool_choice"}})
-        if (flag->empty() && run_info.contains("llm") && run_info["llm"].contains(key)) *flag = run_info["llm"][key];
+      const nlohmann::json llm = run_info.value("llm", nlohmann::json::object());
+      // The model and generation settings carry on as the run started, unless a flag says otherwise.
+      for (auto [flag, key] : {std::pair{&a.llm.model, "model"}, {&a.llm.tool_choice, "tool_choice"}})
+        if (flag->empty() && llm.contains(key)) *flag = llm[key];
+      // Where requests and the key go is not the run folder's to say: the recorded endpoint is held
+      // to what the flags, environment and config file give (resolve_resumed_llm_config below).
+      recorded.where = run_json;
+      for (auto [into, key] : {std::pair{&recorded.provider, "provider"},
+                               {&recorded.base_url, "base_url"},
+                               {&recorded.api_key_env, "api_key_env"},
+                               {&recorded.script, "script"}})
+        if (llm.contains(key)) *into = llm[key].get<std::string>();
       // The run is scored as it started: its tolerance, unless a flag says otherwise.
       if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
         if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
@@ -198,7 +205,8 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
                     out.string(), out.string()));
   fs::create_directories(out / "workspace");
   if (!a.llm.script.empty()) a.llm.script = fs::absolute(a.llm.script).string();
-  llm::LlmConfig llm_config = llm::resolve_llm_config(a.llm, op.llm);
+  llm::LlmConfig llm_config =
+      resuming ? llm::resolve_resumed_llm_config(a.llm, op.llm, recorded) : llm::resolve_llm_config(a.llm, op.llm);
   auto provider = llm::make_provider(llm_config);
 
   AgentOptions opt;
@@ -305,6 +313,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
                  {{"provider", std::string(llm::provider_name(llm_config.provider))},
                   {"base_url", llm_config.base_url},
                   {"model", llm_config.model},
+                  {"api_key_env", llm_config.api_key_source.empty() ? "" : llm_config.api_key_source.substr(1)},
                   {"script", llm_config.script},
                   {"tool_choice", llm_config.tool_choice}}},
                 {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},

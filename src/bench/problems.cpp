@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
 #include "kagent/common/natural_order.hpp"
 
 namespace kagent::bench {
@@ -65,7 +66,17 @@ std::vector<Problem> discover_problems(const std::vector<fs::path>& paths) {
         continue;
       }
       if (!it->is_regular_file()) continue;
-      if (auto p = problem_from_file(it->path(), false)) out.push_back(*p);
+      if (auto p = problem_from_file(it->path(), false)) {
+        // A problem folder is data people download: a symlink in it may not bring in a file from
+        // elsewhere on the host (bench --agent puts the problem's text in the model's prompt).
+        fs::path target;
+        if (!resolves_inside(root, it->path(), &target))
+          throw InputError(fmt::format(
+              "{}: leads to {}, outside {}: the problems found in a folder must stay inside it (name the file "
+              "itself to use it)",
+              it->path().string(), target.string(), root.string()));
+        out.push_back(*p);
+      }
     }
     if (out.size() == before)
       throw InputError(fmt::format("{}: no problems in this folder (looked for *.py and */op.json)", root.string()));

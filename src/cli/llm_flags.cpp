@@ -22,9 +22,11 @@ void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who) {
       help("Environment variable holding the API key", "--agent: environment variable holding the API key"));
   if (doctor) return;  // the endpoint only: doctor probes tool calling with its own request
   sub->add_flag("--allow-op-endpoint", f->allow_op_endpoint,
-                help("Let the op.json's llm section choose provider, base_url, api_key_env and script (by default a "
-                     "problem file may set the model and generation settings only)",
-                     "--agent: let an op.json's llm section choose the endpoint (see kagent optimize)"));
+                help("Let the op.json's llm section, and with --resume the run's run.json, choose provider, "
+                     "base_url, api_key_env and script (by default these files may set the model and generation "
+                     "settings only)",
+                     "--agent: let an op.json's llm section (or a resumed run's run.json) choose the endpoint (see "
+                     "kagent optimize)"));
   sub->add_option("--script", f->script,
                   help("JSONL file of assistant turns (provider script)",
                        "--agent: JSONL file of assistant turns (provider script)"));

@@ -16,6 +16,24 @@
 
 namespace kagent {
 
+bool resolves_inside(const std::filesystem::path& folder, const std::filesystem::path& path,
+                     std::filesystem::path* resolved) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A trailing '/' would be an empty last component that no file inside shares.
+  auto canonical = [&](const fs::path& p) {
+    fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return !c.has_filename() && c.has_relative_path() ? c.parent_path() : c;
+  };
+  const fs::path inside = canonical(folder);
+  if (ec) return false;
+  const fs::path target = canonical(path);
+  if (ec) return false;
+  if (resolved != nullptr) *resolved = target;
+  // Component by component: "/a/bc" is not inside "/a/b".
+  return std::mismatch(inside.begin(), inside.end(), target.begin(), target.end()).first == inside.end();
+}
+
 std::string read_text_file(const std::filesystem::path& path, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever before the type check.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);

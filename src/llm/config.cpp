@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -251,6 +253,11 @@ LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& fi
   if (auto v = limit("max_tool_calls", flags.max_tool_calls, kMinToolCalls, kMaxToolCalls))
     c.max_tool_calls = static_cast<int>(*v);
 
+  return c;
+}
+
+// The last check of a resolved configuration: a script run has its file, any other a model.
+void require_model_or_script(const LlmConfig& c, const Layer& file) {
   if (c.provider == ProviderKind::script) {
     if (c.script.empty()) throw InputError("provider script: no script file (--script FILE or llm.script)");
   } else if (c.model.empty()) {
@@ -259,10 +266,10 @@ LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& fi
                     "\"model\" in {}",
                     provider_name(c.provider), file.name.empty() ? "the config file" : file.name));
   }
-  return c;
 }
 
-// What the resolved configuration says for an endpoint key, to compare with an op.json's value.
+// What the resolved configuration says for an endpoint key, to compare with an op.json's or a
+// run.json's value.
 std::string resolved_value(const LlmConfig& c, const std::string& key) {
   if (key == "provider") return std::string(provider_name(c.provider));
   if (key == "base_url") return c.base_url;
@@ -270,13 +277,10 @@ std::string resolved_value(const LlmConfig& c, const std::string& key) {
   return c.script;
 }
 
-}  // namespace
-
-LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
-                             const std::optional<std::string>& config_file_path,
-                             const std::function<const char*(const char*)>& getenv_fn) {
-  const Layer op = checked_layer("op.json", op_llm);
-  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
+// Flags, environment, op.json and config file; the op.json's endpoint keys only with
+// --allow-op-endpoint or where they change nothing.
+LlmConfig resolve_with_op(const LlmFlags& flags, const Layer& op, const Layer& file,
+                          const std::function<const char*(const char*)>& getenv_fn) {
   if (flags.allow_op_endpoint) return resolve_layers(flags, op, file, getenv_fn);
   // Without --allow-op-endpoint the op.json keeps its model and generation settings; its endpoint
   // keys are accepted only where they change nothing.
@@ -299,6 +303,110 @@ LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm
         default_config_path()));
   }
   return c;
+}
+
+// The flag that sets an endpoint key, and what it holds in `flags`.
+std::string& flag_of(LlmFlags& flags, std::string_view key) {
+  if (key == "provider") return flags.provider;
+  if (key == "base_url") return flags.base_url;
+  if (key == "api_key_env") return flags.api_key_env;
+  return flags.script;
+}
+
+const std::string& recorded_value(const RecordedEndpoint& r, std::string_view key) {
+  if (key == "provider") return r.provider;
+  if (key == "base_url") return r.base_url;
+  if (key == "api_key_env") return r.api_key_env;
+  return r.script;
+}
+
+std::string_view flag_name(std::string_view key) {
+  if (key == "provider") return "--provider";
+  if (key == "base_url") return "--base-url";
+  if (key == "api_key_env") return "--api-key-env";
+  return "--script";
+}
+
+// Whether a provider of this kind uses the key: a script run sends no request (so no base URL or
+// key), an HTTP run reads no script.
+bool uses(ProviderKind p, std::string_view key) {
+  if (key == "provider") return true;
+  if (key == "script") return p == ProviderKind::script;
+  return p != ProviderKind::script;
+}
+
+}  // namespace
+
+LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                             const std::optional<std::string>& config_file_path,
+                             const std::function<const char*(const char*)>& getenv_fn) {
+  const Layer op = checked_layer("op.json", op_llm);
+  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
+  LlmConfig c = resolve_with_op(flags, op, file, getenv_fn);
+  require_model_or_script(c, file);
+  return c;
+}
+
+LlmConfig resolve_resumed_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                                     const RecordedEndpoint& recorded,
+                                     const std::optional<std::string>& config_file_path,
+                                     const std::function<const char*(const char*)>& getenv_fn) {
+  const Layer op = checked_layer("op.json", op_llm);
+  const Layer file = config_file_layer(config_file_path ? *config_file_path : default_config_path());
+  auto is_set = [&](const std::string& name) {
+    const char* v = getenv_fn ? getenv_fn(name.c_str()) : std::getenv(name.c_str());
+    return v != nullptr && *v != '\0';
+  };
+  // Recorded values as the resolved configuration writes them (no trailing '/' on a URL); an
+  // api_key_env naming an unset variable reads no key, so it chooses nothing.
+  auto recorded_for = [&](std::string_view key) {
+    std::string want = recorded_value(recorded, key);
+    if (key == "base_url")
+      while (!want.empty() && want.back() == '/') want.pop_back();
+    if (key == "api_key_env" && !want.empty() && !is_set(want)) want.clear();
+    return want;
+  };
+
+  // Whether the user chose the key's value for this run (a flag, the environment, the config file,
+  // an op.json they allowed; for the key, any variable that holds one): then it stands, whatever
+  // was recorded. Otherwise it is kagent's default, which only --allow-op-endpoint lets the
+  // recorded value replace.
+  auto users_choice = [](const LlmConfig& c, std::string_view key) {
+    if (key == "api_key_env") return !c.api_key_source.empty();
+    if (key == "script") return !c.script.empty();
+    auto it = c.origin.find(std::string(key));
+    return it != c.origin.end() && !it->second.starts_with("default");
+  };
+  LlmFlags adopted = flags;
+  std::vector<std::string> taken;
+  // Taking a recorded provider changes which keys it uses and their defaults: look again after
+  // each key taken (each at most once: taken, it is a flag).
+  for (size_t pass = 0;; ++pass) {
+    LlmConfig c = resolve_with_op(adopted, op, file, getenv_fn);
+    std::optional<std::string_view> differs;
+    for (std::string_view k : kEndpointKeys) {
+      const std::string want = recorded_for(k);
+      if (want.empty() || !uses(c.provider, k) || users_choice(c, k)) continue;
+      if (want != resolved_value(c, std::string(k))) {
+        differs = k;
+        break;
+      }
+    }
+    if (!differs) {
+      for (const std::string& k : taken) c.origin[k] = recorded.where;
+      require_model_or_script(c, file);
+      return c;
+    }
+    const std::string key(*differs), want = recorded_for(*differs), have = resolved_value(c, key);
+    if (!flags.allow_op_endpoint || pass >= kEndpointKeys.size())
+      throw InputError(fmt::format(
+          "{} records {} '{}', but this run's {} is '{}' (the default: no flag, environment variable or config "
+          "file sets it): a run folder may not choose where requests and the API key go; give {} {} to resume "
+          "against it, or --allow-op-endpoint",
+          recorded.where, key, want, key, have.empty() ? "none" : have, flag_name(key), want));
+    flag_of(adopted, key) = want;
+    taken.push_back(key);
+  }
 }
 
 }  // namespace kagent::llm

@@ -140,10 +140,24 @@ class OpJsonParser {
     return v.get<std::string>();
   }
 
-  // Paths in op.json are relative to its folder; the file must exist now, not at run time.
+  // Paths in op.json are relative to its folder and stay inside it: an op.json is data people
+  // download, and kagent pastes the reference into the prompt and copies start into the model's
+  // workspace, so "/proc/self/environ", "../.." or a symlink leading out would hand the model (and
+  // the endpoint) any file of the host. The file must exist now, not at run time.
   std::filesystem::path existing_file(const Json& v, const std::string& key) const {
     if (!v.is_string() || v.get<std::string>().empty()) fail(key, fmt::format("expected a file path, got {}", show(v)));
-    std::filesystem::path resolved = (folder_ / v.get<std::string>()).lexically_normal();
+    const std::string given = v.get<std::string>();
+    std::filesystem::path resolved = (folder_ / given).lexically_normal();
+    std::filesystem::path target;
+    if (!resolves_inside(folder_, resolved, &target)) {
+      std::error_code canon_ec;
+      const std::filesystem::path folder = std::filesystem::weakly_canonical(folder_, canon_ec);
+      const bool via_symlink = !target.empty() && target != resolved;
+      fail(key, fmt::format("'{}' names '{}'{}, outside the op's folder {}: paths in an op.json must stay inside "
+                            "its folder",
+                            key, given, via_symlink ? fmt::format(" (which leads to {})", target.string()) : "",
+                            (canon_ec ? folder_ : folder).string()));
+    }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(resolved, ec))
       fail(key, fmt::format("file not found: {}", resolved.string()));

@@ -61,6 +61,45 @@ TEST(BenchProblems, DiscoversPyFilesAndOpJsonFoldersInNaturalOrder) {
   EXPECT_EQ(ids(one), (std::vector<std::string>{"level1/1_a", "level1/2_c", "level1/10_b", "ops/other"}));
 }
 
+// A problem folder is data people download: a symlink in it that leads out (to a .py or an
+// op.json elsewhere on the host, whose text bench --agent would put in the prompt) is refused;
+// one that stays inside, and a file outside named directly, are fine.
+TEST(BenchProblems, ASymlinkLeadingOutOfTheFolderIsRefused) {
+  test::TempDir t;
+  t.write("private/model.py", "# someone's file\n");
+  t.write("private/op/op.json", "{}");
+  t.write("kb/level1/1_a.py", "# problem\n");
+  std::filesystem::create_symlink(t / "kb/level1/1_a.py", t / "kb/level1/2_same.py");
+  EXPECT_EQ(ids(discover_problems({t / "kb"})), (std::vector<std::string>{"level1/1_a", "level1/2_same"}));
+
+  auto refused = [&](const std::filesystem::path& root) {
+    try {
+      discover_problems({root});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  std::filesystem::create_symlink(t / "private/model.py", t / "kb/level1/3_out.py");
+  std::string msg = refused(t / "kb");
+  EXPECT_NE(msg.find("3_out.py: leads to"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
+  std::filesystem::remove(t / "kb/level1/3_out.py");
+
+  // Relative links, and an op.json's folder linked in.
+  std::filesystem::create_symlink("../../private/model.py", t / "kb/level1/4_rel.py");
+  EXPECT_NE(refused(t / "kb").find("4_rel.py: leads to"), std::string::npos);
+  std::filesystem::remove(t / "kb/level1/4_rel.py");
+  t.write("ops/a/op.json", "{}");
+  std::filesystem::create_symlink(t / "private/op/op.json", t / "ops/b_op.json");  // not op.json: ignored
+  std::filesystem::create_directories(t / "ops/c");
+  std::filesystem::create_symlink(t / "private/op/op.json", t / "ops/c/op.json");
+  EXPECT_NE(refused(t / "ops").find("c/op.json: leads to"), std::string::npos);
+
+  // Named directly, a file is the user's choice wherever it leads.
+  EXPECT_EQ(ids(discover_problems({t / "ops/c/op.json"})), (std::vector<std::string>{"ops/c"}));
+}
+
 TEST(BenchProblems, DiscoveryErrorsNameThePath) {
   test::TempDir t;
   t.write("empty/readme.txt", "");

@@ -33,6 +33,23 @@ class LlmConfigTest : public ::testing::Test {
     f.api_key_env = std::move(api_key_env);
     return f;
   }
+  LlmConfig resume(const LlmFlags& flags, const RecordedEndpoint& recorded, std::optional<std::string> file = {}) {
+    return resolve_resumed_llm_config(flags, nullptr, recorded, file ? file : no_file,
+                                      [this](const char* name) -> const char* {
+                                        auto it = env.find(name);
+                                        return it == env.end() ? nullptr : it->second.c_str();
+                                      });
+  }
+  static RecordedEndpoint recorded(std::string provider, std::string base_url, std::string api_key_env = "",
+                                   std::string script = "") {
+    RecordedEndpoint r;
+    r.where = "runs/x/run.json";
+    r.provider = std::move(provider);
+    r.base_url = std::move(base_url);
+    r.api_key_env = std::move(api_key_env);
+    r.script = std::move(script);
+    return r;
+  }
   static std::string error_of(const std::function<void()>& f) {
     try {
       f();
@@ -256,4 +273,78 @@ TEST_F(LlmConfigTest, ReplyLimitsFromEachSourceInOrder) {
             std::string::npos);
   flagged.max_reply_bytes = 5;
   EXPECT_NE(error_of([&] { resolve(flagged); }).find("--max-reply-bytes: expected an integer"), std::string::npos);
+}
+
+// A run folder's run.json is a file like an op.json: where the user gives or configures nothing,
+// resuming refuses a recorded endpoint other than the default (--allow-op-endpoint takes it);
+// what the user gives or configures now is used, whatever was recorded.
+TEST_F(LlmConfigTest, AResumedRunKeepsItsEndpointOnlyWhereItIsTheUsersOne) {
+  env["GITHUB_TOKEN"] = "ghp_secret";
+  LlmConfig c = resume(flags("m"), recorded("openai", "https://api.openai.com/v1/", "OPENAI_API_KEY"));
+  EXPECT_EQ(c.base_url, "https://api.openai.com/v1");
+
+  struct Case {
+    RecordedEndpoint r;
+    std::string says;
+  };
+  const std::vector<Case> refused = {
+      {recorded("openai", "http://127.0.0.1:9999/v1"),
+       "runs/x/run.json records base_url 'http://127.0.0.1:9999/v1', but this run's base_url is "
+       "'https://api.openai.com/v1' (the default: no flag, environment variable or config file sets it): a run "
+       "folder may not choose where requests and the API key go; give --base-url http://127.0.0.1:9999/v1 to resume "
+       "against it, or --allow-op-endpoint"},
+      {recorded("anthropic", "https://api.anthropic.com"),
+       "records provider 'anthropic', but this run's provider is "
+       "'openai' (the default"},
+      {recorded("openai", "https://api.openai.com/v1", "GITHUB_TOKEN"),
+       "records api_key_env 'GITHUB_TOKEN', but this run's api_key_env is 'none'"},
+      {recorded("script", "https://api.openai.com/v1", "", "/tmp/turns.jsonl"), "records provider 'script'"},
+  };
+  for (const Case& k : refused) {
+    std::string msg = error_of([&] { resume(flags("m"), k.r); });
+    EXPECT_NE(msg.find(k.says), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("ghp_secret"), std::string::npos) << msg;
+  }
+  // A variable that is not set reads no key: recorded, it chooses nothing.
+  EXPECT_TRUE(resume(flags("m"), recorded("openai", "https://api.openai.com/v1", "NOT_SET")).api_key.empty());
+
+  // A script run: the script file is part of the endpoint; the base URL of a run that sends nothing is not.
+  LlmFlags script = flags("", "script");
+  script.script = "/tmp/turns.jsonl";
+  EXPECT_EQ(resume(script, recorded("script", "http://elsewhere/v1", "", "/tmp/turns.jsonl")).script,
+            "/tmp/turns.jsonl");
+  env["KAGENT_PROVIDER"] = "script";
+  std::string msg = error_of([&] { resume(flags(""), recorded("script", "", "", "/tmp/other.jsonl")); });
+  EXPECT_NE(msg.find("records script '/tmp/other.jsonl', but this run's script is 'none'"), std::string::npos) << msg;
+  env.erase("KAGENT_PROVIDER");
+
+  // What the user gives now (flag, environment) or has configured is used, whatever was recorded.
+  LlmFlags flagged = flags("m");
+  flagged.base_url = "http://localhost:7/v1";
+  EXPECT_EQ(resume(flagged, recorded("openai", "http://127.0.0.1:9999/v1")).base_url, "http://localhost:7/v1");
+  env["OPENAI_BASE_URL"] = "http://localhost:8000/v1";
+  c = resume(flags("m"), recorded("openai", "http://127.0.0.1:9999/v1"));
+  EXPECT_EQ(c.base_url, "http://localhost:8000/v1");
+  EXPECT_EQ(c.origin["base_url"], "env $OPENAI_BASE_URL");
+  env.erase("OPENAI_BASE_URL");
+  auto file = dir.write("config.json", R"({"llm": {"base_url": "http://localhost:8000/v1/"}})");
+  EXPECT_EQ(resume(flags("m"), recorded("openai", "http://127.0.0.1:9999/v1"), file.string()).base_url,
+            "http://localhost:8000/v1");
+  env["OPENAI_API_KEY"] = "sk-openai-secret";
+  c = resume(flags("m"), recorded("openai", "https://api.openai.com/v1", "GITHUB_TOKEN"));
+  EXPECT_EQ(c.api_key, "sk-openai-secret") << "the user's key, not the variable run.json names";
+
+  // --allow-op-endpoint: the run folder's endpoint where the user gives nothing.
+  env.erase("OPENAI_API_KEY");
+  LlmFlags allow = flags("m");
+  allow.allow_op_endpoint = true;
+  c = resume(allow, recorded("openai", "http://127.0.0.1:9999/v1", "GITHUB_TOKEN"));
+  EXPECT_EQ(c.base_url, "http://127.0.0.1:9999/v1");
+  EXPECT_EQ(c.api_key, "ghp_secret");
+  EXPECT_EQ(c.origin["base_url"], "runs/x/run.json");
+  c = resume(allow, recorded("anthropic", "http://127.0.0.1:9998"));
+  EXPECT_EQ(c.provider, ProviderKind::anthropic);
+  EXPECT_EQ(c.base_url, "http://127.0.0.1:9998");
+  allow.base_url = "http://localhost:7/v1";
+  EXPECT_EQ(resume(allow, recorded("openai", "http://127.0.0.1:9999/v1")).base_url, "http://localhost:7/v1");
 }

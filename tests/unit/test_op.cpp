@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
 #include "kagent/spec/op.hpp"
@@ -210,6 +214,74 @@ TEST_F(OpTest, ReferenceObjectWithOtherKeys) {
 TEST_F(OpTest, MissingStartFile) {
   std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "start": "s.cu"})");
   EXPECT_TRUE(contains(msg, prefix() + "key start: file not found")) << msg;
+}
+
+// Every path an op.json names stays inside its folder once symlinks are followed: an op.json is
+// data people download, and kagent pastes the reference into the prompt and copies start into the
+// model's workspace. Each path key, with an absolute path, a "../" path, a symlink leading out (to
+// a file and to a folder) and a legitimate subfolder path (also through a symlink that stays in).
+TEST(OpPaths, EveryPathKeyStaysInsideTheOpFolder) {
+  test::TempDir t;
+  t.write("outside/secret.cu", "/*kagent {} */\n// a private file\n");
+  t.write("outside/secret.py", kKernelBenchPy);
+  t.write("op/sub/ref.cu", "/*kagent {} */\n");
+  t.write("op/sub/ref.py", kKernelBenchPy);
+  for (const char* ext : {"cu", "py"}) {
+    fs::create_symlink(t / (std::string("outside/secret.") + ext), t / (std::string("op/link.") + ext));
+    fs::create_symlink(std::string("sub/ref.") + ext, t / (std::string("op/inner.") + ext));
+  }
+  fs::create_symlink(t / "outside", t / "op/linkdir");
+  const fs::path op_path = t / "op/op.json";
+  const std::string op_folder = fs::weakly_canonical(t / "op").string();
+
+  struct Key {
+    std::string key, ext;
+    std::function<std::string(const std::string&)> op;  // the op.json naming path under key
+  };
+  const std::vector<Key> keys = {
+      {"reference", "py",
+       [](const std::string& p) {
+         return nlohmann::json{{"name", "t"}, {"reference", p}}.dump();
+       }},
+      {"reference.cuda", "cu",
+       [](const std::string& p) {
+         return nlohmann::json{{"name", "t"},
+                               {"reference", {{"cuda", p}}},
+                               {"inputs", {{"a", {{"shape", {4}}, {"dtype", "f32"}}}}},
+                               {"outputs", {{"out", {{"shape", {4}}, {"dtype", "f32"}}}}}}
+             .dump();
+       }},
+      {"start", "cu",
+       [](const std::string& p) {
+         return nlohmann::json{{"name", "t"}, {"reference", "sub/ref.py"}, {"start", p}}.dump();
+       }},
+  };
+  for (const Key& k : keys) {
+    const std::string secret = "secret." + k.ext;
+    std::vector<std::string> escaping = {(t / "outside" / secret).string(), "../outside/" + secret,
+                                         "sub/../../outside/" + secret, "link." + k.ext, "linkdir/" + secret};
+    if (k.ext == "cu") escaping.push_back("/proc/self/environ");
+    for (const std::string& p : escaping) {
+      t.write("op/op.json", k.op(p));
+      std::string msg;
+      try {
+        load_op(op_path);
+        ADD_FAILURE() << k.key << " = " << p << " loaded";
+      } catch (const InputError& e) {
+        msg = e.what();
+      }
+      EXPECT_TRUE(contains(msg, op_path.string() + ": key " + k.key + ": '" + k.key + "' names '" + p + "'")) << msg;
+      EXPECT_TRUE(
+          contains(msg, "outside the op's folder " + op_folder + ": paths in an op.json must stay inside its folder"))
+          << msg;
+    }
+    for (const std::string& p : {"sub/ref." + k.ext, "./sub/../sub/ref." + k.ext, "inner." + k.ext}) {
+      t.write("op/op.json", k.op(p));
+      Op op = load_op(op_path);
+      const fs::path& got = k.key == "start" ? *op.start : op.reference;
+      EXPECT_EQ(got, (t / "op" / p).lexically_normal()) << k.key << " = " << p;
+    }
+  }
 }
 
 TEST_F(OpTest, BadDtype) {

@@ -18,6 +18,15 @@ std::string read_text_file(const std::filesystem::path& path, size_t max_bytes =
 // (and other kagent processes) never see a half-written file. Throws Error on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
+// Whether `path` lies inside `folder` once both are made absolute and every symlink in them is
+// followed (std::filesystem::weakly_canonical: a missing tail is normalized lexically). "../x",
+// an absolute path elsewhere and a symlink that leads out are all outside. `resolved`, when given,
+// receives where path leads. Paths named by data files people download (an op.json, a problem
+// folder) are held to this: otherwise a file could make kagent read any file of the host (an API
+// key in /proc/self/environ) into a prompt.
+bool resolves_inside(const std::filesystem::path& folder, const std::filesystem::path& path,
+                     std::filesystem::path* resolved = nullptr);
+
 // 1-based line number of a byte offset in text, and its 1-based column.
 int line_of_offset(std::string_view text, size_t offset);
 int column_of_offset(std::string_view text, size_t offset);

@@ -41,8 +41,9 @@ struct LlmConfig {
 // What the command line said (empty: not given).
 struct LlmFlags {
   std::string provider, base_url, model, api_key_env, script, tool_choice;
-  // --allow-op-endpoint: the op.json's provider, base_url, api_key_env and script may change the
-  // endpoint. Without it an op.json that would change one is refused (exit 2 naming the key).
+  // --allow-op-endpoint: the op.json's (and, resuming, the run.json's) provider, base_url,
+  // api_key_env and script may change the endpoint. Without it a file that would change one is
+  // refused (exit 2 naming the key).
   bool allow_op_endpoint = false;
   int64_t max_reply_bytes = 0;  // --max-reply-bytes (0: not given)
   int max_tool_calls = 0;       // --max-tool-calls (0: not given)
@@ -58,6 +59,24 @@ struct LlmFlags {
 LlmConfig resolve_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
                              const std::optional<std::string>& config_file_path = std::nullopt,
                              const std::function<const char*(const char*)>& getenv = nullptr);
+
+// The endpoint a run folder's run.json recorded when the run started (empty fields: not recorded).
+struct RecordedEndpoint {
+  std::string where;  // the run.json, for messages
+  std::string provider, base_url, api_key_env, script;
+};
+
+// As resolve_llm_config, for resuming a run that recorded `recorded`. A run folder is a file like
+// an op.json (it may have been edited or downloaded): where the user gives or configures a value
+// now (flag, environment, config file; for the key, any variable that holds one) that value is
+// used, whatever was recorded; where the user gives nothing, a recorded value other than the
+// default is InputError saying how to resume against it, unless flags.allow_op_endpoint, which
+// takes it. Only what the provider uses is compared (a script run sends nothing; an HTTP run reads
+// no script), and an api_key_env naming a variable that is not set reads no key.
+LlmConfig resolve_resumed_llm_config(const LlmFlags& flags, const nlohmann::json& op_llm,
+                                     const RecordedEndpoint& recorded,
+                                     const std::optional<std::string>& config_file_path = std::nullopt,
+                                     const std::function<const char*(const char*)>& getenv = nullptr);
 
 // $XDG_CONFIG_HOME/kagent/config.json, else $HOME/.config/kagent/config.json.
 std::string default_config_path();
