@@ -22,6 +22,16 @@ bool lower_limit(int resource, rlim_t value) {
   return setrlimit(resource, &next) == 0;
 }
 
+// The soft limit sends SIGXCPU (which ends the process: its default action); the hard limit, a
+// second later, SIGKILL for one that catches it. Each only ever lowered.
+bool lower_cpu_limit(rlim_t seconds) {
+  rlimit cur{};
+  if (getrlimit(RLIMIT_CPU, &cur) != 0) return false;
+  const rlim_t hard = std::min(cur.rlim_max, seconds < RLIM_INFINITY - 1 ? seconds + 1 : seconds);
+  rlimit next{std::min({cur.rlim_cur, seconds, hard}), hard};
+  return setrlimit(RLIMIT_CPU, &next) == 0;
+}
+
 }  // namespace
 
 bool write_proc_file(const char* path, std::string_view text) {
@@ -49,6 +59,8 @@ bool apply_child_limits(const ProcessLimits& limits) {
   if (!lower_limit(RLIMIT_CORE, limits.core_bytes)) return false;
   if (!lower_limit(RLIMIT_FSIZE, limits.file_bytes)) return false;
   if (limits.processes > 0 && !lower_limit(RLIMIT_NPROC, limits.processes)) return false;
+  if (limits.address_space_bytes > 0 && !lower_limit(RLIMIT_AS, limits.address_space_bytes)) return false;
+  if (limits.cpu_seconds > 0 && !lower_cpu_limit(limits.cpu_seconds)) return false;
   return true;
 }
 

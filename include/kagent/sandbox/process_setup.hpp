@@ -11,11 +11,16 @@
 namespace kagent::sandbox {
 
 // Resource limits a child gets; a limit is only ever lowered, never raised (an operator may have
-// set tighter ones for kagent). 0 for `processes` leaves RLIMIT_NPROC alone.
+// set tighter ones for kagent). 0 for `processes`, `address_space_bytes` or `cpu_seconds` leaves
+// that limit alone.
 struct ProcessLimits {
   rlim_t core_bytes = 0;                // no multi-GB GPU core dumps
   rlim_t file_bytes = rlim_t{1} << 30;  // 1 GiB per file written
   rlim_t processes = 4096;              // RLIMIT_NPROC: binds non-root users only (see pid_limit.hpp)
+  // RLIMIT_AS: the child's virtual memory. Only for children that load no GPU driver (the driver
+  // reserves far more address space than it uses): the compile worker.
+  rlim_t address_space_bytes = 0;
+  rlim_t cpu_seconds = 0;  // RLIMIT_CPU: SIGXCPU at the limit, SIGKILL a second later
 };
 
 // Own process group (a timeout kills the child and all it started with one kill(-pgid)), death
