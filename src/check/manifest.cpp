@@ -97,9 +97,11 @@ int entry_line(const std::string& text, size_t index) {
 }  // namespace
 
 Manifest load_manifest(const fs::path& path, const Thresholds& flags) {
-  const std::string text = read_text_file(path);
+  const std::string text = read_text_file(path, kMaxManifestBytes);
   const std::string file = path.string();
-  const nlohmann::json j = parse_json_input<nlohmann::json>(text, file);
+  JsonLimits limits;
+  limits.max_values = kMaxManifestValues;
+  const nlohmann::json j = parse_json_input<nlohmann::json>(text, file, limits);
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object with \"checks\"", file));
   for (const auto& [key, v] : j.items())
     if (key != "defaults" && key != "checks")

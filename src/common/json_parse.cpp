@@ -95,7 +95,19 @@ class BoundedSax {
   std::vector<Frame> frames_;
   bool started_ = false;
   bool failed_ = false;
+  size_t values_ = 0;
   JsonTextError error_{std::string::npos, "", ""};
+
+  // Counts one more value; false (with the error set) past limits_.max_values.
+  bool count_value() {
+    if (limits_.max_values == 0 || ++values_ <= limits_.max_values) return true;
+    failed_ = true;
+    error_ = JsonTextError(std::string::npos, path(true),
+                           fmt::format("more than {} values (objects, arrays, strings, numbers, true/false/null) "
+                                       "in one document",
+                                       limits_.max_values));
+    return false;
+  }
 
   // Places v where the parser is now and returns where it went.
   Json* place(Json&& v) {
@@ -116,11 +128,13 @@ class BoundedSax {
   }
 
   bool value(Json&& v) {
+    if (!count_value()) return false;
     place(std::move(v));
     return true;
   }
 
   bool open(Json&& container) {
+    if (!count_value()) return false;
     if (static_cast<int>(frames_.size()) >= limits_.max_depth) {
       failed_ = true;
       error_ = JsonTextError(std::string::npos, path(true),

@@ -38,9 +38,9 @@ void cut_torn_last_line(int fd, const std::filesystem::path& path) {
     throw InputError(fmt::format("{}: cannot repair a torn last line ({})", path.string(), std::strerror(errno)));
 }
 
-std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path) {
+void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
+                    const JsonlLimits& limits) {
   const std::string text = read_text_file(path);
-  std::vector<JsonlLine> out;
   size_t pos = 0;
   int number = 0;
   while (pos < text.size()) {
@@ -50,14 +50,19 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path) {
     std::string_view line(text.data() + pos, (terminated ? nl : text.size()) - pos);
     pos = terminated ? nl + 1 : text.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (limits.max_line_bytes > 0 && line.size() > limits.max_line_bytes) {
+      if (!terminated) break;  // torn
+      throw InputError(fmt::format("{}:{}: a line of {} bytes: at most {} bytes are read per line", path.string(),
+                                   number, line.size(), limits.max_line_bytes));
+    }
     try {
-      nlohmann::json j = parse_json<nlohmann::json>(line);
+      nlohmann::json j = parse_json<nlohmann::json>(line, limits.json);
       if (!j.is_object()) {
         if (!terminated) break;  // torn
         throw InputError(
             fmt::format("{}:{}: expected a JSON object, got a JSON {}", path.string(), number, j.type_name()));
       }
-      out.push_back({number, std::move(j)});
+      each({number, std::move(j)});
     } catch (const JsonTextError& e) {
       if (!terminated) break;  // a line torn by a kill: what came before stands
       const std::string where = fmt::format("{}:{}", path.string(), number);
@@ -66,6 +71,12 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path) {
       throw InputError(json_text_error_message(e, line, where));
     }
   }
+}
+
+std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path, const JsonlLimits& limits) {
+  std::vector<JsonlLine> out;
+  for_each_jsonl(
+      path, [&](JsonlLine&& line) { out.push_back(std::move(line)); }, limits);
   return out;
 }
 

@@ -167,7 +167,17 @@ CompileResult Compiler::compile(const Candidate& cand, const std::string& arch) 
   nvrtcResult rc = NVRTC_SUCCESS;
   std::string full_log;
   if (isolation_ == CompileIsolation::worker) {
-    WorkerResult w = run_compile_worker({name, cand.source, r.options, toolkit_visible_dirs(paths_)});
+    WorkerResult w = run_compile_worker({name, cand.source, r.options, toolkit_visible_dirs(paths_),
+                                         limits_ ? *limits_ : compile_limits_from_environment()});
+    if (!w.stopped.empty()) {
+      // Not cached: the same source may finish under a higher limit or on a less loaded machine.
+      r.stopped = true;
+      r.log = w.stopped + "\n";
+      std::erase(w.log, '\0');
+      if (!w.log.empty()) r.log += strip_ptxas_info(w.log);
+      r.isolation = w.isolation;
+      return finish();
+    }
     rc = static_cast<nvrtcResult>(w.nvrtc_result);
     full_log = std::move(w.log);
     std::erase(full_log, '\0');

@@ -5,10 +5,13 @@
 // directories named by --visible (the toolkit's headers and NVRTC's libraries): NVRTC's
 // preprocessor opens #include files itself, and a macro can build any path, so the only files it
 // can reach are the ones that exist in the view. No /proc (no /proc/self/environ), no /etc, no
-// home directories, no host /tmp.
+// home directories, no host /tmp. kagent also bounds its address space (RLIMIT_AS) and CPU time
+// (RLIMIT_CPU) and kills it at a wall-clock timeout: a macro or template that expands without
+// bound ends here, as that candidate's failure.
 //
 // Reply on stdout: one JSON line {"result": <nvrtcResult>, "log": ..., "cubin_bytes": N,
-// "isolation": "namespaces" | "process", "warning": ...}, then N bytes of cubin.
+// "isolation": "namespaces" | "process", "warning": ...}, then N bytes of cubin; "refused": true
+// when the source was too large to take.
 // Exit 0 when a reply was written, 2 for a bad request, 3 when the sandbox could not be made
 // (the reply says why).
 #include <dlfcn.h>
@@ -136,7 +139,10 @@ int main(int argc, char** argv) {
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
     if (text.size() > kMaxRequest) {
-      reply({{"result", -1}, {"log", "the compile request is larger than 64 MiB"}});
+      // The source's fault, not the worker's: kagent reports it as the candidate's failure.
+      reply({{"result", -1},
+             {"refused", true},
+             {"log", "the source is too large to compile (the request is over 64 MiB)"}});
       return 2;
     }
   }

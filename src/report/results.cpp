@@ -150,8 +150,16 @@ ResultsWriter::~ResultsWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void ResultsWriter::append(const ResultRecord& r) {
-  const std::string line = nlohmann::json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+void ResultsWriter::append(const ResultRecord& record) {
+  // Within what read_results takes: an error of pages (a compile log) keeps its beginning.
+  const ResultRecord* r = &record;
+  ResultRecord cut;
+  if (record.error.size() > kMaxRecordErrorBytes) {
+    cut = record;
+    cut.error = record.error.substr(0, kMaxRecordErrorBytes) + "... (cut)";
+    r = &cut;
+  }
+  const std::string line = nlohmann::json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
   // One write per record to an O_APPEND descriptor: lines of two writers (threads here, or two
   // batches sharing a file) do not interleave.
@@ -167,17 +175,23 @@ void ResultsWriter::append(const ResultRecord& r) {
 
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files) {
   std::map<std::string, ResultRecord> by_problem;
+  JsonlLimits limits;
+  limits.max_line_bytes = kMaxResultLineBytes;
+  limits.json.max_values = kMaxResultLineValues;
   for (const auto& path : files) {
-    for (auto& [n, j] : read_jsonl(path)) {
-      try {
-        ResultRecord r = j.get<ResultRecord>();
-        by_problem[r.problem] = std::move(r);
-      } catch (const nlohmann::json::exception& e) {
-        throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), n, e.what()));
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), n, e.what()));
-      }
-    }
+    for_each_jsonl(
+        path,
+        [&](JsonlLine&& line) {
+          try {
+            ResultRecord r = line.value.get<ResultRecord>();
+            by_problem[r.problem] = std::move(r);
+          } catch (const nlohmann::json::exception& e) {
+            throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), line.number, e.what()));
+          } catch (const InputError& e) {
+            throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), line.number, e.what()));
+          }
+        },
+        limits);
   }
   std::vector<ResultRecord> out;
   for (auto& [p, r] : by_problem) out.push_back(std::move(r));
@@ -272,10 +286,11 @@ std::string setting_text(const MeasurementSetting& s) {
     return v.empty() ? fmt::format("{} not recorded", what) : v;
   };
   std::string tol = s.atol && s.rtol ? fmt::format(" (atol {:g}, rtol {:g})", *s.atol, *s.rtol) : "";
-  return fmt::format("{}, {}{}, {}, {}", or_not(s.device, "device"), or_not(s.precision, "precision"), tol,
-                     s.stop_rule.empty() ? std::string("stop rule not recorded") : fmt::format("stop rule {}", s.stop_rule),
-                     s.kagent_version.empty() ? std::string("kagent version not recorded")
-                                              : fmt::format("kagent {}", s.kagent_version));
+  return fmt::format(
+      "{}, {}{}, {}, {}", or_not(s.device, "device"), or_not(s.precision, "precision"), tol,
+      s.stop_rule.empty() ? std::string("stop rule not recorded") : fmt::format("stop rule {}", s.stop_rule),
+      s.kagent_version.empty() ? std::string("kagent version not recorded")
+                               : fmt::format("kagent {}", s.kagent_version));
 }
 
 std::vector<std::pair<MeasurementSetting, int>> measurement_settings(const std::vector<ResultRecord>& records) {

@@ -37,7 +37,8 @@ SandboxPolicy shell_policy(const std::string& workspace) {
   return p;
 }
 
-SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs) {
+SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs, rlim_t memory_bytes,
+                                    rlim_t cpu_seconds) {
   SandboxPolicy p;
   p.name = "compile worker";
   p.environment = compile_worker_environment();
@@ -46,6 +47,9 @@ SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs
   p.visible = toolkit_dirs;
   p.limits.file_bytes = 0;  // it writes no file at all: its cubin goes to a pipe
   p.limits.processes = 64;
+  // NVRTC loads no GPU driver, so its address space is close to the memory it uses.
+  p.limits.address_space_bytes = memory_bytes;
+  p.limits.cpu_seconds = cpu_seconds;
   return p;
 }
 

@@ -35,6 +35,16 @@ void put(int fd, const char* text) {
   }
 }
 
+// The soft limit sends SIGXCPU (which ends the process: its default action); the hard limit, a
+// second later, SIGKILL for one that catches it. Each only ever lowered.
+bool lower_cpu_limit(rlim_t seconds) {
+  rlimit cur{};
+  if (getrlimit(RLIMIT_CPU, &cur) != 0) return false;
+  const rlim_t hard = std::min(cur.rlim_max, seconds < RLIM_INFINITY - 1 ? seconds + 1 : seconds);
+  rlimit next{std::min({cur.rlim_cur, seconds, hard}), hard};
+  return setrlimit(RLIMIT_CPU, &next) == 0;
+}
+
 }  // namespace
 
 int above_stdio(int fd) {
@@ -113,6 +123,8 @@ bool apply_child_limits(const ProcessLimits& limits) {
     while (d > 0) text[n++] = digits[--d];
     if (!write_proc_file("/proc/self/oom_score_adj", std::string_view(text, static_cast<size_t>(n)))) return false;
   }
+  if (limits.address_space_bytes > 0 && !lower_limit(RLIMIT_AS, limits.address_space_bytes)) return false;
+  if (limits.cpu_seconds > 0 && !lower_cpu_limit(limits.cpu_seconds)) return false;
   return true;
 }
 

@@ -248,9 +248,17 @@ Candidate parse_candidate(std::string source, const std::filesystem::path& path)
   const std::string path_text = path.string();
   PlanBlock block = find_plan_block(source, path_text);
   std::string_view json_text(source.data() + block.json_begin, block.json_end - block.json_begin);
+  // Bounded before anything is allocated for it: the DOM costs up to 50 times the text.
+  if (json_text.size() > kMaxPlanBytes)
+    throw InputError(fmt::format(
+        "{}:{}: the launch plan is {} bytes: at most {} bytes (1 MiB) are read (a plan of thousands of steps "
+        "fits)",
+        path_text, block.line, json_text.size(), kMaxPlanBytes));
+  JsonLimits limits;
+  limits.max_values = kMaxPlanValues;
   Json root;
   try {
-    root = parse_json<Json>(json_text);
+    root = parse_json<Json>(json_text, limits);
   } catch (const JsonTextError& e) {
     if (e.byte() == std::string::npos)
       throw InputError(fmt::format("{}:{}: plan key {}: {}", path_text, block.line,

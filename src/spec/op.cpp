@@ -395,7 +395,7 @@ class OpJsonParser {
 };
 
 Op load_json_op(const std::filesystem::path& path) {
-  return parse_op_json(read_text_file(path), path);
+  return parse_op_json(read_text_file(path, kMaxOpJsonBytes), path);
 }
 
 }  // namespace
@@ -507,7 +507,12 @@ std::vector<std::string> Op::scalar_names() const {
 }
 
 Op parse_op_json(std::string_view text, const std::filesystem::path& path) {
-  return OpJsonParser(path).parse(parse_json_input<Json>(text, path.string()));
+  if (text.size() > kMaxOpJsonBytes)
+    throw InputError(fmt::format("{}: {} bytes: an op.json is at most {} bytes (1 MiB)", path.string(), text.size(),
+                                 kMaxOpJsonBytes));
+  JsonLimits limits;
+  limits.max_values = kMaxOpJsonValues;
+  return OpJsonParser(path).parse(parse_json_input<Json>(text, path.string(), limits));
 }
 
 Op load_op(const std::filesystem::path& path) {

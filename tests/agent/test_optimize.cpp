@@ -268,6 +268,72 @@ TEST_F(Optimize, KilledRunResumesWithNothingLost) {
   EXPECT_NE(again.output.find("already finished"), std::string::npos) << again.output;
 }
 
+// A candidate whose compile never ends (a macro expanding to 2^40 tokens) is stopped at the compile
+// time limit and answered as the compile call's result: the run goes on, and a run killed after
+// that answer resumes after it instead of compiling the same source again.
+TEST_F(Optimize, ACompileThatNeverEndsIsAnsweredAndNotRepeatedOnResume) {
+  std::string bomb =
+      "/*kagent\n{\"launch\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1], \"args\": [\"x\", \"out\"]}]}\n*/\n"
+      "#define A0 x\n";
+  for (int i = 1; i <= 40; ++i)
+    bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
+  bomb +=
+      "__device__ int v = sizeof(A40);\n"
+      "extern \"C\" __global__ void k(const float* x, float* out) { out[0] = x[0]; }\n";
+  json write = {{"content", "a first version"},
+                {"tool_calls", {{{"name", "write_file"}, {"arguments", {{"path", "bomb.cu"}, {"content", bomb}}}}}}};
+  json compile = {{"content", "compiling"},
+                  {"tool_calls", {{{"name", "compile"}, {"arguments", {{"path", "bomb.cu"}}}}}}};
+  json finish = {{"content", "done"}, {"tool_calls", {{{"name", "finish"}, {"arguments", {{"path", "bomb.cu"}}}}}}};
+  SessionServer server({write, compile, finish});
+  server.hang_at(2);  // the request after the compile's answer never returns: the run is killed there
+  auto run = dir.path() / "run";
+  std::vector<std::string> argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
+  for (auto& e : env_for(server)) argv.push_back(e);
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), op(), std::string("--out"),
+                 run.string(), std::string("--quiet"), std::string("--no-shell")})
+    argv.push_back(s);
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "env", nullptr, nullptr, cargv.data(), environ), 0);
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 30000 && !server.hung() && !exited; ++i) {
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) std::this_thread::sleep_for(10ms);
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(server.hung()) << "the run ended at the compile (exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1)
+                             << ") instead of answering it";
+  server.hang_at(-1);
+  server.release();
+  auto results = tool_results(lines_of(run / "transcript.jsonl"));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1]["tool_name"], "compile");
+  const std::string said = results[1]["content"].get<std::string>();
+  EXPECT_NE(said.find("the compile was stopped after 10 s (limit)"), std::string::npos) << said;
+  // The model read it before its next turn.
+  EXPECT_EQ(server.requests().back()["messages"].back()["role"], "tool");
+
+  argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
+  for (auto& e : env_for(server)) argv.push_back(e);
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--resume"),
+                 run.string(), std::string("--quiet")})
+    argv.push_back(s);
+  auto r = run_capture(argv, 600s);
+  EXPECT_NE(r.exit_code, 3) << r.output;
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "finish") << r.output;
+  results = tool_results(lines_of(run / "transcript.jsonl"));
+  ASSERT_EQ(results.size(), 3u) << "the compile was answered once, not re-run on resume";
+  EXPECT_EQ(results[2]["tool_name"], "finish");
+}
+
 // --tolerance: the model is told the tolerance it will be judged under, the result records it, and
 // a resumed run keeps it (run.json) unless a flag changes it.
 TEST_F(Optimize, ToleranceFlagReachesThePromptTheResultAndTheResume) {

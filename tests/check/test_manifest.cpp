@@ -110,3 +110,14 @@ TEST_F(CheckManifest, WrongTypesHugeNumbersAndDuplicateKeysNameTheKey) {
   e = error_of("{\"checks\": " + std::string(10000, '[') + "}");
   EXPECT_TRUE(has(e, "nested deeper")) << e;
 }
+
+// Manifests travel with repositories: a large one is refused before its DOM is built.
+TEST_F(CheckManifest, SizeAndValuesAreBounded) {
+  auto e = error_of(R"({"checks": [], "pad": ")" + std::string(size_t{2} << 20, ' ') + "\"}");
+  EXPECT_NE(e.find("kagent.json"), std::string::npos) << e.substr(0, 300);
+  EXPECT_NE(e.find("1048576 bytes"), std::string::npos) << e.substr(0, 300);
+  std::string items;
+  for (int i = 0; i < 70'000; ++i) items += "[],";
+  e = error_of(R"({"checks": [)" + items + "[]]}");
+  EXPECT_NE(e.find("more than 65536 values"), std::string::npos) << e.substr(0, 300);
+}

@@ -147,6 +147,36 @@ TEST_F(Cli, EvalCompileErrorIsTierMinusOne) {
   EXPECT_TRUE(has(r.output, "tier -1")) << r.output;
 }
 
+// A macro that expands exponentially never finishes compiling: stopped at the compile time limit
+// (set low here), it is the candidate's failure, "not compiled" (exit 1), never the environment's
+// (exit 3). Without a GPU eval compiles before it says there is none, so this runs anywhere.
+TEST_F(Cli, EvalOfACompileThatNeverEndsIsNotCompiled) {
+  std::string bomb = std::string(kGoodKernel) + "#define A0 x\n";
+  for (int i = 1; i <= 40; ++i)
+    bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
+  bomb += "__device__ int v = sizeof(A40);\n";
+  const std::string cand = tmp.write("bomb.cu", bomb).string();
+  for (bool json : {false, true}) {
+    std::vector<std::string> argv = {"env",
+                                     "KAGENT_CACHE_DIR=" + (tmp / "cache").string(),
+                                     "KAGENT_COMPILE_TIMEOUT=2",
+                                     (test::binary_dir() / "kagent").string(),
+                                     "eval",
+                                     cand,
+                                     "--op",
+                                     example("vector_add/op.json"),
+                                     "--arch",
+                                     "sm_90a"};
+    if (json) argv.push_back("--json");
+    auto r = run_capture(argv, 300s);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(has(r.output, "the compile was stopped after 2 s (limit)")) << r.output;
+    if (!json) {
+      EXPECT_TRUE(has(r.output, "tier -1")) << r.output;
+    }
+  }
+}
+
 TEST_F(Cli, EvalExitCodeFollowsTheVerdictOrTheMissingGpu) {
   auto r = kagent({"eval", tmp.write("c.cu", kGoodKernel).string(), "--op", example("vector_add/op.json")});
   if (query_gpus().gpus.empty()) {

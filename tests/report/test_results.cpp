@@ -253,3 +253,40 @@ TEST(Results, AFifoIsRefusedNotReadForever) {
   EXPECT_THROW(read_results({fifo}), InputError);
   EXPECT_THROW(read_results({"/dev/zero"}), InputError);
 }
+
+// results.jsonl files are merged from shards and downloaded: each line is bounded before its DOM
+// is built (size and values), and a record kagent writes always fits (its error is cut).
+TEST(Results, LinesAreBoundedAndWrittenRecordsFitThem) {
+  test::TempDir dir;
+  ResultRecord big = rec("level1/a", "level1", "compile_error", -1);
+  big.error = std::string(size_t{3} << 20, 'e');
+  auto f = dir.path() / "r.jsonl";
+  {
+    ResultsWriter w(f);
+    w.append(big);
+  }
+  auto back = read_results({f});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_LT(back[0].error.size(), kMaxResultLineBytes);
+  EXPECT_EQ(back[0].error.rfind(std::string(1000, 'e'), 0), 0u) << "the error keeps its beginning";
+
+  // Written by someone else: a line over 1 MiB, and one of 10^5 values in a few hundred KB.
+  auto g = dir.write("g.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) + nlohmann::json(big).dump() + "\n");
+  try {
+    read_results({g});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("g.jsonl:2: a line of"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most 1048576 bytes"), std::string::npos) << e.what();
+  }
+  std::string items;
+  for (int i = 0; i < 100'000; ++i) items += "[],";
+  auto h = dir.write("h.jsonl", R"({"problem": "p", "status": "correct", "pad": [)" + items + "[]]}\n");
+  try {
+    read_results({h});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h.jsonl:1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than 65536 values"), std::string::npos) << e.what();
+  }
+}

@@ -1,6 +1,7 @@
 // The compile tool's sass argument: 'summary' and 'listing' add a SASS section after the resource
 // table (or say why there is none: no nvdisasm in this toolkit), anything else is the model's
-// mistake; the schema the model reads lists both arguments. No GPU needed.
+// mistake; the schema the model reads lists both arguments. A compile that never ends is stopped
+// at its limit and answered as a tool result the model reads. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,11 +25,12 @@ class CompileToolTest : public ::testing::Test {
     std::filesystem::copy_file(test::examples_dir() / "vector_add/cand_naive.cu", tmp_.path() / "ws" / "cand.cu");
     tools_ = tools::make_kernel_tools(ws_, ctx_);
   }
-  tools::Tool& compile_tool() {
+  tools::Tool& tool(const std::string& name) {
     for (auto& t : tools_)
-      if (t->spec().name == "compile") return *t;
-    throw std::runtime_error("no compile tool");
+      if (t->spec().name == name) return *t;
+    throw std::runtime_error("no tool " + name);
   }
+  tools::Tool& compile_tool() { return tool("compile"); }
 
   test::TempDir tmp_;
   tools::Workspace ws_{(std::filesystem::create_directories(tmp_.path() / "ws"), tmp_.path() / "ws")};
@@ -63,4 +65,28 @@ TEST_F(CompileToolTest, ABadSassValueIsTheModelsMistake) {
   auto schema = compile_tool().spec().parameters;
   EXPECT_TRUE(schema["properties"].contains("sass"));
   EXPECT_TRUE(schema["properties"].contains("kernel"));
+}
+
+// A macro that expands exponentially (2^40 tokens): the compile is stopped at the time limit and
+// the compile and profile tools answer with what happened and the limit, as a result the model
+// reads, not an exception that would end the run.
+TEST_F(CompileToolTest, ACompileStoppedAtItsLimitIsAToolResult) {
+  std::string bomb =
+      "/*kagent\n{\"launch\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1], \"args\": [\"out\"]}]}\n*/\n"
+      "#define A0 x\n";
+  for (int i = 1; i <= 40; ++i)
+    bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
+  bomb += "__device__ int v = sizeof(A40);\nextern \"C\" __global__ void k(float* out) { out[0] = 1.0f; }\n";
+  std::ofstream(tmp_.path() / "ws" / "bomb.cu") << bomb;
+  CompileLimits limits;
+  limits.seconds = std::chrono::seconds(2);
+  compiler_.set_limits(limits);
+  for (const char* name : {"compile", "profile"}) {
+    tools::ToolResult r;
+    ASSERT_NO_THROW(r = tool(name).run(json{{"path", "bomb.cu"}})) << name;
+    EXPECT_TRUE(r.is_error) << name;
+    EXPECT_NE(r.text.find("compile FAILED"), std::string::npos) << name << ": " << r.text;
+    EXPECT_NE(r.text.find("the compile was stopped after 2 s (limit)"), std::string::npos) << name << ": " << r.text;
+    EXPECT_FALSE(r.ends_run) << name;
+  }
 }

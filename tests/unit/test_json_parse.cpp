@@ -95,3 +95,18 @@ TEST(JsonParse, SyntaxErrorsCarryTheirOffset) {
   EXPECT_THROW(parse_json<nlohmann::json>(""), JsonTextError);
   EXPECT_THROW(parse_json<nlohmann::json>("{} x"), JsonTextError);
 }
+
+TEST(JsonParse, ValuesAreCountedAndABoundOnThemNamesWhere) {
+  // Every kind counts: the object, the array, its items.
+  EXPECT_NO_THROW(parse_json<nlohmann::json>(R"({"a": [1, "s", null, {}]})", JsonLimits{.max_values = 6}));
+  auto e = error_of(R"({"a": [1, "s", null, {}, []]})", JsonLimits{.max_values = 6});
+  EXPECT_NE(std::string(e.what()).find("more than 6 values"), std::string::npos) << e.what();
+  EXPECT_EQ(e.path(), "a[4]");
+  // 10^6 empty arrays (3 bytes each, some 50 bytes each as a DOM) stop at the bound.
+  std::string many = "[";
+  for (int i = 0; i < 1'000'000; ++i) many += "[],";
+  many += "[]]";
+  e = error_of(many, JsonLimits{.max_values = 1000});
+  EXPECT_NE(std::string(e.what()).find("more than 1000 values"), std::string::npos) << e.what();
+  EXPECT_NO_THROW(parse_json<nlohmann::json>(many)) << "no bound unless asked for";
+}

@@ -581,5 +581,19 @@ TEST_F(OpTest, AFifoOrADeviceIsRefusedNotReadForever) {
   }
 }
 
+// op.json files are shared and downloaded: a large one is refused before its DOM is built.
+TEST_F(OpTest, AnOpJsonIsBoundedInSizeAndValues) {
+  std::string big =
+      native(R"({"shape": [4], "dtype": "f32"})", R"("pad": ")" + std::string(size_t{2} << 20, ' ') + "\", ");
+  auto e = error_of(big);
+  EXPECT_NE(e.find(prefix()), std::string::npos) << e.substr(0, 300);
+  EXPECT_NE(e.find("1048576 bytes"), std::string::npos) << e.substr(0, 300);
+  EXPECT_THROW(parse_op_json(big, dir_.path() / "op.json"), InputError);
+  std::string items;
+  for (int i = 0; i < 70'000; ++i) items += "0,";
+  e = error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("pad": [)" + items + "0], "));
+  EXPECT_NE(e.find("more than 65536 values"), std::string::npos) << e.substr(0, 300);
+}
+
 }  // namespace
 }  // namespace kagent

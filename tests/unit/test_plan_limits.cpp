@@ -1,5 +1,14 @@
 // A plan evaluated against the operator's shapes and the architecture's launch limits before
 // anything runs (`kagent compile --op`): what could never launch is bad input naming the launch.
+// And what a plan may cost to parse: its size and its number of JSON values are bounded before
+// the DOM is built.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "kagent/common/error.hpp"
@@ -127,4 +136,88 @@ TEST(PlanLimits, UnknownArchitecturesGetTheLargestSharedMemory) {
   EXPECT_EQ(launch_limits(75).dynamic_smem, 65536);
   EXPECT_EQ(launch_limits(0).dynamic_smem, 232448);
   EXPECT_EQ(launch_limits(90).threads_per_block, 1024);
+}
+
+namespace {
+
+std::string plan_error(const std::string& plan_json) {
+  try {
+    parse_candidate("/*kagent\n" + plan_json + "\n*/\n", "cand.cu");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+// Whether fn runs in a child process whose address space may grow by at most `headroom` bytes
+// beyond what it holds now (an InputError is a normal end; running out of memory is not).
+bool fits_in(size_t headroom, const std::function<void()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    size_t vm_kb = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string l; std::getline(status, l);)
+      if (l.rfind("VmSize:", 0) == 0) vm_kb = std::stoull(l.substr(7));
+    rlimit r{vm_kb * 1024 + headroom, vm_kb * 1024 + headroom};
+    if (vm_kb == 0 || setrlimit(RLIMIT_AS, &r) != 0) _exit(3);
+    try {
+      fn();
+    } catch (const InputError&) {
+    } catch (...) {
+      _exit(2);  // std::bad_alloc
+    }
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+// A syntactically fine plan of `n` launches, each with `args` tensor arguments.
+std::string launches(int n, int args = 2) {
+  std::string s = R"({"launch": [)";
+  for (int i = 0; i < n; ++i) {
+    s += std::string(i ? "," : "") + R"({"kernel": "k", "grid": [1], "block": [1], "args": [)";
+    for (int a = 0; a < args; ++a) s += std::string(a ? "," : "") + "\"x\"";
+    s += "]}";
+  }
+  return s + "]}";
+}
+
+}  // namespace
+
+TEST(PlanParseLimits, APlanOverOneMebibyteIsRefusedBeforeItIsParsed) {
+  // 16 MB of tensor arguments: it took some 50 times its size to parse.
+  const std::string huge = launches(1, 4'000'000);
+  ASSERT_GT(huge.size(), size_t{15} << 20);
+  auto msg = plan_error(huge);
+  EXPECT_TRUE(has(msg, "cand.cu:1: the launch plan is " + std::to_string(huge.size() + 2) + " bytes")) << msg;
+  EXPECT_TRUE(has(msg, "at most 1048576 bytes")) << msg;
+  std::string source = "/*kagent\n" + huge + "\n*/\n";  // made here: the child only parses
+  EXPECT_TRUE(fits_in(size_t{64} << 20, [&] { parse_candidate(std::move(source), "cand.cu"); }))
+      << "refusing a 16 MB plan must not cost its DOM";
+}
+
+TEST(PlanParseLimits, APlanOfTooManyValuesIsRefusedWhileItIsRead) {
+  std::string many = R"({"launch": [)";
+  for (int i = 0; i < 100'000; ++i) many += "[],";
+  many += "[]]}";
+  ASSERT_LT(many.size(), kMaxPlanBytes);
+  auto msg = plan_error(many);
+  EXPECT_TRUE(has(msg, "cand.cu:1: plan key launch[")) << msg;
+  EXPECT_TRUE(has(msg, "more than 65536 values")) << msg;
+  // The costliest plan the limits let through parses (or is refused) within a few MB.
+  std::string worst = "{\"launch\": [";
+  while (worst.size() < kMaxPlanBytes - 64 && worst.size() < 3 * kMaxPlanValues - 64) worst += "[],";
+  worst += "[]]}";
+  std::string source = "/*kagent\n" + worst + "\n*/\n";
+  EXPECT_TRUE(fits_in(size_t{64} << 20, [&] { parse_candidate(std::move(source), "cand.cu"); }));
+}
+
+TEST(PlanParseLimits, PlansOfThousandsOfStepsStillParse) {
+  const std::string plan = launches(4000);  // some 300 KB, 36001 values
+  ASSERT_LT(plan.size(), kMaxPlanBytes);
+  Candidate c = parse_candidate("/*kagent\n" + plan + "\n*/\n", "cand.cu");
+  EXPECT_EQ(c.plan.launches.size(), 4000u);
 }

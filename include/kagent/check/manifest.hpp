@@ -8,6 +8,7 @@
 //
 // Paths are relative to the manifest's folder. An entry's keys override "defaults", which
 // override the command line's flags.
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -53,8 +54,14 @@ Thresholds merge(const Thresholds& base, const Thresholds& over);
 Thresholds thresholds_from_json(const nlohmann::json& j, const std::string& where, const std::filesystem::path& dir,
                                 bool allow_entry_keys);
 
+// What a manifest may be, checked before it is parsed: an entry is some 200 bytes and 10 values,
+// so thousands of kernels fit.
+inline constexpr size_t kMaxManifestBytes = size_t{1} << 20;
+inline constexpr size_t kMaxManifestValues = size_t{1} << 16;
+
 // Parses a manifest; `flags` are the command line's thresholds (below "defaults"). InputError
-// naming the file and key for anything malformed, a missing op or kernel file, duplicate names.
+// naming the file and key for anything malformed, a missing op or kernel file, duplicate names,
+// a file over kMaxManifestBytes or kMaxManifestValues.
 Manifest load_manifest(const std::filesystem::path& path, const Thresholds& flags);
 
 }  // namespace kagent::check

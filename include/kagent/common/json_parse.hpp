@@ -17,6 +17,10 @@ namespace kagent {
 struct JsonLimits {
   int max_depth = 64;      // nested objects and arrays
   size_t max_keys = 4096;  // keys of one object
+  // Values of every kind in the document (objects, arrays, strings, numbers, true/false/null).
+  // The DOM costs some 50-100 bytes a value beyond the text, so "[[],[],...]" takes 20 to 50
+  // times its size: readers of large texts bound this as well as the size. 0: no bound.
+  size_t max_values = 0;
 };
 
 // Why a text was refused. byte: 0-based offset of a syntax error (npos when the fault is not a

@@ -3,10 +3,14 @@
 // the middle of a write leaves a last line without its newline: the one kind of damage that is
 // expected. Writers cut it off before appending; readers leave it out. Any other bad line is an
 // error: a complete line was written whole, so if it does not parse, the file is not ours.
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "kagent/common/json_parse.hpp"
 
 namespace kagent {
 
@@ -19,9 +23,21 @@ struct JsonlLine {
   nlohmann::json value;
 };
 
+// What one line may hold, beyond the file's own bound (64 MiB, files.hpp): 0 bytes for no bound
+// of its own.
+struct JsonlLimits {
+  size_t max_line_bytes = 0;
+  JsonLimits json;
+};
+
 // Every line of a JSON Lines file as a JSON object (bounded: json_parse.hpp; empty lines are
-// skipped). An unterminated last line that is not a JSON object is a torn write and left out;
-// any other bad line throws InputError "<path>:<line>: <what>".
-std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path);
+// skipped), handed to `each` in order, one at a time, so that only one line's document is alive
+// at once. An unterminated last line that is not a JSON object is a torn write and left out;
+// any other bad line, or one over `limits`, throws InputError "<path>:<line>: <what>".
+void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
+                    const JsonlLimits& limits = {});
+
+// The same, every line kept.
+std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path, const JsonlLimits& limits = {});
 
 }  // namespace kagent

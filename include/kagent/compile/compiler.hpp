@@ -1,10 +1,12 @@
 #pragma once
 // NVRTC compilation of candidates (and native references, which use the same format).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kagent/compile/cache.hpp"
+#include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/spec/candidate.hpp"
@@ -24,6 +26,9 @@ struct CompileResult {
   double seconds = 0.0;  // wall time of this call (lookup or compile)
   std::string key;
   std::string isolation;  // how NVRTC ran: "namespaces", "process" (weaker, logged) or "in-process"; empty on a hit
+  // ok is false and the log says why: the compile was stopped at its time, CPU or memory limit,
+  // crashed, or the source was refused for its size. Never cached (a higher limit may let it finish).
+  bool stopped = false;
 };
 
 // Where NVRTC runs. Model-, user- and CI-written sources compile in the worker (kagent-compile:
@@ -37,9 +42,14 @@ class Compiler {
   Compiler(CudaPaths paths, std::shared_ptr<CompileCache> cache, CompileIsolation isolation = CompileIsolation::worker);
 
   // Compiles cand.source with the harness options for arch plus cand.plan.options. A compile
-  // error is a result with ok=false, not an exception; InputError for a bad arch or a refused
-  // option; EnvError when the compile worker cannot run. A cache hit starts no worker.
+  // error, and a compile stopped at a limit (CompileResult::stopped), is a result with ok=false,
+  // not an exception; InputError for a bad arch or a refused option (or a bad
+  // $KAGENT_COMPILE_TIMEOUT/$KAGENT_COMPILE_MEMORY); EnvError when the compile worker cannot run.
+  // A cache hit starts no worker.
   CompileResult compile(const Candidate& cand, const std::string& arch) const;
+
+  // The worker's limits; unless set, compile_limits_from_environment() at each compile.
+  void set_limits(const CompileLimits& limits) { limits_ = limits; }
 
   static std::string nvrtc_version();  // "13.0"
 
@@ -47,6 +57,7 @@ class Compiler {
   CudaPaths paths_;
   std::shared_ptr<CompileCache> cache_;
   CompileIsolation isolation_;
+  std::optional<CompileLimits> limits_;
 };
 
 // Compiles a candidate (or native reference) and checks its plan: tensor names against the op

@@ -93,8 +93,16 @@ class ResultsWriter {
 void to_json(nlohmann::json& j, const ResultRecord& r);
 void from_json(const nlohmann::json& j, ResultRecord& r);
 
+// What one results.jsonl line may be (files are shared and downloaded): a record kagent writes is
+// a few KB (its error is cut to kMaxRecordErrorBytes), a line of 10^6 empty arrays would take some
+// 50 MB to parse.
+inline constexpr size_t kMaxResultLineBytes = size_t{1} << 20;
+inline constexpr size_t kMaxResultLineValues = size_t{1} << 16;
+inline constexpr size_t kMaxRecordErrorBytes = size_t{64} << 10;
+
 // Reads results files (shards, resumed runs) into one set: a problem seen twice keeps its last
-// record. A torn last line is skipped; any other malformed line is InputError naming file:line.
+// record. Lines are parsed one at a time, each within the bounds above. A torn last line is
+// skipped; any other malformed or oversized line is InputError naming file:line.
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files);
 
 // How many of a group's evaluated problems were judged under one precision and tolerance.

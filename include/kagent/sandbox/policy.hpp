@@ -39,8 +39,16 @@ SandboxPolicy reference_server_policy();
 SandboxPolicy modelnew_worker_policy();
 // The model's shell in `workspace` (visible paths are worked out by shell_tool.cpp's view).
 SandboxPolicy shell_policy(const std::string& workspace);
-// NVRTC on untrusted source: the toolkit's headers and NVRTC's own libraries, nothing else.
-SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs);
+// The compile worker's default limits (README, "Compilation and the cache"): NVRTC compiles a
+// real kernel in well under a second and a few hundred MiB; a macro or template that expands
+// without bound would otherwise take a CPU and memory until the machine gives out.
+inline constexpr rlim_t kCompileWorkerMemoryBytes = rlim_t{4} << 30;  // RLIMIT_AS
+inline constexpr rlim_t kCompileWorkerSeconds = 120;                  // CPU time, and kagent's wall-clock timeout
+// NVRTC on untrusted source: the toolkit's headers and NVRTC's own libraries, nothing else; at
+// most `memory_bytes` of address space and `cpu_seconds` of CPU time.
+SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs,
+                                    rlim_t memory_bytes = kCompileWorkerMemoryBytes,
+                                    rlim_t cpu_seconds = kCompileWorkerSeconds);
 // `bench --agent`: kagent optimize as a child, in its own process group, dying with the batch.
 SandboxPolicy agent_run_policy();
 // Trusted helper programs kagent runs itself (git, python3 for doctor): default signals and

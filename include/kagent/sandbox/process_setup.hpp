@@ -11,7 +11,8 @@
 namespace kagent::sandbox {
 
 // Resource limits a child gets; a limit is only ever lowered, never raised (an operator may have
-// set tighter ones for kagent). 0 for `processes` leaves RLIMIT_NPROC alone.
+// set tighter ones for kagent). 0 for `processes`, `address_space_bytes` or `cpu_seconds` leaves
+// that limit alone.
 struct ProcessLimits {
   rlim_t core_bytes = 0;                // no multi-GB GPU core dumps
   rlim_t file_bytes = rlim_t{1} << 30;  // 1 GiB per file written
@@ -23,6 +24,10 @@ struct ProcessLimits {
   // that run untrusted code get 1000, so that a problem file or a command allocating without end is
   // ended before kagent or anything else on the machine. 0 leaves it as inherited.
   int oom_score_adj = 0;
+  // RLIMIT_AS: the child's virtual memory. Only for children that load no GPU driver (the driver
+  // reserves far more address space than it uses): the compile worker.
+  rlim_t address_space_bytes = 0;
+  rlim_t cpu_seconds = 0;  // RLIMIT_CPU: SIGXCPU at the limit, SIGKILL a second later
 };
 
 // Own process group (a timeout kills the child and all it started with one kill(-pgid)), death

@@ -7,6 +7,7 @@
 //   load_inline, Triton, ...), built and run by its own sandboxed worker (tools/kagent_modelnew).
 // Everything downstream of the evaluator (protocol, reward, records, reports, check, bench) gets
 // the same EvalReport from either kind.
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -71,11 +72,20 @@ struct Candidate {
   CandidateKind kind = CandidateKind::plan;
 };
 
+// The most bytes of JSON between /*kagent and */, and the most JSON values (objects, arrays,
+// strings, numbers, ...) in them. The largest plan in examples/ (ResNet18, 80 library steps) is
+// 12 KB and about 1000 values: a plan of some 5000 steps fits.
+inline constexpr size_t kMaxPlanBytes = size_t{1} << 20;
+inline constexpr size_t kMaxPlanValues = size_t{1} << 16;
+
 // By candidate_kind_of(path). A plan candidate: throws InputError naming path:line and the plan
 // key (e.g. "launch[1].grid") on any problem: no or two plan blocks, unterminated block, malformed
 // JSON (with the file's line), unknown keys, wrong types, bad expressions, bad dtypes, refused
 // options, duplicate scratch names. A ModelNew solution: InputError when the file defines no
 // top-level class ModelNew (its Python is checked by its worker, not here).
+// Before it is parsed, the plan's text is bounded (kMaxPlanBytes) and so is what its JSON may
+// allocate (kMaxPlanValues values, 64 levels deep): a 16 MB plan, which would take 50 times its
+// size to parse, is refused at once.
 Candidate parse_candidate(std::string source, const std::filesystem::path& path);
 Candidate load_candidate(const std::filesystem::path& path);
 // The ModelNew kind regardless of the file name (parse_candidate's .py branch).

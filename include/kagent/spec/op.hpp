@@ -1,5 +1,6 @@
 #pragma once
 // The operator: an op.json (v1, CANDIDATE.md) or a KernelBench-style .py file used directly.
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -103,9 +104,15 @@ Tolerance default_tolerance(Precision p);
 // default unless op.json gave one.
 Op with_precision(Op op, Precision p);
 
+// What an op.json may be, checked before it is parsed: the examples' are under 4 KB, a shared or
+// downloaded one of 64 MiB of nested arrays would take gigabytes as a DOM.
+inline constexpr size_t kMaxOpJsonBytes = size_t{1} << 20;
+inline constexpr size_t kMaxOpJsonValues = size_t{1} << 16;
+
 // Loads an op.json or a .py. Throws InputError naming the file, the key and what was expected.
 Op load_op(const std::filesystem::path& path);
-// The op.json text of a file at path (paths in it are relative to path's folder); as load_op.
+// The op.json text of a file at path (paths in it are relative to path's folder); as load_op,
+// within kMaxOpJsonBytes and kMaxOpJsonValues.
 Op parse_op_json(std::string_view text, const std::filesystem::path& path);
 
 }  // namespace kagent
