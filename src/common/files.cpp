@@ -86,7 +86,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   auto tmp = path;
   tmp += fmt::format(".tmp.{}.{:x}", ::getpid(), rng());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(ExitCode::environment, fmt::format("{}: cannot create: {}", tmp.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw Error(ExitCode::environment, fmt::format("{}: cannot create: {}", tmp.string(), std::strerror(errno)));
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);

@@ -211,7 +211,8 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
                                {"outputs", op.outputs}};
   // A worker for `c`, loaded (built): the reply, or the failure with the build's time.
   auto start_worker = [&](const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
-    ModelNewWorkerOptions wo{opt_.gpu, ModelNewWorker::build_dir_for(c.source),
+    ModelNewWorkerOptions wo{opt_.gpu,
+                             ModelNewWorker::build_dir_for(c.source),
                              fs::path(runner_->options().runner_path).parent_path(),
                              {fs::absolute(c.path), fs::absolute(op.reference)}};
     std::error_code ec;

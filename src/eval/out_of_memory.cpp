@@ -28,10 +28,10 @@ void Evaluator::settle_out_of_memory(EvalReport& rep) const {
   MemoryContention c = memory_contention(gpu_uuid_, ours);
   if (!c.note.empty()) {
     // Nothing tells who else is on the GPU: not judging is the safe side (exit 3, bench retries).
-    throw GpuBusyError(fmt::format(
-        "GPU {} ran out of memory during the evaluation of {}, and whether other processes held its memory "
-        "cannot be told ({}): not judged. {}",
-        opt_.gpu, rep.candidate, c.note, rep.outcome.message));
+    throw GpuBusyError(
+        fmt::format("GPU {} ran out of memory during the evaluation of {}, and whether other processes held its memory "
+                    "cannot be told ({}): not judged. {}",
+                    opt_.gpu, rep.candidate, c.note, rep.outcome.message));
   }
   if (c.others_bytes >= kOthersThreshold) {
     std::string pids;

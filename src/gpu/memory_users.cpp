@@ -51,7 +51,8 @@ const Nvml& nvml() {
       lib.problem = "NVML lacks nvmlDeviceGetComputeRunningProcesses_v3 (a driver older than 510)";
       return;
     }
-    if (nvmlReturn_t rc = lib.init(); rc != kNvmlSuccess) lib.problem = fmt::format("nvmlInit: {}", lib.error_string(rc));
+    if (nvmlReturn_t rc = lib.init(); rc != kNvmlSuccess)
+      lib.problem = fmt::format("nvmlInit: {}", lib.error_string(rc));
   });
   return lib;
 }

@@ -62,10 +62,10 @@ pid_t fallback(const PythonChild& c, const sandbox::SpawnRequest& rq, const std:
     r.argv.insert(r.argv.end(), rq.argv.begin(), rq.argv.end());
     weaker = "it can read this user's files";
   } else {
-    weaker = fmt::format("it can read and write this user's files and reach the network ({} is missing)", exec.string());
+    weaker =
+        fmt::format("it can read and write this user's files and reach the network ({} is missing)", exec.string());
   }
-  if (warning)
-    *warning = fmt::format("the {} runs without its namespaces ({}): {}", c.name, why, weaker);
+  if (warning) *warning = fmt::format("the {} runs without its namespaces ({}): {}", c.name, why, weaker);
   return sandbox::spawn(policy, r);
 }
 
@@ -80,7 +80,13 @@ std::function<pid_t(const sandbox::SpawnRequest&, std::string*)> python_child_la
       if (!jailed.argv.empty() && fs::path(jailed.argv[0]).filename().string().starts_with("python") &&
           !sandbox::python_executable().empty())
         jailed.argv[0] = sandbox::python_executable();
-      pid_t pid = sandbox::spawn_jailed(jail_for(child), jailed, &ceiling);
+      // The program itself is visible wherever it is (a python3 outside the system directories).
+      PythonChild with_program = child;
+      if (!jailed.argv.empty()) {
+        const std::string exe = find_in_path(jailed.argv[0]);
+        if (!exe.empty()) with_program.read_only.push_back(exe);
+      }
+      pid_t pid = sandbox::spawn_jailed(jail_for(with_program), jailed, &ceiling);
       spdlog::debug("{}: pid {} in its jail, memory ceiling {} ({})", child.name, pid, ceiling.bytes, ceiling.how);
       return pid;
     } catch (const sandbox::JailRefused& e) {

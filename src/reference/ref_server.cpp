@@ -37,7 +37,8 @@ RunnerOptions server_options(int gpu, const fs::path& problem, const fs::path& c
            "TRITON_CACHE_DIR=" + (cache / "triton").string(),
            "TRITON_HOME=" + cache.string(),
            "PYTHONDONTWRITEBYTECODE=1"};
-  o.launch = python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
+  o.launch =
+      python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
   return o;
 }
 
@@ -106,8 +107,8 @@ nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds tim
 
 RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
   if (fs::absolute(op.reference) != problem_)
-    throw Error(ExitCode::environment, fmt::format("the reference server of {} was asked to load {}",
-                                                   problem_.string(), op.reference.string()));
+    throw Error(ExitCode::environment, fmt::format("the reference server of {} was asked to load {}", problem_.string(),
+                                                   op.reference.string()));
   nlohmann::json body = call({{"cmd", "load"},
                               {"problem", problem_.string()},
                               {"precision", precision_name(precision)},
@@ -152,11 +153,9 @@ nlohmann::json RefServer::trial(uint64_t seed) {
 }
 
 RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
-  nlohmann::json body = call({{"cmd", "baselines"},
-                              {"refresh", refresh},
-                              {"cache_dir", cache_dir_.string()},
-                              {"stop_rule", rule}},
-                             1800s, "timing the PyTorch baselines");
+  nlohmann::json body =
+      call({{"cmd", "baselines"}, {"refresh", refresh}, {"cache_dir", cache_dir_.string()}, {"stop_rule", rule}}, 1800s,
+           "timing the PyTorch baselines");
   RefBaselines b;
   b.eager = body.at("eager").get<TimingSummary>();
   if (!body.at("compile").is_null()) b.compile = body.at("compile").get<TimingSummary>();

@@ -23,8 +23,8 @@ namespace kagent::report {
 
 namespace {
 constexpr std::pair<Status, std::string_view> kStatusNames[] = {
-    {Status::correct, "correct"}, {Status::incorrect, "incorrect"}, {Status::compile_error, "compile_error"},
-    {Status::crash, "crash"},     {Status::timeout, "timeout"},     {Status::error, "error"},
+    {Status::correct, "correct"},  {Status::incorrect, "incorrect"}, {Status::compile_error, "compile_error"},
+    {Status::crash, "crash"},      {Status::timeout, "timeout"},     {Status::error, "error"},
     {Status::unsolved, "unsolved"}};
 }  // namespace
 
@@ -43,7 +43,6 @@ std::string_view status_name(Status s) {
 bool candidate_failure(Status s) {
   return s == Status::incorrect || s == Status::compile_error || s == Status::crash || s == Status::timeout;
 }
-
 
 namespace {
 
@@ -94,9 +93,10 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
 
 void from_json(const nlohmann::json& j, ResultRecord& r) {
   if (auto v = integer(j, "record_version", 1, std::numeric_limits<int>::max()); v && *v > kRecordVersion)
-    throw InputError(fmt::format("record_version {} is newer than this kagent reads ({}): read it with kagent {} or "
-                                 "later",
-                                 *v, kRecordVersion, j.value("kagent_version", "a newer version")));
+    throw InputError(
+        fmt::format("record_version {} is newer than this kagent reads ({}): read it with kagent {} or "
+                    "later",
+                    *v, kRecordVersion, j.value("kagent_version", "a newer version")));
   r.problem = j.at("problem").get<std::string>();
   r.level = j.value("level", "");
   r.status = j.at("status").get<std::string>();

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "kagent/sandbox/process.hpp"
 

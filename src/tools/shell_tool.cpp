@@ -20,11 +20,11 @@
 #include "kagent/sandbox/capture.hpp"
 #include "kagent/sandbox/environment.hpp"
 #include "kagent/sandbox/filesystem_view.hpp"
-#include "kagent/sandbox/system_view.hpp"
 #include "kagent/sandbox/jail.hpp"
 #include "kagent/sandbox/pid_limit.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/process.hpp"
+#include "kagent/sandbox/system_view.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -10,9 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <cstdlib>
 #include <fstream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gpu_test.hpp"

@@ -107,8 +107,9 @@ TEST_F(RefServerTest, PrecisionCastsFloatingTensors) {
 
 TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
   // One server per problem file: each broken problem ends only its own server.
-  Op syntax = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
-                     "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n");
+  Op syntax = op_for(
+      "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
+      "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n");
   try {
     RefServer server(0, syntax.reference);
     server.load(syntax, Precision::fp32, 1);
@@ -116,8 +117,9 @@ TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
   } catch (const InputError& e) {
     EXPECT_TRUE(has(e.what(), "SyntaxError")) << e.what();
   }
-  Op raises = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
-                     "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n");
+  Op raises = op_for(
+      "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+      "def get_inputs():\n    raise RuntimeError('broken inputs')\ndef get_init_inputs():\n    return []\n");
   RefServer server(0, raises.reference);
   try {
     server.load(raises, Precision::fp32, 1);
@@ -136,9 +138,10 @@ TEST_F(RefServerTest, ProblemErrorsComeBackWithTheTraceback) {
 }
 
 TEST_F(RefServerTest, DegenerateReferenceIsFlagged) {
-  Op op = op_for("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                 "        return x * 0\ndef get_inputs():\n    return [torch.randn(16)]\n"
-                 "def get_init_inputs():\n    return []\n");
+  Op op = op_for(
+      "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+      "        return x * 0\ndef get_inputs():\n    return [torch.randn(16)]\n"
+      "def get_init_inputs():\n    return []\n");
   RefServer server(0, op.reference);
   RefSignature s = server.load(op, Precision::fp32, 1);
   ASSERT_TRUE(s.degenerate.has_value());

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <chrono>
+#include <csignal>
+#include <future>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -13,12 +17,18 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "kagent/compile/compile_worker_client.hpp"
+#include "kagent/gpu/memory_users.hpp"
 #include "kagent/protocol/runner_client.hpp"
 #include "kagent/reference/python_child.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/process.hpp"
+#include "kagent/sandbox/spawn.hpp"
+#include "kagent/tools/shell_tool.hpp"
+#include "kagent/tools/workspace.hpp"
 #include "test_util.hpp"
 
 namespace kagent {
@@ -140,7 +150,8 @@ TEST_F(ChildView, TheReferenceServerIsJailed) {
   o.hello_name = "kagent-ref";
   o.policy = sandbox::reference_server_policy();
   o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
-  o.launch = python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
+  o.launch =
+      python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
   RunnerClient c(o);
   RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -183,6 +194,84 @@ TEST_F(ChildView, TheRunnerHasNoKeyNoPrivilegesAndItsOwnNetwork) {
   if (c.sandbox_warning().empty()) {
     EXPECT_NE(ns(pid, "net"), ns(getpid(), "net"));
   }
+}
+
+// NVRTC's worker enters its namespaces and view once it has the request: a source that takes long
+// to compile (a macro that expands without bound) holds it there while it is read from outside.
+TEST_F(ChildView, TheCompileWorkerSeesOnlyTheToolkit) {
+  const std::string exe = compile_worker_path();
+  if (exe.empty()) GTEST_SKIP() << "no kagent-compile in this build";
+  std::string bomb = "#define A0 x\n";
+  for (int i = 1; i <= 40; ++i) bomb += fmt::format("#define A{} A{} A{}\n", i, i - 1, i - 1);
+  bomb += "A40\n";
+  int in[2], out[2];
+  ASSERT_EQ(pipe(in), 0);
+  ASSERT_EQ(pipe(out), 0);
+  const std::vector<std::string> visible = {std::string(KAGENT_CUDA_INCLUDE_DIR)};
+  std::vector<std::string> argv = {exe};
+  for (const auto& v : visible) argv.insert(argv.end(), {"--visible", v});
+  pid_t pid = sandbox::spawn(sandbox::compile_worker_policy(visible, rlim_t{4} << 30, 30), {argv, {}, in[0], out[1], -1});
+  close(in[0]);
+  close(out[1]);
+  const std::string req = nlohmann::json({{"name", "bomb.cu"}, {"source", bomb}, {"options", nlohmann::json::array()}}).dump();
+  ASSERT_EQ(write(in[1], req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  close(in[1]);
+  bool entered = false;
+  for (int i = 0; i < 500 && !entered; ++i) {
+    entered = ns(pid, "mnt") != ns(getpid(), "mnt") && !ns(pid, "mnt").empty();
+    if (!entered) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(entered) << "the worker never entered its mount namespace";
+  const fs::path root = fmt::format("/proc/{}/root", pid);
+  std::error_code ec;
+  bool viewed = false;  // pivot_root into the view comes just after the namespaces
+  for (int i = 0; i < 500 && !viewed; ++i) {
+    viewed = !fs::exists(root / "usr/bin", ec);
+    if (!viewed) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(viewed) << "the worker never entered its view";
+  EXPECT_EQ(status_field(pid, "NoNewPrivs"), "1");
+  for (const char* kind : {"mnt", "net"}) EXPECT_NE(ns(pid, kind), ns(getpid(), kind)) << kind;
+  expect_no_key(pid);
+  EXPECT_FALSE(fs::exists(root / secret.relative_path(), ec));
+  EXPECT_FALSE(fs::exists(root / "proc/self", ec)) << "a /proc in the compile worker's view";
+  EXPECT_TRUE(fs::exists(root / fs::path(KAGENT_CUDA_INCLUDE_DIR).relative_path() / "cuda.h", ec));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(out[0]);
+}
+
+// The model's shell, read from outside while a command runs in it.
+TEST_F(ChildView, TheShellIsJailed) {
+  tools::ShellSandbox sb = tools::probe_shell_sandbox();
+  if (!sb.available || sb.method != "namespaces") GTEST_SKIP() << "no namespaced shell here: " << sb.reason;
+  tools::Workspace ws(dir.path() / "ws");
+  auto shell = tools::make_shell_tool(ws, sb);
+  auto done = std::async(std::launch::async, [&] { return shell->run({{"command", "exec sleep 5"}}); });
+  pid_t sleeper = 0;
+  for (int i = 0; i < 500 && sleeper == 0; ++i) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t p = std::stoi(name);
+      if (slurp(e.path() / "comm").rfind("sleep", 0) == 0 && descends_from(p, {getpid()})) sleeper = p;
+    }
+    if (sleeper == 0) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(sleeper, 0) << "the shell's command was not found";
+  EXPECT_EQ(status_field(sleeper, "NoNewPrivs"), "1");
+  EXPECT_EQ(status_field(sleeper, "CapEff"), "0000000000000000");
+  EXPECT_EQ(status_field(sleeper, "CapBnd"), "0000000000000000");
+  for (const char* kind : {"user", "mnt", "net", "ipc", "pid"})
+    EXPECT_NE(ns(sleeper, kind), ns(getpid(), kind)) << kind << " namespace shared with kagent";
+  expect_no_key(sleeper);
+  const fs::path root = fmt::format("/proc/{}/root", sleeper);
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(root / secret.relative_path(), ec));
+  EXPECT_FALSE(fs::exists(root / fmt::format("proc/{}", getpid()), ec));
+  EXPECT_TRUE(fs::exists(root / ws.root().relative_path(), ec));
+  kill(sleeper, SIGKILL);
+  done.wait();
 }
 
 }  // namespace

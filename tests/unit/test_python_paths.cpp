@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "kagent/sandbox/python_paths.hpp"
 #include "kagent/sandbox/process.hpp"
+#include "kagent/sandbox/python_paths.hpp"
 #include "test_util.hpp"
 
 namespace kagent::sandbox {
@@ -14,7 +14,8 @@ TEST(PythonPaths, ExistingDirectoriesOnlyAndNeverAHomeOrTheRoot) {
   std::filesystem::create_directories(d.path() / "site-packages");
   const std::string site = std::filesystem::canonical(d.path() / "site-packages").string();
   std::string json = R"({"paths": [")" + site + R"(", "/", "/root", "/home/someone", "/no/such/dir", "relative",
-                         ")" + site + R"("]})";
+                         ")" +
+                     site + R"("]})";
   std::vector<std::string> got = python_paths_from_json(json);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], site);

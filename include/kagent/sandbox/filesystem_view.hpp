@@ -66,7 +66,7 @@ class FilesystemView {
 
   std::vector<Entry> entries_;
   std::vector<std::string> proc_read_only_;  // staged paths bound read-only over a writable /proc
-  std::vector<std::string> host_mounts_;  // remounted read-only first (protect_host_mounts)
+  std::vector<std::string> host_mounts_;     // remounted read-only first (protect_host_mounts)
   std::vector<unsigned long> host_mount_flags_;
   std::string staging_;
 };
