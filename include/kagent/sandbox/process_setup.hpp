@@ -10,6 +10,21 @@
 
 namespace kagent::sandbox {
 
+// Whether this build runs under AddressSanitizer (CI's second pass). Its shadow memory reserves
+// terabytes of address space at start, so a child built the same way (kagent-compile) cannot run
+// under RLIMIT_AS: such builds leave that one limit off and rely on the CPU and wall-clock limits.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizerBuild = true;
+#else
+inline constexpr bool kAddressSanitizerBuild = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizerBuild = false;
+#endif
+
 // Resource limits a child gets; a limit is only ever lowered, never raised (an operator may have
 // set tighter ones for kagent). 0 for `processes`, `address_space_bytes` or `cpu_seconds` leaves
 // that limit alone.
