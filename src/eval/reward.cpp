@@ -1,4 +1,4 @@
-// The four-tier reward of MEASUREMENT.md (see kagent/eval/reward.hpp).
+// The four-tier reward of docs/measurement.md (see kagent/eval/reward.hpp).
 #include "kagent/eval/reward.hpp"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Timing statistics and the stopping rule of MEASUREMENT.md (see kagent/protocol/stats.hpp).
+// Timing statistics and the stopping rule of docs/measurement.md (see kagent/protocol/stats.hpp).
 #include "kagent/protocol/stats.hpp"
 
 #include <fmt/format.h>

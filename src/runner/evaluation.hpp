@@ -1,5 +1,5 @@
 #pragma once
-// One evaluate request, end to end on the GPU (MEASUREMENT.md): fresh seeded inputs per trial,
+// One evaluate request, end to end on the GPU (docs/measurement.md): fresh seeded inputs per trial,
 // the reference plan on them, inputs restored from pristine copies and outputs poisoned before
 // the candidate runs, comparison with tolerance and NaN parity, the degenerate-reference flag,
 // then timing (L2 reset and flush queued before the start event, warm-up, stopping rule) with

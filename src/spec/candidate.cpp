@@ -52,7 +52,7 @@ PlanBlock find_plan_block(const std::string& source, const std::string& path) {
   size_t start = source.find(kPlanStart);
   if (start == std::string::npos) {
     throw InputError(
-        fmt::format("{}: no launch plan: expected a /*kagent {{ ... }} */ comment block (see CANDIDATE.md)", path));
+        fmt::format("{}: no launch plan: expected a /*kagent {{ ... }} */ comment block (see docs/candidate.md)", path));
   }
   PlanBlock block;
   block.line = line_of_offset(source, start);

@@ -423,7 +423,7 @@ std::optional<Precision> parse_precision(std::string_view text) {
 Tolerance default_tolerance(Precision p) {
   switch (p) {
     case Precision::fp32:
-      return Tolerance{1e-4, 1e-4};  // KernelBench's value (MEASUREMENT.md)
+      return Tolerance{1e-4, 1e-4};  // KernelBench's value (docs/measurement.md)
     case Precision::tf32:
       // Measured (benchmarks/reference_precision.py, H100, 2026-11-23; benchmarks/RESULTS.md):
       // over the 239 KernelBench problems whose IEEE fp32 reference is within 1e-4 of fp64, the

@@ -47,7 +47,7 @@ std::string path_entry_root(const std::string& dir) {
   return dir;
 }
 
-// The host paths the model's shell sees, read-only; README.md ("The shell's view") lists them.
+// The host paths the model's shell sees, read-only; docs/sandbox.md lists them.
 // No home directory (/root, /home, kagent's $HOME) is ever a root of the view: the shell's PATH
 // leaves them out too (sandbox::shell_environment).
 std::vector<std::string> shell_read_only_paths(const std::string& ws) {

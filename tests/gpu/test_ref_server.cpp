@@ -1,4 +1,4 @@
-// The Python reference server against real problem files: signature names per CANDIDATE.md,
+// The Python reference server against real problem files: signature names per docs/candidate.md,
 // scalars, problems that print, problem errors with the traceback's tail, the degenerate flag,
 // eager and torch.compile baselines and their cache. Needs python3 with torch and a GPU; skips
 // with the reason otherwise.

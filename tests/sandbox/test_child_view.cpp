@@ -1,5 +1,5 @@
-// What each long-lived child of kagent sees, read from outside through /proc as README's table
-// ("What a child process sees") states it: capabilities, no_new_privs, namespaces, environment,
+// What each long-lived child of kagent sees, read from outside through /proc as docs/sandbox.md's table
+// states it: capabilities, no_new_privs, namespaces, environment,
 // and for the jailed Python children their file system (through /proc/PID/root). The children are
 // started exactly as kagent starts them; the Python ones need no torch to say hello.
 #include <gtest/gtest.h>

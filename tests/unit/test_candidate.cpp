@@ -9,7 +9,7 @@
 namespace kagent {
 namespace {
 
-// The example from CANDIDATE.md, with the plan starting on line 2.
+// The example from docs/candidate.md, with the plan starting on line 2.
 const std::string kExample = R"(// softmax candidate
 /*kagent
 {
@@ -139,7 +139,7 @@ TEST(Candidate, AllScalarTypesParse) {
 
 TEST(Candidate, NoPlanBlock) {
   std::string msg = error_of("extern \"C\" __global__ void k() {}\n");
-  EXPECT_EQ(msg, "cand.cu: no launch plan: expected a /*kagent { ... } */ comment block (see CANDIDATE.md)");
+  EXPECT_EQ(msg, "cand.cu: no launch plan: expected a /*kagent { ... } */ comment block (see docs/candidate.md)");
 }
 
 TEST(Candidate, TwoPlanBlocksNameBothLines) {

@@ -34,7 +34,7 @@ def get_init_inputs():
     return []
 )";
 
-// vector_add from CANDIDATE.md; "b" comes before "a" so a sorted map would show.
+// vector_add from docs/candidate.md; "b" comes before "a" so a sorted map would show.
 const std::string kVectorAdd = R"J({
   "name": "vector_add",
   "reference": {"cuda": "ref.cu"},

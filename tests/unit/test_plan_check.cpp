@@ -8,7 +8,7 @@
 namespace kagent {
 namespace {
 
-// The CANDIDATE.md softmax example: two kernels, a scratch buffer, plan on line 2.
+// The docs/candidate.md softmax example: two kernels, a scratch buffer, plan on line 2.
 const std::string kSource = R"(// softmax
 /*kagent
 {

@@ -1,4 +1,4 @@
-// The four-tier reward (MEASUREMENT.md, "Reward"): every tier boundary, missing baselines and
+// The four-tier reward (docs/measurement.md): every tier boundary, missing baselines and
 // timings, and the reason line.
 #include <gtest/gtest.h>
 

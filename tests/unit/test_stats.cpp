@@ -1,4 +1,4 @@
-// Timing statistics and the stopping rule (MEASUREMENT.md, "Timing"). Expected values are
+// Timing statistics and the stopping rule (docs/measurement.md). Expected values are
 // computed by hand (and agree with numpy: np.percentile's default linear method, np.std(ddof=1)).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-"""Timed samples of a solution's call, by MEASUREMENT.md's protocol as kagent-runner times a plan:
+"""Timed samples of a solution's call, by docs/measurement.md's protocol as kagent-runner times a plan:
 before each sample (queued after the `begin` event) the previous outputs are poisoned, the inputs
 restored and the L2 cache flushed; then start event, the call, stop event. Warm-up and the stopping
 rule are kagent_ref.stats's (the C++ rule's twin).

@@ -1,4 +1,4 @@
-"""The numerics a precision pins PyTorch to (MEASUREMENT.md), kept apart from torch so that the
+"""The numerics a precision pins PyTorch to (docs/measurement.md), kept apart from torch so that the
 choices can be tested without it (tests/python).
 
 fp32 means IEEE fp32 on both sides: PyTorch runs fp32 convolutions on TF32 tensor cores by default

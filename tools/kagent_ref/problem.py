@@ -1,5 +1,5 @@
 """A PyTorch reference operator: a KernelBench-style file with Model, get_inputs and
-get_init_inputs, imported in isolation and built under a seed (CANDIDATE.md names)."""
+get_init_inputs, imported in isolation and built under a seed (docs/candidate.md names)."""
 
 import hashlib
 import importlib.util
@@ -166,7 +166,7 @@ class Problem:
         return outs
 
     def signature(self, args, outs):
-        """Names, shapes and dtypes as the candidate sees them (CANDIDATE.md)."""
+        """Names, shapes and dtypes as the candidate sees them (docs/candidate.md)."""
         inputs, scalars = [], []
         for name, a in zip(self.arg_names, args):
             if isinstance(a, torch.Tensor):

@@ -1,4 +1,4 @@
-"""The reference computed in float64 (MEASUREMENT.md): correct relative to the truth, not to the
+"""The reference computed in float64 (docs/measurement.md): correct relative to the truth, not to the
 reference's rounding. A candidate whose element is within the tolerance of the fp64 result, or no
 farther from it than the reference at the precision, passes (the runner's rule,
 include/kagent/protocol/compare_rule.hpp). KernelBench's level2/18 shows why: a candidate that

@@ -1,5 +1,5 @@
 """Timing statistics and the stopping rule: the Python twin of src/protocol/stats.cpp, so eager and
-torch.compile baselines are measured by the same rule as candidates (MEASUREMENT.md)."""
+torch.compile baselines are measured by the same rule as candidates (docs/measurement.md)."""
 
 import math
 

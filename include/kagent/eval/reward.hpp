@@ -1,5 +1,5 @@
 #pragma once
-// The four-tier reward of the CUDA Agent paper (MEASUREMENT.md), plus continuous speedups.
+// The four-tier reward of the CUDA Agent paper (docs/measurement.md), plus continuous speedups.
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// The element rule of kagent's correctness check (MEASUREMENT.md), one definition for the device
+// The element rule of kagent's correctness check (docs/measurement.md), one definition for the device
 // and the host: src/runner/harness_kernels.cu includes it (CMake pastes this file in place of the
 // #include when it embeds the kernels as a string for NVRTC), and host code and tests include it
 // as a header. Plain arithmetic only, no <cmath>: both compilers take it as it is. Include guards,

@@ -1,5 +1,5 @@
 #pragma once
-// Whether a reference output can tell a right kernel from a wrong one (MEASUREMENT.md). The
+// Whether a reference output can tell a right kernel from a wrong one (docs/measurement.md). The
 // degenerate flag (all zero, constant) says it cannot at all; the weak-reference flag says it
 // cannot on most elements: mostly exact zeros (level2/9 ends in ReLU after subtracting 2.0, so
 // most of its outputs are 0 whatever the kernel computes before the clip), or a spread within the

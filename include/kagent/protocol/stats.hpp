@@ -1,5 +1,5 @@
 #pragma once
-// Timing statistics and the stopping rule of MEASUREMENT.md. Pure functions: the runner (and the
+// Timing statistics and the stopping rule of docs/measurement.md. Pure functions: the runner (and the
 // reference server's Python twin) feed them samples; unit tests run everywhere.
 #include <string>
 #include <vector>

@@ -33,7 +33,7 @@ struct PythonChild {
 // A RunnerOptions::launch for `child`.
 std::function<pid_t(const sandbox::SpawnRequest&, std::string* warning)> python_child_launcher(PythonChild child);
 
-// The jail's ceilings, documented in README ("What a child process sees").
+// The jail's ceilings, documented in docs/sandbox.md.
 inline constexpr std::uint64_t kPythonChildTmpBytes = std::uint64_t{4} << 30;  // /tmp: Triton's, nvcc's files
 inline constexpr std::uint64_t kPythonChildShmBytes = std::uint64_t{1} << 30;  // /dev/shm
 inline constexpr int kPythonChildMaxProcesses = 8192;                          // pids, threads included (torch's pools)

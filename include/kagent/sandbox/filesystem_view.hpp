@@ -46,7 +46,7 @@ class FilesystemView {
   // cwd "/". nullptr on success, else the failed step, with *path set and errno kept.
   const char* enter(const char** path);
 
-  // The paths visible inside, for messages and the README's table.
+  // The paths visible inside, for messages and docs/sandbox.md's table.
   std::vector<std::string> visible_paths() const;
 
  private:

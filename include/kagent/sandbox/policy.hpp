@@ -1,7 +1,7 @@
 #pragma once
 // What each of kagent's children may see and do, one policy per use. Every child process is
 // started through sandbox::spawn (spawn.hpp) or, for the shell, through the same pieces under its
-// own namespaces; the tables in README.md ("What a child process sees") follow these presets.
+// own namespaces; the table in docs/sandbox.md follows these presets.
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #pragma once
 // The candidate, of one of two kinds, and the one place that says which a file is:
 // - plan: one .cu file of device code with a JSON launch plan in a /*kagent ... */ block
-//   (CANDIDATE.md), compiled by NVRTC and run by kagent-runner. Parsing checks everything that can
+//   (docs/candidate.md), compiled by NVRTC and run by kagent-runner. Parsing checks everything that can
 //   be checked without the operator and the compiled code; plan_check.hpp checks the rest.
 // - modelnew: a KernelBench-style .py solution defining class ModelNew (CUDA through torch's
 //   load_inline, Triton, ...), built and run by its own sandboxed worker (tools/kagent_modelnew).

@@ -1,5 +1,5 @@
 #pragma once
-// Launch-plan expressions (CANDIDATE.md): integers, + - * / % ( ), cdiv(a,b), min(a,b), max(a,b),
+// Launch-plan expressions (docs/candidate.md): integers, + - * / % ( ), cdiv(a,b), min(a,b), max(a,b),
 // X.shape[i], numel(X), bare names of the operator's scalar arguments; plus decimal literals for
 // f32/f64 scalar arguments. Parsed once into a small tree, evaluated per forward call against the
 // tensor shapes and scalar values of that call.

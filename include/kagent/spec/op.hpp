@@ -1,5 +1,5 @@
 #pragma once
-// The operator: an op.json (v1, CANDIDATE.md) or a KernelBench-style .py file used directly.
+// The operator: an op.json (v1, docs/candidate.md) or a KernelBench-style .py file used directly.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -16,7 +16,7 @@
 namespace kagent {
 
 enum class RefKind { python, cuda };
-// The numerics both sides compute in (MEASUREMENT.md). fp32: IEEE fp32 arithmetic, the reference
+// The numerics both sides compute in (docs/measurement.md). fp32: IEEE fp32 arithmetic, the reference
 // pinned to it (no TF32 tensor cores in PyTorch's matmuls and cuDNN convolutions). tf32: fp32
 // tensors, TF32 tensor-core math allowed on both sides, with the tolerance it needs. fp16/bf16:
 // the tensors are half precision.

@@ -20,7 +20,7 @@ struct ShellOptions {
   std::chrono::seconds default_timeout{60};
   std::chrono::seconds max_timeout{600};
   size_t output_cap = 64 * 1024;  // bytes of stdout+stderr kept (head and tail, with a marker)
-  // Ceilings (README.md, "What a child process sees"); the result names the one a command hit.
+  // Ceilings (docs/sandbox.md); the result names the one a command hit.
   // The whole command's memory: a cgroup memory.max where kagent can make one (its tmpfs files
   // count too), else RLIMIT_DATA per process.
   std::uint64_t memory_bytes = std::uint64_t{4} << 30;

@@ -9,7 +9,7 @@
 }
 */
 // Fixture (examples/vector_add/op.json): a candidate that writes its inputs (reward hack 2 of
-// MEASUREMENT.md). The first launch computes out = a + b correctly; the second launch then sets
+// docs/measurement.md). The first launch computes out = a + b correctly; the second launch then sets
 // every element of a and b to zero. Run on restored inputs it is correct, so it must PASS
 // correctness, and on every later run (each correctness trial, each timing sample, the checks
 // during and after timing) it is correct only if the harness restored a and b from pristine
