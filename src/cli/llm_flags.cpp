@@ -33,7 +33,7 @@ void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who) {
   sub->add_option("--tool-choice", f->tool_choice,
                   help("auto (default), required, or a tool's name: whether the model must call a tool each turn",
                        "--agent: auto, required or a tool's name (see kagent optimize)"));
-  // The limits on one reply (see README "LLM endpoints"): an endpoint that streams without end or
+  // The limits on one reply (docs/llm.md): an endpoint that streams without end or
   // a reply of thousands of tool calls must not take the run with it.
   sub->add_option("--max-reply-bytes", f->max_reply_bytes,
                   help("Bytes of one reply before it is abandoned (default 8MiB; units as 512KiB, 16MiB)",

@@ -98,7 +98,7 @@ EnvPolicy shell_environment(const std::string& workspace) {
   EnvPolicy p;
   p.prefixes = {"CUDA_", "NVIDIA_"};
   // The view has no home directories: a PATH entry there (a pyenv in /root/.pyenv) would name a
-  // directory that is not there, and the README promises the shell none of them.
+  // directory that is not there, and docs/sandbox.md promises the shell none of them.
   const char* path = std::getenv("PATH");
   p.set = {"PATH=" + without_home_directories(path != nullptr ? path : "")};
   if (const char* ld = std::getenv("LD_LIBRARY_PATH"); ld != nullptr && *ld != '\0') {

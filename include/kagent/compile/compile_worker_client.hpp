@@ -12,7 +12,7 @@
 namespace kagent {
 
 // What one compile may use. A compile stopped at a limit is the candidate's failure, not kagent's
-// (README, "Compilation and the cache").
+// (docs/compilation.md).
 struct CompileLimits {
   // Wall clock, kagent's own timer; the same number of seconds is the worker's CPU-time limit.
   std::chrono::seconds seconds{sandbox::kCompileWorkerSeconds};

@@ -39,7 +39,7 @@ SandboxPolicy reference_server_policy();
 SandboxPolicy modelnew_worker_policy();
 // The model's shell in `workspace` (visible paths are worked out by shell_tool.cpp's view).
 SandboxPolicy shell_policy(const std::string& workspace);
-// The compile worker's default limits (README, "Compilation and the cache"): NVRTC compiles a
+// The compile worker's default limits (docs/compilation.md): NVRTC compiles a
 // real kernel in well under a second and a few hundred MiB; a macro or template that expands
 // without bound would otherwise take a CPU and memory until the machine gives out.
 inline constexpr rlim_t kCompileWorkerMemoryBytes = rlim_t{4} << 30;  // RLIMIT_AS
