@@ -29,7 +29,15 @@ nlohmann::json CandidateScore::to_json() const {
           {"speedup_vs_eager", opt(speedup_vs_eager)},
           {"speedup_vs_compile", opt(speedup_vs_compile)},
           {"median_ms", opt(median_ms)},
-          {"file", fmt::format("candidates/{:03d}.cu", number)}};
+          {"file", file()}};
+}
+
+std::string CandidateScore::file() const {
+  return fmt::format("candidates/{:03d}{}", number, extension);
+}
+
+std::string candidate_extension(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".py" ? ".py" : ".cu";
 }
 
 CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
@@ -45,6 +53,8 @@ CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
   s.speedup_vs_eager = opt_from(j, "speedup_vs_eager");
   s.speedup_vs_compile = opt_from(j, "speedup_vs_compile");
   s.median_ms = opt_from(j, "median_ms");
+  // Older transcripts have no .py candidates; their "file" names the .cu one.
+  s.extension = candidate_extension(j.value("file", std::string(".cu")));
   return s;
 }
 
@@ -68,11 +78,15 @@ CandidateScore RunRecord::evaluated(const std::string& path, const std::string& 
   s.speedup_vs_eager = r.reward.speedup_vs_eager;
   s.speedup_vs_compile = r.reward.speedup_vs_compile;
   if (r.outcome.candidate_time) s.median_ms = r.outcome.candidate_time->median_ms;
-  write_file_atomic(dir_ / fmt::format("candidates/{:03d}.cu", s.number), source);
+  s.extension = candidate_extension(path);
+  write_file_atomic(dir_ / s.file(), source);
   const bool best = !best_ || s.better_than(*best_);
   if (best) {
     best_ = s;
-    write_file_atomic(dir_ / "best.cu", source);
+    write_file_atomic(dir_ / s.best_file(), source);
+    // One best file: a plan that was best before a better ModelNew solution (or the reverse) goes.
+    std::error_code ec;
+    std::filesystem::remove(dir_ / (s.extension == ".py" ? "best.cu" : "best.py"), ec);
   }
   transcript_.write(EvaluationEvent{s, best, report_json(r)});
   return s;

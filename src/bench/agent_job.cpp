@@ -202,7 +202,7 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   if (b.is_object() && b.value("tier", -1) > 0) {
     r.status = "correct";
     r.tier = b.value("tier", -1);
-    r.candidate = (dir / "best.cu").string();
+    r.candidate = (dir / ("best" + agent::candidate_extension(b.value("file", std::string())))).string();
     r.candidate_ms = number(b, "median_ms");
     r.speedup_vs_eager = number(b, "speedup_vs_eager");
     r.speedup_vs_compile = number(b, "speedup_vs_compile");

@@ -1,6 +1,6 @@
 // kagent optimize OP: the main job. An LLM writes and improves a kernel for one operator in a
 // ReAct loop until it calls finish or its budget runs out; every evaluation is scored with the
-// reward; the run directory keeps transcript.jsonl, candidates/NNN.cu, best.cu, result.json, and
+// reward; the run directory keeps transcript.jsonl, candidates/NNN.cu (or .py), best.cu (or best.py), result.json, and
 // --resume DIR continues a killed run. Exit 0 when the run ended with a correct candidate, 1 when
 // none was correct, 2 bad input, 3 environment (no endpoint). The run itself is composed in the
 // library (agent/optimize_run.hpp); this file turns flags into its options and prints.
@@ -65,7 +65,7 @@ int run_optimize(const OptimizeArgs& a) {
                res.best ? std::to_string(res.best->tier) : "-", res.best ? speed(res.best->speedup_vs_eager) : "-",
                res.best ? speed(res.best->speedup_vs_compile) : "-"});
     fmt::print("{}", t.render());
-    if (res.best) fmt::print("best: {}/best.cu (from {})\n", out.string(), res.best->path);
+    if (res.best) fmt::print("best: {}/{} (from {})\n", out.string(), res.best->best_file(), res.best->path);
   }
   return static_cast<int>(res.best && res.best->tier > 0 ? ExitCode::ok : ExitCode::failed);
 }
@@ -97,18 +97,18 @@ Command add_optimize_command(CLI::App& app) {
   // Hidden: how bench --agent hands a child its options (agent/optimize_run.hpp's to_json), in
   // place of every flag above but --json and --quiet.
   CLI::Option* options = sub->add_option("--options", a->options_file, "")->group("")->check(CLI::ExistingFile);
-  return {sub, [a, sub, options]() {
-            if (!a->options_file.empty())
-              for (const CLI::Option* o : sub->get_options()) {
-                // The long name as typed ("--turns"); positionals by their name ("op").
-                const std::string name = o->get_name(false, true);
-                if (o != options && o->count() > 0 && name != "--json" && name != "--quiet" &&
-                    name != "--help,-h" && name != "-h,--help")
-                  throw InputError(fmt::format("optimize: --options FILE gives every setting; {} cannot be added",
-                                               name));
-              }
-            return run_optimize(*a);
-          }};
+  return {
+      sub, [a, sub, options]() {
+        if (!a->options_file.empty())
+          for (const CLI::Option* o : sub->get_options()) {
+            // The long name as typed ("--turns"); positionals by their name ("op").
+            const std::string name = o->get_name(false, true);
+            if (o != options && o->count() > 0 && name != "--json" && name != "--quiet" && name != "--help,-h" &&
+                name != "-h,--help")
+              throw InputError(fmt::format("optimize: --options FILE gives every setting; {} cannot be added", name));
+          }
+        return run_optimize(*a);
+      }};
 }
 
 }  // namespace kagent::cli

@@ -562,3 +562,25 @@ TEST(Transcript, ATornTailIsRepairedBeforeAppending) {
     EXPECT_NE(std::string(e.what()).find("transcript.jsonl:3"), std::string::npos) << e.what();
   }
 }
+
+// A ModelNew solution the agent evaluates is kept as a .py (candidates/NNN.py, best.py), a plan as a
+// .cu; the run has one best file, of the best candidate's kind, and a resumed run reads the kind back.
+TEST(RunRecordFiles, EachCandidateKeepsItsKindsExtension) {
+  test::TempDir dir;
+  agent::Transcript transcript(dir.path() / "transcript.jsonl");
+  agent::RunRecord record(dir.path(), transcript);
+  EvalReport plan;
+  plan.reward.tier = 1;
+  record.evaluated("ws/relu.cu", "/*kagent {} */", plan);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "candidates/001.cu"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "best.cu"));
+  EvalReport solution;
+  solution.reward.tier = 2;
+  agent::CandidateScore s = record.evaluated("ws/relu_new.py", "class ModelNew: pass\n", solution);
+  EXPECT_EQ(s.file(), "candidates/002.py");
+  EXPECT_EQ(read_text_file(dir.path() / "candidates/002.py"), "class ModelNew: pass\n");
+  EXPECT_EQ(read_text_file(dir.path() / "best.py"), "class ModelNew: pass\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "best.cu")) << "two best files";
+  EXPECT_EQ(agent::CandidateScore::from_json(s.to_json()).best_file(), "best.py");
+  EXPECT_EQ(agent::CandidateScore::from_json({{"number", 3}}).file(), "candidates/003.cu");  // older transcripts
+}

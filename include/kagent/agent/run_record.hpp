@@ -1,6 +1,7 @@
 #pragma once
-// What a run keeps on disk besides the transcript: candidates/NNN.cu (every version evaluated),
-// best.cu (highest tier, then speedup), result.json. Rebuilt from the transcript on --resume.
+// What a run keeps on disk besides the transcript: candidates/NNN.cu or NNN.py (every version
+// evaluated, with its kind's extension), best.cu or best.py (highest tier, then speedup),
+// result.json. Rebuilt from the transcript on --resume.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -14,8 +15,9 @@
 namespace kagent::agent {
 
 struct CandidateScore {
-  int number = 0;    // candidates/NNN.cu
-  std::string path;  // the workspace path the model evaluated
+  int number = 0;                 // candidates/NNN.cu (NNN.py for a ModelNew solution)
+  std::string path;               // the workspace path the model evaluated
+  std::string extension = ".cu";  // the candidate's kind: ".cu" (a plan), ".py" (ModelNew)
   int tier = -1;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
   std::optional<double> median_ms;
@@ -23,12 +25,18 @@ struct CandidateScore {
   static CandidateScore from_json(const nlohmann::json& j);
   // Higher tier first, then the larger speedup (against compile when both have it, else eager).
   bool better_than(const CandidateScore& o) const;
+  // candidates/NNN.cu or .py, and the run's best file of that kind: best.cu or best.py.
+  std::string file() const;
+  std::string best_file() const { return "best" + extension; }
 };
+
+// The extension a candidate file keeps in a run folder: ".py" for a ModelNew solution, else ".cu".
+std::string candidate_extension(const std::string& path);
 
 class RunRecord {
  public:
   RunRecord(std::filesystem::path out_dir, Transcript& transcript);
-  // Saves candidates/NNN.cu, writes an "evaluation" event, updates best.cu when it is the best.
+  // Saves candidates/NNN.cu (or .py), writes an "evaluation" event, updates best.cu (or best.py).
   CandidateScore evaluated(const std::string& path, const std::string& source, const EvalReport& r);
   // From a transcript's "evaluation" events (resume).
   void restore(const std::vector<nlohmann::json>& events);

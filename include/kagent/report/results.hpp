@@ -34,7 +34,7 @@ struct ResultRecord {
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
   std::string error;             // one paragraph when status is not "correct"
   std::string run_dir;           // agent runs
-  std::string candidate;         // the .cu evaluated (solutions) or the run's best.cu (agent runs)
+  std::string candidate;         // the file evaluated (solutions) or the run's best.cu or best.py (agent runs)
   std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
   std::optional<int> gpu;        // which GPU ran it
   // What correctness was judged under (absent for problems that were never evaluated).

@@ -26,7 +26,7 @@ struct KernelToolContext {
   std::string arch;
   Evaluator* evaluator = nullptr;  // nullptr: no GPU; evaluate and profile say why
   std::string no_gpu_reason;
-  // Called after every evaluation (the run keeps candidates/NNN.cu and best.cu).
+  // Called after every evaluation (the run keeps candidates/NNN.cu or .py and best.cu or best.py).
   std::function<void(const std::string& path, const std::string& source, const EvalReport& report)> on_evaluated;
   // Set by finish: the final candidate and the model's summary.
   std::optional<std::string> finished_path;
