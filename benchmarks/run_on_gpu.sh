@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
-# print a short table at the end. Logs go to $OUT (the device tool brings back at most 8 files).
+# One run on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
+# print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
 #   modelnew modelnew-bench containment concurrent all
-#   (default all; several modes run in this script's order; multigpu needs two GPUs: the
-#   nvidia-h200-x2 kind; before-after needs the older tree in build-before/src, see below)
+#   (default all; several modes run in this script's order; multigpu needs a machine with
+#   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
 # `kernelbench` comparison also needs $KB_TIMING, KernelBench's src/kernelbench/timing.py.
 set -uo pipefail
@@ -40,8 +40,8 @@ fi
 if want level1 cpu-tests; then
   # `kagent bench` over the whole of KernelBench level 1 with the fixtures as solutions: a first
   # run from an empty cache (kernels compiled, eager and torch.compile baselines measured), then a
-  # second with the cache warm. Both resume across calls of this script on a warm machine (the
-  # files live in the build folder, which stays), so each call runs for at most LEVEL1_LIMIT s.
+  # second with the cache warm. Both resume across runs of this script on the same machine (the
+  # files live in the build folder, which stays), so each run takes at most LEVEL1_LIMIT s.
   L1=$B/level1-bench
   mkdir -p $L1
   [ -f $L1/first.jsonl ] || rm -rf $L1/cache
