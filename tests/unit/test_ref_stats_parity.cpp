@@ -1,4 +1,4 @@
-// The reference server times eager and torch.compile with tools/kagent_ref/stats.py; the runner
+// The reference server times eager and torch.compile with tools/kagent_wire/stats.py; the runner
 // times candidates with src/protocol/stats.cpp. Both must compute the same summary and stop at the
 // same sample, or the reward would compare numbers measured by different rules.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ namespace {
 nlohmann::json python_stats(const std::vector<double>& samples, double wall_s) {
   const std::string script =
       "import json, sys\n"
-      "from kagent_ref import stats\n"
+      "from kagent_wire import stats\n"
       "d = json.load(sys.stdin)\n"
       "out = {'summary': stats.summarize(d['s']), 'stops': []}\n"
       "for n in range(1, len(d['s']) + 1):\n"

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from kagent_ref import stats
+from kagent_wire import stats
 
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record

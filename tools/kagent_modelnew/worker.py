@@ -1,6 +1,6 @@
 """The ModelNew worker: one sandboxed process per evaluation of a KernelBench-style solution file.
-kagent starts it (through kagent-sandbox-exec: no network, writes only to its build folder) and
-speaks kagent-ref's JSON lines with it (tools/kagent_ref/server.py has the framing):
+kagent starts it in its jail (docs/sandbox.md: no network, writes only to its build folder) and
+speaks the reference server's JSON lines (tools/kagent_wire/jsonlines.py has the framing):
 
   worker -> stdout, once: {"hello": "kagent-modelnew", "version", "torch", "triton", "cuda", "pid"}
   load:   {"solution", "problem", "precision", "seed", "gpu", "inputs": [spec], "outputs": [spec]}
@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from kagent_ref import jsonlines
+from kagent_wire import jsonlines
 
 from . import __version__
 
@@ -94,8 +94,8 @@ class Worker:
         from kagent_ref.forward_args import bind
         from kagent_ref.problem import load_module
 
-        from . import guard, ipc_in, static_check, timer, trace
-        from kagent_ref import ipc, stats
+        from . import guard, static_check, timer, trace
+        from kagent_wire import ipc, stats
 
         self.device = torch.device("cuda", int(req.get("gpu", 0)))
         torch.cuda.set_device(self.device)
@@ -113,7 +113,7 @@ class Worker:
         problem = load_module(req["problem"])
         # Everything the timer and the replies use is imported above: the snapshot holds the objects
         # the solution could replace from here on.
-        self.guard = guard.Snapshot(torch, [timer, trace, ipc, ipc_in, stats, guard, jsonlines, json,
+        self.guard = guard.Snapshot(torch, [timer, trace, ipc, stats, guard, jsonlines, json,
                                             sys.modules[__name__], sys.modules[Worker.__module__]])
         self.guard.pin_numerics()
         _phase(f"importing the solution {req['solution']} (load_inline and Triton build here)")
@@ -152,7 +152,7 @@ class Worker:
         self.values = list(self.binding.values)
         self.inputs = []
         for pos, spec in zip(self.tensor_pos, self.in_specs):
-            t = torch.empty(spec["shape"], dtype=ipc_in.KAGENT_TO_TORCH[spec["dtype"]], device=self.device)
+            t = torch.empty(spec["shape"], dtype=ipc.KAGENT_TO_TORCH[spec["dtype"]], device=self.device)
             self.values[pos] = t
             self.inputs.append(t)
         del raw
@@ -176,7 +176,7 @@ class Worker:
     def shape_error(self, outs):
         import torch
 
-        from .ipc_in import KAGENT_TO_TORCH
+        from kagent_wire.ipc import KAGENT_TO_TORCH
 
         if len(outs) != len(self.out_specs):
             return f"ModelNew returned {len(outs)} output(s), the reference {len(self.out_specs)}"
@@ -194,7 +194,7 @@ class Worker:
     def export(self, outs):
         import torch
 
-        from kagent_ref.ipc import export
+        from kagent_wire.ipc import export
 
         torch.cuda.synchronize(self.device)
         outs = [o.contiguous() for o in outs]
@@ -209,7 +209,7 @@ class Worker:
         handles do not open across sibling namespaces), then a trial request without inputs runs."""
         import torch
 
-        from kagent_ref.ipc import export
+        from kagent_wire.ipc import export
 
         if self.model is None:
             raise RuntimeError("buffers before load")
@@ -219,7 +219,7 @@ class Worker:
     def trial(self, req):
         import torch
 
-        from .ipc_in import copy_into
+        from kagent_wire.ipc import copy_into
 
         if self.model is None:
             raise RuntimeError("trial before load")

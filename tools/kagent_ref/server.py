@@ -10,7 +10,7 @@ load:      {"problem": path, "precision": "fp32"|"tf32"|"fp16"|"bf16", "seed": i
                max, min_abs, ...}], "numerics": {"allow_tf32", ...}, "source_hash", "gpu_name", "torch"}
 trial:     {"seed": int}  inputs made under the seed, the reference run on them, and again in float64
            where that fits (reference64.py); the tensors stay alive until the next trial or load,
-           exported by CUDA IPC (ipc.py)
+           exported by CUDA IPC (kagent_wire/ipc.py)
            -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...],  (signature order, then
                "out@f64", ... for the floating outputs' fp64 twins)
                "fp64_note": str|null}  (why there are no fp64 twins)
@@ -26,7 +26,9 @@ import json
 import os
 import sys
 
-from . import __version__, jsonlines
+from kagent_wire import jsonlines
+
+from . import __version__
 
 # Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
 # for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
@@ -84,7 +86,7 @@ class Server:
     def trial(self, req):
         import torch
 
-        from .ipc import export
+        from kagent_wire.ipc import export
 
         if self.problem is None:
             raise RuntimeError("trial before load")

@@ -1,12 +1,12 @@
 """Eager and torch.compile baselines timed with the runner's protocol (docs/measurement.md): L2 reset
 by reading a buffer of twice its size before every sample, queued before the start event;
-warm-up of at least 3 runs and 50 ms of GPU busy time; the same stopping rule (stats.py)."""
+warm-up of at least 3 runs and 50 ms of GPU busy time; the same stopping rule (kagent_wire/stats.py)."""
 
 import time
 
 import torch
 
-from . import stats
+from kagent_wire import stats
 
 
 class Timer:
