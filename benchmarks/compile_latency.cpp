@@ -15,6 +15,7 @@
 
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/sandbox/process.hpp"
 
 using namespace kagent;

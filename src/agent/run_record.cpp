@@ -7,6 +7,7 @@
 #include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 
 namespace kagent::agent {
 
@@ -36,10 +37,6 @@ std::string CandidateScore::file() const {
   return fmt::format("candidates/{:03d}{}", number, extension);
 }
 
-std::string candidate_extension(const std::string& path) {
-  return std::filesystem::path(path).extension() == ".py" ? ".py" : ".cu";
-}
-
 CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
   CandidateScore s;
   // A transcript is read back on resume: a figure out of range (1e300) is not converted (UB).
@@ -54,7 +51,7 @@ CandidateScore CandidateScore::from_json(const nlohmann::json& j) {
   s.speedup_vs_compile = opt_from(j, "speedup_vs_compile");
   s.median_ms = opt_from(j, "median_ms");
   // Older transcripts have no .py candidates; their "file" names the .cu one.
-  s.extension = candidate_extension(j.value("file", std::string(".cu")));
+  s.extension = kind_of_file(j.value("file", std::string(".cu"))).extensions().front();
   return s;
 }
 
@@ -78,15 +75,18 @@ CandidateScore RunRecord::evaluated(const std::string& path, const std::string& 
   s.speedup_vs_eager = r.reward.speedup_vs_eager;
   s.speedup_vs_compile = r.reward.speedup_vs_compile;
   if (r.outcome.candidate_time) s.median_ms = r.outcome.candidate_time->median_ms;
-  s.extension = candidate_extension(path);
+  s.extension = kind_of_file(path).extensions().front();
   write_file_atomic(dir_ / s.file(), source);
   const bool best = !best_ || s.better_than(*best_);
   if (best) {
     best_ = s;
     write_file_atomic(dir_ / s.best_file(), source);
     // One best file: a plan that was best before a better ModelNew solution (or the reverse) goes.
-    std::error_code ec;
-    std::filesystem::remove(dir_ / (s.extension == ".py" ? "best.cu" : "best.py"), ec);
+    for (const CandidateKind* kind : candidate_kinds()) {
+      const std::string other = "best" + kind->extensions().front();
+      std::error_code ec;
+      if (other != s.best_file()) std::filesystem::remove(dir_ / other, ec);
+    }
   }
   transcript_.write(EvaluationEvent{s, best, report_json(r)});
   return s;

@@ -22,6 +22,7 @@
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/saturate.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
@@ -202,7 +203,7 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   if (b.is_object() && b.value("tier", -1) > 0) {
     r.status = "correct";
     r.tier = b.value("tier", -1);
-    r.candidate = (dir / ("best" + agent::candidate_extension(b.value("file", std::string())))).string();
+    r.candidate = (dir / ("best" + kind_of_file(b.value("file", std::string())).extensions().front())).string();
     r.candidate_ms = number(b, "median_ms");
     r.speedup_vs_eager = number(b, "speedup_vs_eager");
     r.speedup_vs_compile = number(b, "speedup_vs_compile");

@@ -12,6 +12,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/natural_order.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 
 namespace kagent::bench {
 
@@ -178,11 +179,12 @@ std::vector<Problem> take_shard(const std::vector<Problem>& problems, const Shar
 
 std::optional<fs::path> find_solution(const fs::path& dir, const Problem& p) {
   std::error_code ec;
-  // A plan candidate first, then a ModelNew solution (candidate.hpp says which kind a file is);
-  // never the problem file itself, when the solutions folder is the problems folder.
-  for (const char* ext : {".cu", ".py"})
-    for (const fs::path& c : {dir / p.level / (p.name + ext), dir / (p.name + ext)})
-      if (fs::is_regular_file(c, ec) && !fs::equivalent(c, p.path, ec)) return fs::absolute(c).lexically_normal();
+  // The kinds in their listed order (a plan candidate first, then a ModelNew solution), each by its
+  // extensions; never the problem file itself, when the solutions folder is the problems folder.
+  for (const CandidateKind* kind : candidate_kinds())
+    for (const std::string& ext : kind->extensions())
+      for (const fs::path& c : {dir / p.level / (p.name + ext), dir / (p.name + ext)})
+        if (fs::is_regular_file(c, ec) && !fs::equivalent(c, p.path, ec)) return fs::absolute(c).lexically_normal();
   return std::nullopt;
 }
 

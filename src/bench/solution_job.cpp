@@ -4,6 +4,7 @@
 
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 

@@ -9,6 +9,7 @@
 #include "kagent/common/files.hpp"
 #include "kagent/common/worker_pool.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
@@ -65,8 +66,7 @@ Verdict check_one(const CheckEntry& e, const Op& op, Evaluator& ev) {
     const fs::path name = e.t.baseline ? *e.t.baseline : fs::path(e.kernel.string() + "@" + *e.t.baseline_ref);
     try {
       // The baseline is of the kernel's kind, whatever its name (a git ref's "k.py@HEAD~1").
-      base = cand.kind == CandidateKind::modelnew ? parse_modelnew_candidate(*e.baseline_source, name)
-                                                  : parse_candidate(*e.baseline_source, name);
+      base = kind_of(cand).parse(*e.baseline_source, name);
     } catch (const InputError& err) {
       Verdict v = unparsable(e, err.what());
       v.reasons = {"the baseline's launch plan is invalid: " + std::string(err.what())};

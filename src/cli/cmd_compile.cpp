@@ -10,6 +10,7 @@
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/compile/sass.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_limits.hpp"
 
@@ -47,7 +48,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
     // architecture's limits, so a plan that could never launch is bad input now.
     if (op != nullptr && op->signature_known())
       check_plan_limits(cand, *op, launch_limits(arch_number(arch).value_or(0)));
-    r = compile_checked(cand, op, compiler, arch);
+    r = kind_of(cand).compile(cand, op, compiler, arch);
   } catch (const InputError& e) {
     if (json)
       json_out.push_back({{"candidate", path}, {"ok", false}, {"error", e.what()}, {"exit_code", 2}});

@@ -96,11 +96,6 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
 }
 
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
-  if (cand.kind == CandidateKind::modelnew)
-    throw InputError(
-        fmt::format("{}: a ModelNew solution is built by its own worker when it is evaluated (kagent eval "
-                    "{} --op PROBLEM.py), not compiled by NVRTC",
-                    cand.path.string(), cand.path.string()));
   if (op != nullptr && op->signature_known()) check_plan_tensors(cand, op->tensor_names(), op->scalar_names());
   if (op != nullptr) check_plan_precision(cand, op->precision);
   if (op != nullptr && op->signature_known()) check_plan_library_steps(cand, *op);

@@ -1,5 +1,4 @@
 #include "kagent/eval/evaluator.hpp"
-#include "kagent/eval/plan_libraries.hpp"
 
 #include "fresh_seed.hpp"
 
@@ -8,16 +7,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/common/hash.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/profile/peaks.hpp"
@@ -114,14 +112,15 @@ const std::string& Evaluator::arch() {
 }
 
 CompileResult Evaluator::compile(const Candidate& cand, const Op& op) {
-  if (cand.kind == CandidateKind::modelnew) {
-    // Nothing to compile before the GPU: its worker builds it (load_inline, Triton) when evaluated.
+  const CandidateKind& kind = kind_of(cand);
+  if (!kind.compiles_before_evaluation()) {
+    // Nothing to compile before the GPU: it is built when evaluated (ModelNew: by its worker).
     CompileResult r;
     r.ok = true;
-    r.log = "a ModelNew solution: built by its worker when evaluated";
+    r.log = fmt::format("{}: built when it is evaluated", kind.noun());
     return r;
   }
-  return compile_checked(cand, &op, compiler_, arch());
+  return kind.compile(cand, &op, compiler_, arch());
 }
 
 RunnerClient& Evaluator::runner() {
@@ -182,7 +181,7 @@ ResolvedOp Evaluator::resolve(const Op& op) {
   return {pytorch_reference(op).op};
 }
 
-const Evaluator::PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
+const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   require_gpu();  // the reference server runs on this GPU
   const std::string key = op.reference.string() + "|" + std::string(precision_name(op.precision));
   if (ref_server_ && loaded_key_ == key) return loaded_;
@@ -242,20 +241,15 @@ EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand, EvalMode mod
 
 EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
                                const Candidate* baseline) {
-  EvalReport rep = cand.kind == CandidateKind::modelnew ? evaluate_modelnew(resolved, cand, mode, baseline)
-                                                        : evaluate_plan(resolved, cand, mode, baseline);
-  if (rep.outcome.out_of_memory) settle_out_of_memory(rep);
-  if (ref_server_ && !ref_server_->sandbox_warning().empty() &&
-      rep.sandbox_warning.find(ref_server_->sandbox_warning()) == std::string::npos)
-    rep.sandbox_warning += (rep.sandbox_warning.empty() ? "" : "; ") + ref_server_->sandbox_warning();
-  return rep;
-}
-
-EvalReport Evaluator::evaluate_plan(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
-                                    const Candidate* baseline) {
-  require_gpu();
+  const CandidateKind& kind = kind_of(cand);
+  if (kind.needs_gpu())
+    require_gpu();
+  else
+    probe();
+  if (baseline && baseline->kind != cand.kind)
+    throw InputError(fmt::format("{}: the baseline of {} must be {} too, not {}", cand.path.string(), kind.noun(),
+                                 kind.noun(), baseline->path.string()));
   const Op& op_in = resolved.op;
-  const bool per_launch = mode == EvalMode::profile;
   EvalReport rep;
   rep.candidate = cand.path.string();
   rep.op = op_in.name;
@@ -269,136 +263,37 @@ EvalReport Evaluator::evaluate_plan(const ResolvedOp& resolved, const Candidate&
   if (pytorch && opt_.timing) measure_torch_baselines();
   if (pytorch) note_torch_baselines(rep);
 
-  rep.compile = compile_checked(cand, &op, compiler_, arch_);
-  if (!rep.compile.ok) {
-    rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
-    return rep;
-  }
-  require_plan_libraries(cand);  // cuBLASLt/cuDNN missing: exit 3 here, not a candidate failure
-  if (baseline) require_plan_libraries(*baseline);
-
-  EvalRequest rq;
-  rq.gpu = opt_.gpu;
-  rq.seed = fresh_seed();
-  rq.trials = opt_.trials > 0 ? opt_.trials : op.correctness_trials;
-  rq.tolerance = op.tolerance;
-  rq.inputs = op.inputs;
-  rq.outputs = op.outputs;
-  rq.scalars = op.scalars;
-  rq.candidate = {cand.path.string(), cand.source, write_cubin(rep.compile)};
-  rq.harness_cubin_path = harness_cubin();
-  rq.timing = opt_.timing;
-  rq.stop_rule = opt_.stop_rule;
-  rq.knobs = opt_.knobs;
-  rq.per_launch = per_launch;
-  rq.ab_rule = opt_.ab_rule;
-  rq.cupti_check = opt_.cupti_check;
-  rq.guard_checks = opt_.guard_checks;
-  rq.metrics = per_launch;  // the profile: counters too
-  if (baseline && opt_.timing) {
-    CompileResult base_c = compile_checked(*baseline, &op, compiler_, arch_);
-    if (base_c.ok)
-      rq.baseline = PlanSource{baseline->path.string(), baseline->source, write_cubin(base_c)};
-    else
-      rep.baseline_error = base_c.log;
-  }
-
-  std::string ref_key;
-  auto cached_ref = reference_times_.end();
-  if (native) {
-    Candidate ref = load_candidate(op.reference);
-    CompileResult ref_c = compile_checked(ref, &op, compiler_, arch_);
-    if (!ref_c.ok)
-      throw InputError(fmt::format("{}: the native reference does not compile:\n{}", op.reference.string(), ref_c.log));
-    rq.reference = {op.reference.string(), ref.source, write_cubin(ref_c)};
-    ref_key = Hasher()
-                  .add_field(ref_c.key)
-                  .add_field(nlohmann::json(op.inputs).dump())
-                  .add_field(nlohmann::json(op.outputs).dump())
-                  .add_field(nlohmann::json(opt_.stop_rule).dump())
-                  .add_field(nlohmann::json(opt_.knobs).dump())
-                  .hex();
-    cached_ref = reference_times_.find(ref_key);
-    rq.time_reference = cached_ref == reference_times_.end();
-  } else {
-    rq.reference_kind = ReferenceKind::pytorch;
-    rq.time_reference = false;  // the server timed eager and compile
-  }
-
-  // The runner asks for each trial of a PyTorch reference; the server makes it. A server failure
-  // (or a runner of another message version) is not the candidate's fault: it is raised once the
-  // runner has answered.
-  std::exception_ptr server_failure;
-  NeedHandler on_need = [&](const nlohmann::json& msg) -> nlohmann::json {
-    TrialAnswer answer;
-    TrialNeed need;
-    try {
-      need = msg.get<TrialNeed>();
-    } catch (const EnvError& e) {
-      server_failure = std::current_exception();
-      answer.error = e.what();
-      return answer;
-    } catch (const std::exception&) {
-      answer.error = "unexpected request " + msg.dump();
-      return answer;
+  EvalContext ctx(*this, cand, baseline, op, pytorch, mode);
+  {
+    std::unique_ptr<KindEvaluation> run = kind.evaluation(ctx);
+    if (run->build(rep)) {
+      {
+        GpuLock lock = lock_gpu("evaluating " + cand.path.filename().string());
+        run->measure(rep);
+      }
+      if (native) {
+        if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
+        rep.baselines.compile_ms = op.compile_baseline_ms;
+      }
+      // After the lock: measuring the peaks takes it.
+      if (mode == EvalMode::profile && kind.profiles_launches() && rep.outcome.correct)
+        rep.peaks = device_peaks(&rep.peaks_note);
     }
-    if (!ref_server_) {
-      answer.error = "unexpected request " + msg.dump();
-      return answer;
-    }
-    try {
-      nlohmann::json trial = ref_server_->trial(need.seed);
-      answer.tensors = trial.at("tensors").get<std::vector<IpcTensorRef>>();
-      answer.fp64_note = trial.value("fp64_note", "");
-    } catch (const std::exception& e) {
-      server_failure = std::current_exception();
-      answer = TrialAnswer{};
-      answer.error = e.what();
-    }
-    return answer;
-  };
-  auto timeout = opt_.timeout;
-  if (deadline_) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
-    timeout = std::min(opt_.timeout, std::max(left, std::chrono::milliseconds(1000)));
-  }
-  RunnerReply reply = [&] {
-    GpuLock lock = lock_gpu("evaluating " + cand.path.filename().string());
-    return runner_->request(rq, timeout, on_need);
-  }();
-  if (server_failure) std::rethrow_exception(server_failure);
-  rep.sandbox_warning = runner_->sandbox_warning();
-  if (!reply.ok()) {
-    // The runner hung or died: the candidate's doing (the runner restarts for the next one).
-    rep.ran = true;
-    rep.outcome.failure_stage =
-        reply.failure == RunnerReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
-    rep.outcome.message = reply.message;
-    if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
-  } else if (RunnerResult result = reply.body.get<RunnerResult>(); !result.ok) {
-    std::string err = result.error.empty() ? std::string("unknown runner error") : result.error;
-    if (result.environment) throw EnvError(err);
-    throw Error(ExitCode::environment, "kagent-runner: " + err);
-  } else {
-    if (!result.outcome) throw Error(ExitCode::environment, "kagent-runner: its reply has no outcome");
-    rep.ran = true;
-    rep.outcome = std::move(*result.outcome);
-    if (rep.outcome.reference_time) reference_times_[ref_key] = *rep.outcome.reference_time;
-  }
-  if (rep.outcome.candidate_time && !rep.outcome.reference_time && cached_ref != reference_times_.end()) {
-    rep.outcome.reference_time = cached_ref->second;
-    rep.reference_time_cached = true;
-  }
-
-  if (native) {
-    if (rep.outcome.reference_time) rep.baselines.eager_ms = rep.outcome.reference_time->median_ms;
-    rep.baselines.compile_ms = op.compile_baseline_ms;
-  }
-  if (per_launch && rep.outcome.correct) rep.peaks = device_peaks(&rep.peaks_note);
+  }  // the kind's own processes (a ModelNew worker) end here: an out-of-memory failure is settled without them
   std::optional<double> cand_ms;
   if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
-  rep.reward = compute_reward(true, rep.outcome.correct, cand_ms, rep.baselines, rep.outcome.flags);
+  rep.reward = compute_reward(rep.compile.ok, rep.outcome.correct, cand_ms, rep.baselines, rep.outcome.flags);
+  if (rep.outcome.out_of_memory) settle_out_of_memory(rep);
+  if (ref_server_ && !ref_server_->sandbox_warning().empty() &&
+      rep.sandbox_warning.find(ref_server_->sandbox_warning()) == std::string::npos)
+    rep.sandbox_warning += (rep.sandbox_warning.empty() ? "" : "; ") + ref_server_->sandbox_warning();
   return rep;
+}
+
+std::chrono::milliseconds Evaluator::timeout_left() const {
+  if (!deadline_) return opt_.timeout;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
+  return std::min(opt_.timeout, std::max(left, std::chrono::milliseconds(1000)));
 }
 
 std::string render_report(const EvalReport& r) {
@@ -439,7 +334,8 @@ std::string render_report(const EvalReport& r) {
       row(r.torch->cached ? "torch eager*" : "torch eager", r.torch->eager);
       if (r.torch->compile) row(r.torch->cached ? "torch.compile*" : "torch.compile", *r.torch->compile);
     }
-    out += "\n" + t.render();
+    out += '\n';  // not "\n" + render(): GCC 12 warns falsely (-Wrestrict) on that concatenation inlined here
+    out += t.render();
     if (r.reference_time_cached) out += "* timed by an earlier evaluation of this operator in this process\n";
     if (r.torch && r.torch->cached)
       out += "* measured earlier on this GPU and torch version (baseline cache; --refresh-baselines re-measures)\n";

@@ -161,7 +161,7 @@ EvaluationResult Evaluation::run() {
     allocate();
     o.flush_bytes = static_cast<int64_t>(flush_.bytes());
     const bool native = rq_.reference_kind == ReferenceKind::cuda;
-    Candidate cand = parse_candidate(rq_.candidate.source, rq_.candidate.name);
+    Candidate cand = parse_plan_candidate(rq_.candidate.source, rq_.candidate.name);
     Module cand_mod(read_text_file(rq_.candidate.cubin_path));
     PlanExecutor cand_plan(dev_, cand_mod, cand, tensors(cand_out_), rq_.scalars, "candidate " + rq_.candidate.name);
     // A native reference runs here, on inputs the runner makes; a PyTorch one comes from the server.
@@ -169,7 +169,7 @@ EvaluationResult Evaluation::run() {
     std::unique_ptr<Module> ref_mod;
     std::unique_ptr<PlanExecutor> ref_plan;
     if (native) {
-      ref = std::make_unique<Candidate>(parse_candidate(rq_.reference.source, rq_.reference.name));
+      ref = std::make_unique<Candidate>(parse_plan_candidate(rq_.reference.source, rq_.reference.name));
       ref_mod = std::make_unique<Module>(read_text_file(rq_.reference.cubin_path));
       ref_plan = std::make_unique<PlanExecutor>(dev_, *ref_mod, *ref, tensors(ref_out_), rq_.scalars,
                                                 "reference " + rq_.reference.name);

@@ -10,7 +10,7 @@ namespace kagent::runner {
 AbComparison Evaluation::compare_ab(PlanExecutor& cand_plan) {
   const PlanSource& src = *rq_.baseline;
   phase("A/B: loading the baseline " + src.name);
-  Candidate base = parse_candidate(src.source, src.name);
+  Candidate base = parse_plan_candidate(src.source, src.name);
   Module base_mod(read_text_file(src.cubin_path));
   // The baseline writes the candidate's output buffers: the two never run at the same time.
   PlanExecutor base_plan(dev_, base_mod, base, tensors(cand_out_), rq_.scalars, "baseline " + src.name);

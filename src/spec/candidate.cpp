@@ -243,8 +243,7 @@ void check_candidate_option(const std::string& option, const std::string& where)
   check_option_allowed(option, where);  // an allowlist: spec/option_allowlist.cpp
 }
 
-Candidate parse_candidate(std::string source, const std::filesystem::path& path) {
-  if (candidate_kind_of(path) == CandidateKind::modelnew) return parse_modelnew_candidate(std::move(source), path);
+Candidate parse_plan_candidate(std::string source, const std::filesystem::path& path) {
   const std::string path_text = path.string();
   PlanBlock block = find_plan_block(source, path_text);
   std::string_view json_text(source.data() + block.json_begin, block.json_end - block.json_begin);
@@ -274,10 +273,6 @@ Candidate parse_candidate(std::string source, const std::filesystem::path& path)
   cand.plan = PlanParser(path_text, block.line).parse(root);
   cand.source = std::move(source);
   return cand;
-}
-
-Candidate load_candidate(const std::filesystem::path& path) {
-  return parse_candidate(read_text_file(path), path);
 }
 
 }  // namespace kagent

@@ -10,6 +10,7 @@
 #include "kagent/compile/kernel_info.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/compile/sass.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/profile_table.hpp"
 
 namespace kagent::tools {
@@ -87,7 +88,7 @@ class CompileTool : public Tool {
       throw ToolError(fmt::format("sass is 'summary' or 'listing', not '{}'", sass));
     const std::string kernel = args.contains("kernel") ? arg_string(args, "kernel") : "";
     try {
-      CompileResult r = compile_checked(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
+      CompileResult r = kind_of(c).compile(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
       std::string text = compile_text(r);
       if (r.ok && !sass.empty()) {
         text += "\n";
@@ -155,7 +156,7 @@ class ProfileTool : public Tool {
     Candidate c = load_from(ws_, args, rel);
     CompileResult r;
     try {
-      r = compile_checked(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
+      r = kind_of(c).compile(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
     } catch (const InputError& e) {
       return {fmt::format("plan error: {}", e.what()), true, {{"error", e.what()}}};
     }

@@ -39,7 +39,7 @@ std::string grown_plan(std::string_view item) {
 
 void parse_and_check(std::string text, const kagent::Op& op) {
   try {
-    kagent::Candidate c = kagent::parse_candidate(std::move(text), "fuzz.cu");
+    kagent::Candidate c = kagent::parse_plan_candidate(std::move(text), "fuzz.cu");
     kagent::check_plan_limits(c, op, kagent::launch_limits(90));
   } catch (const kagent::InputError&) {
   }

@@ -17,6 +17,7 @@
 
 #include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 

@@ -9,6 +9,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/harness_source.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "test_util.hpp"

@@ -14,6 +14,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/spawn.hpp"
 #include "test_util.hpp"

@@ -14,6 +14,7 @@
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/toolkit_identity.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/option_allowlist.hpp"
 #include "test_util.hpp"
 

@@ -7,6 +7,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "test_util.hpp"

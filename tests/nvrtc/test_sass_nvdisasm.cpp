@@ -5,6 +5,7 @@
 
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/sass.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;

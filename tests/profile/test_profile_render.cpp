@@ -3,6 +3,7 @@
 // agent's compact form is a header, one line per launch and the verdict.
 #include <gtest/gtest.h>
 
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/profile_table.hpp"
 #include "kagent/spec/candidate.hpp"
 

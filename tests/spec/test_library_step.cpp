@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_check.hpp"

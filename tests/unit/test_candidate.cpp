@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "test_util.hpp"
 
@@ -369,12 +370,12 @@ TEST(ModelNewCandidate, APyFileIsTheModelNewKind) {
   const std::string src =
       "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
   Candidate c = parse_candidate(src, "solutions/19_ReLU.py");
-  EXPECT_EQ(c.kind, CandidateKind::modelnew);
+  EXPECT_EQ(c.kind, "modelnew");
   EXPECT_EQ(c.plan_line, 3);
   EXPECT_EQ(c.source, src);
   EXPECT_TRUE(c.plan.launches.empty());
-  EXPECT_EQ(candidate_kind_of("k.cu"), CandidateKind::plan);
-  EXPECT_EQ(candidate_kind_name(CandidateKind::modelnew), "modelnew");
+  EXPECT_EQ(kind_of_file("k.cu").name(), "plan");
+  EXPECT_EQ(kind_of(c).name(), "modelnew");
 }
 
 TEST(ModelNewCandidate, AFileWithoutATopLevelModelNewIsRefusedWithAClearError) {
@@ -394,7 +395,7 @@ TEST(ModelNewCandidate, LoadCandidateReadsAPyFileAsModelNew) {
   test::TempDir t;
   t.write("sol.py", "class ModelNew:\n    pass\n");
   Candidate c = load_candidate(t.path() / "sol.py");
-  EXPECT_EQ(c.kind, CandidateKind::modelnew);
+  EXPECT_EQ(c.kind, "modelnew");
 }
 
 }  // namespace

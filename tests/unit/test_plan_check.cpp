@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/plan_check.hpp"
 
 namespace kagent {

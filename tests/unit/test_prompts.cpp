@@ -12,6 +12,7 @@
 #include "kagent/agent/prompts.hpp"
 #include "kagent/agent/task_text.hpp"
 #include "kagent/compile/options.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "kagent/tools/file_tools.hpp"

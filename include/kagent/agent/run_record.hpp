@@ -17,7 +17,7 @@ namespace kagent::agent {
 struct CandidateScore {
   int number = 0;                 // candidates/NNN.cu (NNN.py for a ModelNew solution)
   std::string path;               // the workspace path the model evaluated
-  std::string extension = ".cu";  // the candidate's kind: ".cu" (a plan), ".py" (ModelNew)
+  std::string extension = ".cu";  // its kind's (CandidateKind::extensions): ".cu" (a plan), ".py" (ModelNew)
   int tier = -1;
   std::optional<double> speedup_vs_eager, speedup_vs_compile;
   std::optional<double> median_ms;
@@ -29,9 +29,6 @@ struct CandidateScore {
   std::string file() const;
   std::string best_file() const { return "best" + extension; }
 };
-
-// The extension a candidate file keeps in a run folder: ".py" for a ModelNew solution, else ".cu".
-std::string candidate_extension(const std::string& path);
 
 class RunRecord {
  public:

@@ -60,7 +60,7 @@ class Compiler {
   std::optional<CompileLimits> limits_;
 };
 
-// Compiles a candidate (or native reference) and checks its plan: tensor names against the op
+// Compiles a plan candidate (or native reference) and checks its plan: tensor names against the op
 // (native references; op may be null) and launches against the compiled kernels' parameters.
 // A compile error is a result with ok=false; plan problems throw InputError.
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch);

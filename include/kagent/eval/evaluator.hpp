@@ -1,6 +1,8 @@
 #pragma once
 // The orchestrator side of an evaluation: compile the candidate (and the native reference and
-// kagent's harness kernels), hand them to this GPU's runner, turn the outcome into a reward.
+// kagent's harness kernels), hand them to this GPU's runner, turn the outcome into a reward. What
+// differs between kinds of candidate (a plan, a ModelNew solution) is the kind's
+// (candidate_kind.hpp); the steps they share are evaluate()'s.
 // kagent itself never creates a CUDA context. The GPU is lazy: an Evaluator compiles on any
 // machine; the first call that needs the GPU finds it and starts the runner, and throws EnvError
 // there when there is none. So a caller has one Evaluator for compiling and for evaluating.
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/reward.hpp"
 #include "kagent/protocol/protocol.hpp"
@@ -73,6 +76,17 @@ struct ResolvedOp {
   Op op;
 };
 
+// A PyTorch reference loaded in an evaluator's reference server: the op with its signature filled
+// in and the eager/compile baselines.
+struct PyTorchReference {
+  Op op;
+  RefSignature signature;
+  std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
+  uint64_t seed = 0;                      // the model's weights were drawn under it (ModelNew is built under it too)
+};
+
+class EvalContext;  // candidate_kind.hpp
+
 class Evaluator {
  public:
   // Touches no GPU and starts nothing.
@@ -86,7 +100,8 @@ class Evaluator {
   // The compile target: EvalOptions::arch, else the GPU's, else (no GPU) kNoGpuArch.
   const std::string& arch();
   // Compiles the candidate at arch() and checks its plan against the op (InputError for a bad
-  // plan): works without a GPU.
+  // plan): works without a GPU. A kind built only when it is evaluated (ModelNew) compiles nothing
+  // here: ok, with a note saying so.
   CompileResult compile(const Candidate& cand, const Op& op);
 
   // The op as candidates see it. A PyTorch reference needs the GPU: starts the reference server
@@ -97,8 +112,9 @@ class Evaluator {
   // Needs the GPU (EnvError without one, with gpu_problem()'s message). Throws InputError for a
   // bad plan (unknown kernel, wrong argument count or size, unknown tensor) found before the GPU.
   // Everything about the candidate itself (compile errors, faults, hangs, wrong results) is in the
-  // report. With a baseline (the previous version of the kernel), a correct, timed candidate is
-  // also compared with it sample by sample in alternation (outcome.ab).
+  // report. With a baseline (the previous version of the kernel, of the same kind), a correct, timed
+  // candidate is also compared with it sample by sample in alternation (outcome.ab).
+  // The steps every kind shares are here; the kind's own are its KindEvaluation (candidate_kind.hpp).
   EvalReport evaluate(const ResolvedOp& op, const Candidate& cand, EvalMode mode = EvalMode::score,
                       const Candidate* baseline = nullptr);
   // evaluate(resolve(op), ...), for callers that need nothing else of the resolved op.
@@ -122,29 +138,20 @@ class Evaluator {
   const RefBaselines& pytorch_baselines(const ResolvedOp& op);
 
  private:
-  // A PyTorch reference loaded in this evaluator's reference server: the op with its signature
-  // filled in and the eager/compile baselines.
-  struct PyTorchReference {
-    Op op;
-    RefSignature signature;
-    std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
-    uint64_t seed = 0;                      // the model's weights were drawn under it (ModelNew is built under it too)
-  };
+  friend class EvalContext;  // a kind's view of the evaluator's means
   const PyTorchReference& pytorch_reference(const Op& op);
   // Finds the GPU (once): its arch, UUID and driver, or why there is none (gpu_problem_).
   void probe();
   // probe(), then EnvError without a GPU; starts the runner's client and work folder once.
   void require_gpu();
+  // EvalOptions::timeout, cut to what the deadline leaves now (at least a second).
+  std::chrono::milliseconds timeout_left() const;
   std::string write_cubin(const CompileResult& r);
   // This GPU to ourselves for one measurement (gpu_lock.hpp), saying so when it has to wait.
   GpuLock lock_gpu(const std::string& what) const;
   void measure_torch_baselines();
   // The loaded reference's eager and torch.compile times into the report's baselines.
   void note_torch_baselines(EvalReport& rep) const;
-  // evaluate() for a ModelNew solution (modelnew_evaluation.cpp): built and run by its own
-  // worker, compared by the runner, the same EvalReport.
-  EvalReport evaluate_modelnew(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
-  EvalReport evaluate_plan(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
   // An out-of-memory failure is the candidate's only when no other process held the GPU's
   // memory; otherwise it throws GpuBusyError (out_of_memory.cpp).
   void settle_out_of_memory(EvalReport& rep) const;

@@ -1,12 +1,12 @@
 #pragma once
-// The candidate, of one of two kinds, and the one place that says which a file is:
-// - plan: one .cu file of device code with a JSON launch plan in a /*kagent ... */ block
-//   (docs/candidate.md), compiled by NVRTC and run by kagent-runner. Parsing checks everything that can
-//   be checked without the operator and the compiled code; plan_check.hpp checks the rest.
-// - modelnew: a KernelBench-style .py solution defining class ModelNew (CUDA through torch's
-//   load_inline, Triton, ...), built and run by its own sandboxed worker (tools/kagent_modelnew).
-// Everything downstream of the evaluator (protocol, reward, records, reports, check, bench) gets
-// the same EvalReport from either kind.
+// The candidate, and the format of the plan kind: one .cu file of device code with a JSON launch
+// plan in a /*kagent ... */ block (docs/candidate.md), compiled by NVRTC and run by kagent-runner.
+// Parsing checks everything that can be checked without the operator and the compiled code;
+// plan_check.hpp checks the rest.
+// A candidate is of one kind (Candidate::kind). Which kinds there are, which files are of which
+// kind, and how each is parsed, built and run are the kinds' own (eval/candidate_kind.hpp, the
+// list in src/eval/candidate_kinds.cpp); this layer knows the plan format only, which kagent-runner
+// also reads.
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -59,17 +59,15 @@ struct LaunchPlan {
   bool graph = false;
 };
 
-enum class CandidateKind { plan, modelnew };
-std::string_view candidate_kind_name(CandidateKind k);  // "plan", "modelnew"
-// By the file name: .py is a ModelNew solution, anything else a plan candidate.
-CandidateKind candidate_kind_of(const std::filesystem::path& path);
+// Candidate::kind of a plan candidate (the other kinds name themselves: eval/candidate_kind.hpp).
+inline constexpr std::string_view kPlanKind = "plan";
 
 struct Candidate {
-  std::filesystem::path path;  // as given by the user; used as the NVRTC program name
-  std::string source;          // the whole file, compiled verbatim so line numbers are the file's
-  LaunchPlan plan;             // plan candidates only
-  int plan_line = 0;           // 1-based line of "/*kagent" (plan) or "class ModelNew" (modelnew)
-  CandidateKind kind = CandidateKind::plan;
+  std::filesystem::path path;   // as given by the user; used as the NVRTC program name
+  std::string source;           // the whole file, compiled verbatim so line numbers are the file's
+  LaunchPlan plan;              // plan candidates only
+  int plan_line = 0;            // 1-based line of "/*kagent" (plan) or where another kind's code starts
+  std::string kind{kPlanKind};  // the name of its CandidateKind: "plan", "modelnew", ...
 };
 
 // The most bytes of JSON between /*kagent and */, and the most JSON values (objects, arrays,
@@ -78,18 +76,15 @@ struct Candidate {
 inline constexpr size_t kMaxPlanBytes = size_t{1} << 20;
 inline constexpr size_t kMaxPlanValues = size_t{1} << 16;
 
-// By candidate_kind_of(path). A plan candidate: throws InputError naming path:line and the plan
-// key (e.g. "launch[1].grid") on any problem: no or two plan blocks, unterminated block, malformed
-// JSON (with the file's line), unknown keys, wrong types, bad expressions, bad dtypes, refused
-// options, duplicate scratch names. A ModelNew solution: InputError when the file defines no
-// top-level class ModelNew (its Python is checked by its worker, not here).
+// A plan candidate, whatever the file's name (parse_candidate and load_candidate of
+// eval/candidate_kinds.hpp pick the kind by the name). Throws InputError naming path:line and the
+// plan key (e.g. "launch[1].grid") on any problem: no or two plan blocks, unterminated block,
+// malformed JSON (with the file's line), unknown keys, wrong types, bad expressions, bad dtypes,
+// refused options, duplicate scratch names.
 // Before it is parsed, the plan's text is bounded (kMaxPlanBytes) and so is what its JSON may
 // allocate (kMaxPlanValues values, 64 levels deep): a 16 MB plan, which would take 50 times its
 // size to parse, is refused at once.
-Candidate parse_candidate(std::string source, const std::filesystem::path& path);
-Candidate load_candidate(const std::filesystem::path& path);
-// The ModelNew kind regardless of the file name (parse_candidate's .py branch).
-Candidate parse_modelnew_candidate(std::string source, const std::filesystem::path& path);
+Candidate parse_plan_candidate(std::string source, const std::filesystem::path& path);
 
 // Candidate-supplied NVRTC options: throws InputError for options that would let device code
 // launch grids (-rdc, -dc, -dlto and spellings) or that the harness controls (arch, include paths).

@@ -1,15 +1,16 @@
-// Evaluator::evaluate for the ModelNew kind of candidate: a KernelBench-style .py solution, built
-// and run by its own sandboxed worker (modelnew_worker.hpp), its outputs compared by kagent-runner
-// (the "compare" request), and the result the same EvalReport a plan gets, so the reward, the
-// records, the reports, check and bench do not know which kind they got.
+// The ModelNew kind of candidate: a KernelBench-style .py solution defining class ModelNew (CUDA
+// through torch's load_inline, Triton, ...), built and run by its own sandboxed worker
+// (modelnew_worker.hpp), its outputs compared by kagent-runner (the "compare" request). Evaluator::
+// evaluate runs the steps every kind shares around the ones here, so the reward, the records, the
+// reports, check and bench get the same EvalReport a plan gets.
 //
 // The protocol, in the order it runs:
-//   load      the worker imports the problem, snapshots the harness, imports the solution (the
-//             build: load_inline, Triton), builds ModelNew under the reference's seed. Outside the
-//             GPU lock; a build error is a compile failure (tier -1) with the compiler's message.
-//   trials    per trial a fresh seed: the reference server makes inputs and outputs (and fp64
-//             twins); the worker copies the inputs in by CUDA IPC, calls ModelNew once, exports its
-//             outputs and its input tensors; the runner compares both with the server's.
+//   load      (build, outside the GPU lock) the worker imports the problem, snapshots the harness,
+//             imports the solution (the build: load_inline, Triton), builds ModelNew under the
+//             reference's seed. A build error is a compile failure (tier -1) with the compiler's message.
+//   trials    (measure, under the lock) per trial a fresh seed: the reference server makes inputs and
+//             outputs (and fp64 twins); the worker copies the inputs in by CUDA IPC, calls ModelNew
+//             once, exports its outputs and its input tensors; the runner compares both with the server's.
 //   timing    in the worker (timer.py: poison, restore, L2 flush, warm-up, stopping rule, primitives
 //             captured before the solution was imported, a tamper check after every sample), then a
 //             few samples under the profiler (trace.py): kernels outside the timed span flag
@@ -19,15 +20,16 @@
 //   A/B       with a baseline solution (kagent check): a second worker, samples in alternation.
 #include <algorithm>
 #include <filesystem>
-
 #include <map>
+#include <regex>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "fresh_seed.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/eval/evaluator.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/modelnew_worker.hpp"
 #include "kagent/protocol/runner_messages.hpp"
 
@@ -171,103 +173,113 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
     o.flags.push_back({FlagKind::note, "", share, kTorchShareLimit, "PyTorch ops ran: " + what});
 }
 
-}  // namespace
+// One solution's evaluation: its worker (and a baseline's) live as long as this does, so they end
+// before Evaluator::evaluate settles an out-of-memory failure.
+class ModelNewEvaluation : public KindEvaluation {
+ public:
+  explicit ModelNewEvaluation(EvalContext& ctx) : ctx_(ctx), ref_(*ctx.pytorch) {}
 
-EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
-                                        const Candidate* baseline) {
-  require_gpu();
-  (void)mode;  // the profile's per-launch breakdown and counters are the plan kind's; the trace stands in
-  const Op& op_in = resolved.op;
-  if (op_in.ref_kind == RefKind::cuda)
-    throw InputError(
-        fmt::format("{}: a ModelNew solution is scored against a PyTorch reference (a KernelBench "
-                    "problem file), and {} is a native CUDA reference",
-                    cand.path.string(), op_in.reference.string()));
-  if (baseline && baseline->kind != CandidateKind::modelnew)
-    throw InputError(fmt::format("{}: the baseline of a ModelNew solution must be a ModelNew solution too, not {}",
-                                 cand.path.string(), baseline->path.string()));
-  EvalReport rep;
-  rep.candidate = cand.path.string();
-  rep.op = op_in.name;
-  rep.arch = arch_;
-  rep.precision = op_in.precision;
-  rep.tolerance = op_in.tolerance;
-  const PyTorchReference& ref = pytorch_reference(op_in);
-  const Op& op = ref.op;
-  if (opt_.timing) measure_torch_baselines();
-  note_torch_baselines(rep);
-
-  auto timeout = opt_.timeout;
-  if (deadline_) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now());
-    timeout = std::min(opt_.timeout, std::max(left, std::chrono::milliseconds(1000)));
+  bool build(EvalReport& rep) override {
+    timeout_ = ctx_.timeout();  // one limit for all of this evaluation's requests, from here
+    WorkerReply loaded = start_worker(ctx_.candidate, worker_, rep.compile);
+    rep.sandbox_warning = worker_->sandbox_warning();
+    if (!rep.compile.ok) return false;
+    EvalOutcome& o = rep.outcome;
+    rep.ran = true;
+    o.stop_rule = ctx_.options().stop_rule;
+    o.knobs = ctx_.options().knobs;
+    if (loaded.failure) {
+      fail(o, loaded.failure);
+      return false;
+    }
+    if (loaded.body.contains("static")) note_static_findings(loaded.body["static"], o);
+    return true;
   }
-  const nlohmann::json load = {{"cmd", "load"},
-                               {"problem", fs::absolute(op.reference).string()},
-                               {"precision", precision_name(op.precision)},
-                               {"seed", ref.seed},
-                               {"gpu", opt_.gpu},
-                               {"inputs", ref.signature.inputs},
-                               {"outputs", op.outputs}};
+
+  void measure(EvalReport& rep) override {
+    EvalOutcome& o = rep.outcome;
+    const EvalOptions& opt = ctx_.options();
+    const Op& op = ctx_.op;
+    harness_ = ctx_.harness_cubin();
+    const int trials = opt.trials > 0 ? opt.trials : op.correctness_trials;
+    for (int t = 0; t < trials; ++t) {
+      if (!run_trial(*worker_, t, "correctness", FailureStage::correctness, o, o)) return;
+      o.trials_run = t + 1;
+    }
+    if (!opt.timing) {
+      o.correct = true;
+      return;
+    }
+
+    nlohmann::json tq = {{"cmd", "time"},
+                         {"stop_rule", opt.stop_rule},
+                         {"warmup_runs", opt.knobs.warmup_runs},
+                         {"warmup_ms", opt.knobs.warmup_ms},
+                         {"profile_samples", opt.cupti_check ? opt.knobs.cupti_samples : 0}};
+    WorkerReply timed = worker_->request(tq, std::max<std::chrono::milliseconds>(timeout_, 120s), "timing ModelNew");
+    if (timed.failure) {
+      fail(o, timed.failure);
+      return;
+    }
+    o.candidate_time = timed.body.at("summary").get<TimingSummary>();
+    o.flush_bytes = timed.body.value("flush_bytes", int64_t{0});
+    if (auto t = timed.body.find("trace"); t != timed.body.end())
+      read_trace(*t, o.candidate_time->median_ms, opt.allow_torch_ops, o);
+    else
+      o.cupti.emplace().not_run = "not asked for (--no-cupti-check)";
+    if (!judged(o, compare(server_, timed.body, trials - 1, "re-check after timing", false), FailureStage::recheck))
+      return;
+    o.rechecks = 1;
+    if (!run_trial(*worker_, trials, "re-check on fresh inputs after timing", FailureStage::recheck, o, o)) return;
+    o.rechecks = 2;
+    o.correct = true;
+    std::vector<TensorSpec> moved = op.inputs;  // forward's tensors and the parameters
+    note_bandwidth(o, moved, op.outputs);
+    if (ctx_.baseline) compare_with_baseline(rep);
+  }
+
+ private:
   // A worker for `c`, loaded (built): the reply, or the failure with the build's time.
-  auto start_worker = [&](const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
-    ModelNewWorkerOptions wo{opt_.gpu,
+  WorkerReply start_worker(const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
+    const Op& op = ctx_.op;
+    ModelNewWorkerOptions wo{ctx_.options().gpu,
                              ModelNewWorker::build_dir_for(c.source),
-                             fs::path(runner_->options().runner_path).parent_path(),
+                             fs::path(ctx_.runner().options().runner_path).parent_path(),
                              {fs::absolute(c.path), fs::absolute(op.reference)}};
     std::error_code ec;
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
     w = std::make_unique<ModelNewWorker>(wo);
-    nlohmann::json rq = load;
-    rq["solution"] = fs::absolute(c.path).string();
+    const nlohmann::json rq = {{"cmd", "load"},
+                               {"problem", fs::absolute(op.reference).string()},
+                               {"precision", precision_name(op.precision)},
+                               {"seed", ref_.seed},
+                               {"gpu", ctx_.options().gpu},
+                               {"inputs", ref_.signature.inputs},
+                               {"outputs", op.outputs},
+                               {"solution", fs::absolute(c.path).string()}};
     const auto t0 = std::chrono::steady_clock::now();
-    WorkerReply r = w->request(rq, std::max<std::chrono::milliseconds>(timeout, 900s), "building " + c.path.string());
+    WorkerReply r = w->request(rq, std::max<std::chrono::milliseconds>(timeout_, 900s), "building " + c.path.string());
     built.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     built.ok = r.failure.kind != WorkerFailure::Kind::build;
     if (!built.ok) built.log = r.failure.message;
     return r;
-  };
-
-  std::unique_ptr<ModelNewWorker> worker;
-  WorkerReply loaded = start_worker(cand, worker, rep.compile);
-  rep.sandbox_warning = worker->sandbox_warning();
-  if (!rep.compile.ok) {
-    rep.reward = compute_reward(false, false, std::nullopt, rep.baselines);
-    return rep;
   }
-  EvalOutcome& o = rep.outcome;
-  rep.ran = true;
-  o.stop_rule = opt_.stop_rule;
-  o.knobs = opt_.knobs;
-  auto finish = [&] {
-    std::optional<double> cand_ms;
-    if (o.correct && o.candidate_time) cand_ms = o.candidate_time->median_ms;
-    rep.reward = compute_reward(true, o.correct, cand_ms, rep.baselines, o.flags);
-    return rep;
-  };
-  if (loaded.failure) {
-    fail(o, loaded.failure);
-    return finish();
-  }
-  if (loaded.body.contains("static")) note_static_findings(loaded.body["static"], o);
 
-  GpuLock lock = lock_gpu("evaluating " + cand.path.filename().string());
-  const std::string harness = harness_cubin();
   // The runner's verdict on a worker's tensors against the server's current trial.
-  auto compare = [&](const std::vector<IpcTensorRef>& server, const nlohmann::json& body, int trial,
-                     const std::string& when, bool first) -> EvalOutcome {
+  EvalOutcome compare(const std::vector<IpcTensorRef>& server, const nlohmann::json& body, int trial,
+                      const std::string& when, bool first) {
     CompareRequest cr;
-    cr.gpu = opt_.gpu;
-    cr.harness_cubin_path = harness;
-    cr.tolerance = op.tolerance;
-    cr.inputs = ref.signature.inputs;
-    cr.outputs = op.outputs;
+    cr.gpu = ctx_.options().gpu;
+    cr.harness_cubin_path = harness_;
+    cr.tolerance = ctx_.op.tolerance;
+    cr.inputs = ref_.signature.inputs;
+    cr.outputs = ctx_.op.outputs;
     cr.reference = server;
     cr.candidate = worker_tensors(body);
     cr.trial = trial;
     cr.when = when;
     cr.first_check = first;
-    RunnerReply rr = runner_->request(nlohmann::json(cr), timeout);
+    RunnerReply rr = ctx_.runner().request(nlohmann::json(cr), timeout_);
     if (!rr.ok())
       throw Error(ExitCode::environment, "kagent-runner failed comparing a solution's outputs: " + rr.message);
     RunnerResult res = rr.body.get<RunnerResult>();
@@ -281,9 +293,10 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       return c;
     }
     return std::move(*res.outcome);
-  };
+  }
+
   // Folds one comparison into the outcome; false (stage and message set) when it failed.
-  auto judged = [&](EvalOutcome c, FailureStage stage) {
+  static bool judged(EvalOutcome& o, EvalOutcome c, FailureStage stage) {
     o.device = c.device;
     merge_errors(o.errors, c.errors);
     o.flags.insert(o.flags.end(), c.flags.begin(), c.flags.end());
@@ -293,23 +306,23 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
     o.message = c.message;
     o.mismatch = c.mismatch;
     return false;
-  };
+  }
+
   // The server's trial inputs into a worker's input buffers, moved by the runner: the server and
   // the worker each have a pid namespace of their own, across which CUDA IPC handles do not open
   // (runner_messages.hpp, CopyRequest). The worker's buffers are asked for once.
-  std::map<const ModelNewWorker*, std::vector<IpcTensorRef>> buffers;
-  auto feed = [&](ModelNewWorker& w, const std::vector<IpcTensorRef>& server_tensors) -> WorkerFailure {
-    auto b = buffers.find(&w);
-    if (b == buffers.end()) {
-      WorkerReply r = w.request({{"cmd", "buffers"}}, timeout, "sharing ModelNew's input buffers");
+  WorkerFailure feed(ModelNewWorker& w, const std::vector<IpcTensorRef>& server_tensors) {
+    auto b = buffers_.find(&w);
+    if (b == buffers_.end()) {
+      WorkerReply r = w.request({{"cmd", "buffers"}}, timeout_, "sharing ModelNew's input buffers");
       if (r.failure) return r.failure;
-      b = buffers.emplace(&w, r.body.at("inputs").get<std::vector<IpcTensorRef>>()).first;
+      b = buffers_.emplace(&w, r.body.at("inputs").get<std::vector<IpcTensorRef>>()).first;
     }
     CopyRequest cp;
-    cp.gpu = opt_.gpu;
-    cp.from = forward_inputs(server_tensors, ref.signature.inputs);
+    cp.gpu = ctx_.options().gpu;
+    cp.from = forward_inputs(server_tensors, ref_.signature.inputs);
     cp.to = b->second;
-    RunnerReply rr = runner_->request(nlohmann::json(cp), timeout);
+    RunnerReply rr = ctx_.runner().request(nlohmann::json(cp), timeout_);
     if (!rr.ok()) throw Error(ExitCode::environment, "kagent-runner failed copying a trial's inputs: " + rr.message);
     RunnerResult res = rr.body.get<RunnerResult>();
     if (res.environment) throw EnvError(res.error);
@@ -319,18 +332,20 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       f.message = res.error;
     }
     return f;
-  };
-  // One trial: fresh inputs from the server, one call of the solution, the runner's verdict.
-  std::vector<IpcTensorRef> server;
-  auto run_trial = [&](ModelNewWorker& w, int t, const std::string& when, FailureStage stage, EvalOutcome& into) {
-    nlohmann::json trial = ref_server_->trial(fresh_seed());
-    server = trial.at("tensors").get<std::vector<IpcTensorRef>>();
+  }
+
+  // One trial: fresh inputs from the server, one call of the solution, the runner's verdict, into
+  // `into` (the evaluation's outcome o, or the baseline's).
+  bool run_trial(ModelNewWorker& w, int t, const std::string& when, FailureStage stage, EvalOutcome& o,
+                 EvalOutcome& into) {
+    nlohmann::json trial = ctx_.ref_server().trial(fresh_seed());
+    server_ = trial.at("tensors").get<std::vector<IpcTensorRef>>();
     if (auto n = trial.find("fp64_note"); n != trial.end() && n->is_string()) o.fp64_note = n->get<std::string>();
-    if (WorkerFailure f = feed(w, server)) {
+    if (WorkerFailure f = feed(w, server_)) {
       fail(into, f);
       return false;
     }
-    WorkerReply r = w.request({{"cmd", "trial"}}, timeout, fmt::format("calling ModelNew ({}, trial {})", when, t));
+    WorkerReply r = w.request({{"cmd", "trial"}}, timeout_, fmt::format("calling ModelNew ({}, trial {})", when, t));
     if (r.failure) {
       fail(into, r.failure);
       return false;
@@ -340,79 +355,45 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       into.message = fmt::format("{} (trial {}): {}", when, t, e->get<std::string>());
       return false;
     }
-    if (&into == &o) return judged(compare(server, r.body, t, when, t == 0 && when == "correctness"), stage);
-    EvalOutcome c = compare(server, r.body, t, when, false);
+    if (&into == &o) return judged(o, compare(server_, r.body, t, when, t == 0 && when == "correctness"), stage);
+    EvalOutcome c = compare(server_, r.body, t, when, false);
     into.message = c.message;
     return c.correct;
-  };
-
-  const int trials = opt_.trials > 0 ? opt_.trials : op.correctness_trials;
-  for (int t = 0; t < trials; ++t) {
-    if (!run_trial(*worker, t, "correctness", FailureStage::correctness, o)) return finish();
-    o.trials_run = t + 1;
-  }
-  if (!opt_.timing) {
-    o.correct = true;
-    return finish();
   }
 
-  nlohmann::json tq = {{"cmd", "time"},
-                       {"stop_rule", opt_.stop_rule},
-                       {"warmup_runs", opt_.knobs.warmup_runs},
-                       {"warmup_ms", opt_.knobs.warmup_ms},
-                       {"profile_samples", opt_.cupti_check ? opt_.knobs.cupti_samples : 0}};
-  WorkerReply timed = worker->request(tq, std::max<std::chrono::milliseconds>(timeout, 120s), "timing ModelNew");
-  if (timed.failure) {
-    fail(o, timed.failure);
-    return finish();
-  }
-  o.candidate_time = timed.body.at("summary").get<TimingSummary>();
-  o.flush_bytes = timed.body.value("flush_bytes", int64_t{0});
-  if (auto t = timed.body.find("trace"); t != timed.body.end())
-    read_trace(*t, o.candidate_time->median_ms, opt_.allow_torch_ops, o);
-  else
-    o.cupti.emplace().not_run = "not asked for (--no-cupti-check)";
-  if (!judged(compare(server, timed.body, trials - 1, "re-check after timing", false), FailureStage::recheck))
-    return finish();
-  o.rechecks = 1;
-  if (!run_trial(*worker, trials, "re-check on fresh inputs after timing", FailureStage::recheck, o)) return finish();
-  o.rechecks = 2;
-  o.correct = true;
-  std::vector<TensorSpec> moved = op.inputs;  // forward's tensors and the parameters
-  note_bandwidth(o, moved, op.outputs);
-
-  if (baseline) {
-    // kagent check: the previous version in a worker of its own, checked on the same trial, then
-    // sampled in alternation with the candidate (A B, B A, ...).
+  // kagent check: the previous version in a worker of its own, checked on the same trial, then
+  // sampled in alternation with the candidate (A B, B A, ...).
+  void compare_with_baseline(EvalReport& rep) {
+    EvalOutcome& o = rep.outcome;
     AbComparison ab;
     std::unique_ptr<ModelNewWorker> base;
     CompileResult base_built;
-    WorkerReply bl = start_worker(*baseline, base, base_built);
+    WorkerReply bl = start_worker(*ctx_.baseline, base, base_built);
     EvalOutcome base_o;
     if (!base_built.ok) {
       rep.baseline_error = base_built.log;
     } else if (bl.failure) {
       ab.baseline_message = bl.failure.message;
     } else {
-      ab.baseline_correct = run_trial(*base, 0, "baseline", FailureStage::correctness, base_o);
+      ab.baseline_correct = run_trial(*base, 0, "baseline", FailureStage::correctness, o, base_o);
       if (!ab.baseline_correct) ab.baseline_message = base_o.message.empty() ? "its outputs differ" : base_o.message;
       // The candidate gets the same inputs as the baseline for the pairs.
-      if (WorkerFailure f = feed(*worker, server)) {
+      if (WorkerFailure f = feed(*worker_, server_)) {
         fail(o, f);
-        return finish();
+        return;
       }
-      WorkerReply cr = worker->request({{"cmd", "trial"}}, timeout, "calling ModelNew on the baseline's inputs");
+      WorkerReply cr = worker_->request({{"cmd", "trial"}}, timeout_, "calling ModelNew on the baseline's inputs");
       if (cr.failure) {
         fail(o, cr.failure);
-        return finish();
+        return;
       }
       // A failed sample ends the pairs: the candidate's failure fails the evaluation, the baseline's
       // leaves the comparison not made (check says so).
       std::optional<WorkerFailure> cand_failed;
       auto samples = [&](ModelNewWorker& w, int n, std::vector<double>* into) {
-        WorkerReply r = w.request({{"cmd", "sample"}, {"count", n}}, timeout, "A/B sample");
+        WorkerReply r = w.request({{"cmd", "sample"}, {"count", n}}, timeout_, "A/B sample");
         if (r.failure) {
-          if (&w == worker.get()) cand_failed = r.failure;
+          if (&w == worker_.get()) cand_failed = r.failure;
           throw InputError(r.failure.message);  // caught below
         }
         if (into)
@@ -421,20 +402,20 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       std::vector<double> a, b;
       const auto wall0 = std::chrono::steady_clock::now();
       try {
-        samples(*worker, 4, nullptr);
+        samples(*worker_, 4, nullptr);
         samples(*base, 4, nullptr);
         StopDecision d;
         for (int pair = 0; !d.stop; ++pair) {
           if (pair % 2 == 0) {
-            samples(*worker, 1, &a);
+            samples(*worker_, 1, &a);
             samples(*base, 1, &b);
           } else {
             samples(*base, 1, &b);
-            samples(*worker, 1, &a);
+            samples(*worker_, 1, &a);
           }
           ab.ratio = paired_ratio(a, b);
           d = ab_should_stop(ab.ratio, std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
-                             opt_.ab_rule);
+                             ctx_.options().ab_rule);
           ab.stop_reason = d.reason;
         }
         ab.candidate_ms = summarize(a).median_ms;
@@ -442,7 +423,7 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       } catch (const InputError& e) {
         if (cand_failed) {
           fail(o, *cand_failed);
-          return finish();
+          return;
         }
         ab.baseline_correct = false;
         ab.baseline_message = fmt::format("the baseline's A/B sampling stopped: {}", e.what());
@@ -450,7 +431,64 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
     }
     o.ab = ab;
   }
-  return finish();
+
+  EvalContext& ctx_;
+  const PyTorchReference& ref_;
+  std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<ModelNewWorker> worker_;
+  std::string harness_;               // kagent's kernels, for the runner's comparisons
+  std::vector<IpcTensorRef> server_;  // the server's tensors of the last trial
+  std::map<const ModelNewWorker*, std::vector<IpcTensorRef>> buffers_;  // each worker's input buffers
+};
+
+class ModelNewKind : public CandidateKind {
+ public:
+  std::string_view name() const override { return "modelnew"; }
+  std::string_view noun() const override { return "a ModelNew solution"; }
+  std::vector<std::string> extensions() const override { return {".py"}; }
+
+  // The one check kagent makes of a solution without Python (its worker checks the rest when it
+  // imports it): a top-level class (column 0), as KernelBench imports it: `ModelNew` inside a
+  // function or a string does not count.
+  Candidate parse(std::string source, const fs::path& path) const override {
+    static const std::regex modelnew(R"((^|\n)class[ \t]+ModelNew\b)");
+    std::smatch m;
+    if (!std::regex_search(source, m, modelnew))
+      throw InputError(fmt::format(
+          "{}: defines no ModelNew: a KernelBench solution file defines a top-level class ModelNew(nn.Module) that "
+          "takes the reference Model's constructor arguments and forward arguments",
+          path.string()));
+    Candidate cand;
+    cand.kind = std::string(name());
+    cand.path = path;
+    cand.plan_line = line_of_offset(source, static_cast<size_t>(m.position(0)) + m[1].length());
+    cand.source = std::move(source);
+    return cand;
+  }
+
+  CompileResult compile(const Candidate& cand, const Op*, const Compiler&, const std::string&) const override {
+    throw InputError(
+        fmt::format("{}: a ModelNew solution is built by its own worker when it is evaluated (kagent eval "
+                    "{} --op PROBLEM.py), not compiled by NVRTC",
+                    cand.path.string(), cand.path.string()));
+  }
+  bool compiles_before_evaluation() const override { return false; }
+
+  std::unique_ptr<KindEvaluation> evaluation(EvalContext& ctx) const override {
+    if (ctx.pytorch == nullptr)
+      throw InputError(
+          fmt::format("{}: a ModelNew solution is scored against a PyTorch reference (a KernelBench "
+                      "problem file), and {} is a native CUDA reference",
+                      ctx.candidate.path.string(), ctx.op.reference.string()));
+    return std::make_unique<ModelNewEvaluation>(ctx);
+  }
+};
+
+}  // namespace
+
+const CandidateKind& modelnew_kind() {
+  static const ModelNewKind kind;
+  return kind;
 }
 
 }  // namespace kagent
