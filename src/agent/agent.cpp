@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/agent/nudges.hpp"
 #include "kagent/agent/transcript_events.hpp"
@@ -20,19 +21,11 @@ using Clock = std::chrono::steady_clock;
 using llm::Message;
 using llm::Role;
 
-size_t chars(const std::vector<Message>& messages) {
-  size_t n = 0;
-  for (const auto& m : messages) {
-    n += m.content.size();
-    for (const auto& c : m.tool_calls) n += c.raw_arguments.size() + c.name.size();
-  }
-  return n;
-}
-
-std::string first_line(const std::string& s) {
-  auto nl = s.find('\n');
-  std::string line = s.substr(0, nl);
-  return line.size() > 160 ? line.substr(0, 160) + "..." : line;
+// Whether the conversation holds a reply of the model (else it is the opening alone).
+bool has_reply(const std::vector<Message>& messages) {
+  for (const auto& m : messages)
+    if (m.role == Role::assistant) return true;
+  return false;
 }
 
 }  // namespace
@@ -61,7 +54,9 @@ Agent::Agent(llm::Provider& provider, tools::ToolSet& tools, Transcript& transcr
       transcript_(transcript),
       record_(record),
       opt_(options),
-      on_turn_(std::move(on_turn)) {}
+      on_turn_(std::move(on_turn)),
+      budget_(options.context_tokens, options.reply_tokens, options.context_chars),
+      window_source_(options.context_source) {}
 
 // Runs one call; a malformed call (unknown tool, arguments that are not a JSON object) or the
 // tool's refusal (ToolError) comes back as an error result the model reads.
@@ -98,7 +93,9 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
       tools::ToolResult r = tool->run(call.arguments);
       // A file or a program's output may hold any bytes (`cat` of a binary): valid UTF-8 before
       // the cut, which keeps it so and then counts what the model reads.
-      out.content = tools::cut_middle(valid_utf8(r.text), opt_.tool_output_cap);
+      // At most a quarter of the window's bytes: one result must not crowd out the rest.
+      const size_t cap = std::min(opt_.tool_output_cap, std::max<size_t>(budget_.limit_bytes() / 4, 2048));
+      out.content = tools::cut_middle(valid_utf8(r.text), cap);
       out.is_error = r.is_error;
       record = std::move(r.record);
       if (r.ends_run && !r.is_error) finished = true;
@@ -135,27 +132,81 @@ Message Agent::not_run(const llm::ToolCall& call, size_t calls_in_reply) {
   return out;
 }
 
-// Near the context budget, old tool results become one-line summaries. Kept whole: the last few
-// messages, and each candidate's latest evaluation (what the model needs to compare versions).
-void Agent::compact(std::vector<Message>& messages) const {
-  if (chars(messages) <= opt_.context_chars) return;
-  std::vector<bool> keep(messages.size(), false);
-  std::map<std::string, size_t> latest_eval;  // path -> index of its latest evaluate result
-  std::map<std::string, std::string> call_path;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    for (const auto& c : messages[i].tool_calls)
-      if (c.name == "evaluate" && c.arguments.is_object() && c.arguments.contains("path"))
-        call_path[c.id] = c.arguments["path"].dump();
-    if (messages[i].role == Role::tool && call_path.count(messages[i].tool_call_id))
-      latest_eval[call_path[messages[i].tool_call_id]] = i;
-  }
-  for (auto& [p, i] : latest_eval) keep[i] = true;
-  for (size_t i = messages.size() >= 6 ? messages.size() - 6 : 0; i < messages.size(); ++i) keep[i] = true;
-  for (size_t i = 0; i < messages.size() && chars(messages) > opt_.context_chars; ++i) {
-    Message& m = messages[i];
-    if (m.role != Role::tool || keep[i] || m.content.rfind("[elided", 0) == 0) continue;
-    m.content = fmt::format("[elided to save context: {} bytes of {} output; it began: {}]", m.content.size(),
-                            m.tool_name, first_line(m.content));
+// The opening alone over the window: what it holds, what the window holds, and what to do.
+std::string Agent::opening_does_not_fit(const ContextBudget& b, bool server_counted, size_t opening_bytes,
+                                        const std::string& server_said) const {
+  const size_t bytes = opening_bytes + tool_bytes_;
+  const int64_t need = b.tokens(bytes) + b.reply_tokens() + b.margin_tokens();
+  return fmt::format(
+      "the opening prompt does not fit the model's context window: it is {} bytes (system prompt, skills and "
+      "task) plus {} bytes of tool schemas, about {} tokens at {:.1f} bytes a token{}, and the window of {} tokens "
+      "({}) leaves {} for it after {} for the reply and a margin of {}{}. Serve the model with a larger window "
+      "(vLLM --max-model-len, llama-server -c, Ollama num_ctx; the opening alone needs about {} tokens, and 32768 "
+      "or more leaves room to work) and give --context-tokens N if kagent cannot read it from the server, or "
+      "shorten the opening with --prompts DIR or --skills DIR (a shorter skill)",
+      opening_bytes, tool_bytes_, b.tokens(bytes), 1.0 / b.tokens_per_byte(),
+      server_counted ? " (as the server counted)" : " (kagent's estimate)", b.window(),
+      window_source_.empty() ? "as given" : window_source_, b.input_tokens(), b.reply_tokens(), b.margin_tokens(),
+      server_said.empty() ? "" : "; the server said: " + server_said, need);
+}
+
+bool Agent::ask(std::vector<Message>& messages, llm::ChatRequest& rq, llm::ChatResponse& reply,
+                std::string& stop_reason, int turn) {
+  compact_conversation(messages, budget_.limit_bytes(), tool_bytes_);
+  rq.messages = messages;
+  rq.max_tokens = budget_.reply_tokens();
+  for (int attempt = 0;; ++attempt) {
+    size_t sent = tool_bytes_;
+    for (const auto& m : rq.messages) sent += message_bytes(m);
+    try {
+      reply = provider_.chat(rq);
+      if (!reply.usage.estimated) budget_.learn(sent, reply.usage.input_tokens);
+      return true;
+    } catch (const llm::DeadlinePassed&) {
+      // The budget ended while the model was still answering (or the server only sent keep-alives).
+      stop_reason = "time budget";
+      return false;
+    } catch (const llm::ContextExceeded& e) {
+      // The server counts differently than kagent did: learn its figures and compact to well under
+      // the request it refused, once.
+      const int64_t window_before = budget_.window();
+      budget_.learn(e.facts(), sent);
+      if (budget_.window() != window_before) window_source_ = "as the server's refusal stated";
+      size_t after = sent;
+      if (attempt == 0) {
+        const size_t target = std::min(budget_.limit_bytes(), sent - sent / 4);
+        after = compact_conversation(messages, target, tool_bytes_);
+      }
+      if (!has_reply(messages)) {
+        transcript_.write(EndpointErrorEvent{turn, static_cast<int>(e.code()), e.what()});
+        throw InputError(
+            opening_does_not_fit(budget_, e.facts().prompt_tokens.has_value(), sent - tool_bytes_, e.what()));
+      }
+      if (attempt == 0 && after < sent) {
+        spdlog::warn(
+            "the server refused the request as over the model's context window; kagent compacted the "
+            "conversation from {} to {} bytes and asks again ({})",
+            sent, after, e.what());
+        rq.messages = messages;
+        rq.max_tokens = budget_.reply_tokens();
+        continue;
+      }
+      // The run stops here, resumable: the transcript holds the whole conversation.
+      transcript_.write(EndpointErrorEvent{turn, static_cast<int>(e.code()), e.what()});
+      spdlog::error(
+          "{}; kagent compacted the conversation and asked again, and it is still over the window. The run stops "
+          "(\"context window full\") and can be continued with kagent optimize --resume <run folder> against a "
+          "larger window (serve the model with more context, and give --context-tokens N if kagent cannot read "
+          "it), or with a smaller --context-tokens so that kagent compacts more",
+          e.what());
+      stop_reason = "context window full";
+      return false;
+    } catch (const Error& e) {
+      // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
+      // transcript says why, not only stderr. The provider's messages have the key redacted.
+      transcript_.write(EndpointErrorEvent{turn, static_cast<int>(e.code()), e.what()});
+      throw;
+    }
   }
 }
 
@@ -176,6 +227,21 @@ RunResult Agent::run(RunState state) {
   // Text from files (a task, a KernelBench source) and from an older transcript: valid UTF-8 too.
   for (Message& m : state.messages) llm::make_valid_utf8_message(m);
   const size_t max_calls = static_cast<size_t>(std::max(opt_.max_tool_calls, 1));
+  tool_bytes_ = tool_spec_bytes(specs);
+  // The opening alone (what no compaction shortens) must fit before anything is sent; counted at 4
+  // bytes a token, so that only an opening surely over the window is refused (the server's own
+  // refusal of the first request says so too).
+  {
+    size_t opening = 0;
+    for (const auto& m : state.messages) {
+      if (m.role == Role::assistant) break;
+      opening += message_bytes(m);
+    }
+    ContextBudget at_4_bytes(opt_.context_tokens, opt_.reply_tokens, 0);
+    at_4_bytes.learn(4, 1);
+    if (opt_.context_tokens > 0 && at_4_bytes.tokens(opening + tool_bytes_) > at_4_bytes.input_tokens())
+      throw InputError(opening_does_not_fit(at_4_bytes, false, opening, ""));
+  }
   RunResult res;
   int malformed_in_a_row = 0;
   int empty_in_a_row = 0;  // replies with neither text nor a tool call: a model that has stopped working
@@ -211,26 +277,12 @@ RunResult Agent::run(RunState state) {
       res.stop_reason = "token budget";
       break;
     }
-    compact(state.messages);
     llm::ChatRequest rq;
-    rq.messages = state.messages;
     rq.tools = specs;
-    rq.max_tokens = opt_.reply_tokens;
     rq.tool_choice = opt_.tool_choice;
     rq.deadline = deadline_;
     llm::ChatResponse reply;
-    try {
-      reply = provider_.chat(rq);
-    } catch (const llm::DeadlinePassed&) {
-      // The budget ended while the model was still answering (or the server only sent keep-alives).
-      res.stop_reason = "time budget";
-      break;
-    } catch (const Error& e) {
-      // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
-      // transcript says why, not only stderr. The provider's messages have the key redacted.
-      transcript_.write(EndpointErrorEvent{state.turns + 1, static_cast<int>(e.code()), e.what()});
-      throw;
-    }
+    if (!ask(state.messages, rq, reply, res.stop_reason, state.turns + 1)) break;
     ++state.turns;
     ++state.requests;
     state.usage += reply.usage;

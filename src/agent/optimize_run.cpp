@@ -19,6 +19,7 @@
 #include "kagent/compile/default_arch.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/llm/context_window.hpp"
 #include "kagent/spec/precision_option.hpp"
 #include "kagent/tools/file_tools.hpp"
 #include "kagent/tools/kernel_tools.hpp"
@@ -72,6 +73,7 @@ void to_json(nlohmann::json& j, const OptimizeRunOptions& o) {
          {"tool_choice", o.llm.tool_choice},
          {"max_reply_bytes", o.llm.max_reply_bytes},
          {"max_tool_calls", o.llm.max_tool_calls},
+         {"context_tokens", o.llm.context_tokens},
          {"allow_op_endpoint", o.llm.allow_op_endpoint}}},
        {"turns", o.turns},
        {"minutes", o.minutes},
@@ -117,7 +119,7 @@ void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
   if (auto it = j.find("llm"); it != j.end()) {
     only_keys(*it,
               {"provider", "base_url", "model", "api_key_env", "script", "tool_choice", "max_reply_bytes",
-               "max_tool_calls", "allow_op_endpoint"},
+               "max_tool_calls", "context_tokens", "allow_op_endpoint"},
               "optimize options: llm");
     read_key(*it, "provider", o.llm.provider);
     read_key(*it, "base_url", o.llm.base_url);
@@ -127,6 +129,7 @@ void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
     read_key(*it, "tool_choice", o.llm.tool_choice);
     read_key(*it, "max_reply_bytes", o.llm.max_reply_bytes);
     read_key(*it, "max_tool_calls", o.llm.max_tool_calls);
+    read_key(*it, "context_tokens", o.llm.context_tokens);
     read_key(*it, "allow_op_endpoint", o.llm.allow_op_endpoint);
   }
   read_key(j, "turns", o.turns);
@@ -215,6 +218,10 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   opt.max_tokens = a.max_tokens > 0 ? a.max_tokens : op.budget.tokens;
   opt.tool_choice = llm_config.tool_choice;
   opt.max_tool_calls = llm_config.max_tool_calls;
+  // The model's window: the user's, else the server's (asked once, briefly), else the default.
+  const llm::ContextWindow window = llm::find_context_window(llm_config);
+  opt.context_tokens = window.tokens;
+  opt.context_source = window.source;
 
   // The GPU side is optional: without one, compile still works and evaluations say why not.
   auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
@@ -326,7 +333,10 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
       state.messages.push_back(m);
     }
   }
-  if (hooks.on_start) hooks.on_start({op.name, out, llm_config.describe(), ktx.no_gpu_reason});
+  if (hooks.on_start)
+    hooks.on_start({op.name, out, llm_config.describe(), ktx.no_gpu_reason,
+                    fmt::format("{} tokens ({}{})", window.tokens, window.source,
+                                window.probe_note.empty() ? "" : ": " + window.probe_note)});
 
   llm::cancel_flag().store(false);
   auto previous = std::signal(SIGINT, on_sigint);

@@ -23,6 +23,7 @@
 #include "kagent/gpu/devices.hpp"
 #include "kagent/gpu/libraries.hpp"
 #include "kagent/llm/config.hpp"
+#include "kagent/llm/context_window.hpp"
 #include "kagent/llm/probe.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/process.hpp"
@@ -176,6 +177,11 @@ void check_llm(std::vector<Check>& out, const llm::LlmFlags& flags) {
   config.http.idle_timeout = std::chrono::seconds(60);
   llm::ProbeResult p = llm::probe_tool_calling(*llm::make_provider(config));
   out.push_back({"llm endpoint", p.tool_called, false, config.describe() + ": " + p.detail});
+  // The window each optimize request is sized to (llm/context_window.hpp): the user's, the
+  // server's, or the default, said which.
+  const llm::ContextWindow w = llm::find_context_window(config);
+  out.push_back({"llm context", true, false,
+                 fmt::format("{} tokens ({}{})", w.tokens, w.source, w.probe_note.empty() ? "" : ": " + w.probe_note)});
 }
 
 void check_cache(std::vector<Check>& out) {

@@ -39,7 +39,8 @@ int run_optimize(const OptimizeArgs& a) {
   agent::OptimizeRunHooks hooks;
   hooks.on_start = [&](const agent::OptimizeRunStart& s) {
     if (!a.quiet && !a.json)
-      fmt::print(stderr, "kagent optimize {} -> {}\n  llm: {}\n{}", s.op, s.out.string(), s.llm,
+      fmt::print(stderr, "kagent optimize {} -> {}\n  llm: {}\n  context window: {}\n{}", s.op, s.out.string(), s.llm,
+                 s.context,
                  s.no_gpu_reason.empty() ? "" : "  no GPU: evaluations are unavailable (" + s.no_gpu_reason + ")\n");
   };
   hooks.on_turn = [&](const agent::TurnStatus& s) {

@@ -43,6 +43,11 @@ void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who) {
                   help("Tool calls of one reply that are run (default 32); the rest are answered with an error",
                        "--agent: tool calls of one reply that are run (see kagent optimize)"))
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--context-tokens", f->context_tokens,
+                  help("The model's context window in tokens (default: what the server says, else 32768; docs/llm.md); "
+                       "each request is compacted to fit it with room for the reply",
+                       "--agent: the model's context window in tokens (see kagent optimize)"))
+      ->check(CLI::Range(int64_t{1024}, int64_t{100000000}));
 }
 
 }  // namespace kagent::cli

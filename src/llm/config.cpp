@@ -24,11 +24,13 @@ namespace {
 // names the variable that holds the key (api_key_env), so no secret lives in a checked-in file.
 const std::set<std::string> kKeys = {"provider",       "base_url",    "model",           "api_key_env",
                                      "script",         "stream",      "max_attempts",    "connect_timeout_s",
-                                     "idle_timeout_s", "tool_choice", "max_reply_bytes", "max_tool_calls"};
+                                     "idle_timeout_s", "tool_choice", "max_reply_bytes", "max_tool_calls",
+                                     "context_tokens"};
 
 // The bounds of the limits a flag or file may set.
 constexpr int64_t kMinReplyBytes = 1024, kMaxReplyBytes = int64_t{4} << 30;
 constexpr int64_t kMinToolCalls = 1, kMaxToolCalls = 100000;
+constexpr int64_t kMinContextTokens = 1024, kMaxContextTokens = 100000000;
 
 std::optional<ProviderKind> parse_provider(const std::string& s) {
   if (s == "openai") return ProviderKind::openai;
@@ -79,7 +81,7 @@ Layer checked_layer(std::string name, const nlohmann::json& j) {
       throw InputError(
           fmt::format("{}: llm.{}: unknown key (known: provider, base_url, model, api_key_env, script, "
                       "stream, max_attempts, connect_timeout_s, idle_timeout_s, tool_choice, max_reply_bytes, "
-                      "max_tool_calls)",
+                      "max_tool_calls, context_tokens)",
                       l.name, k));
   return l;
 }
@@ -252,6 +254,9 @@ LlmConfig resolve_layers(const LlmFlags& flags, const Layer& op, const Layer& fi
     c.http.max_reply_bytes = static_cast<size_t>(*v);
   if (auto v = limit("max_tool_calls", flags.max_tool_calls, kMinToolCalls, kMaxToolCalls))
     c.max_tool_calls = static_cast<int>(*v);
+  // The model's context window, like the limits (0: found from the server, llm/context_window.hpp).
+  if (auto v = limit("context_tokens", flags.context_tokens, kMinContextTokens, kMaxContextTokens))
+    c.context_tokens = *v;
 
   return c;
 }

@@ -148,7 +148,7 @@ std::string curl_message(CURLcode code, const char* errbuf) {
 // One request, no retry. Driven through a multi handle rather than curl_easy_perform because
 // easy_perform wakes its callbacks only about once a second while a server is silent, too coarse
 // for the idle timeout and for Ctrl-C.
-HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_slist* headers, const std::string& body,
+HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_slist* headers, const std::string* body,
                           const ChunkSink& sink, const std::optional<Deadline>& deadline, bool& sink_stopped) {
   HttpResponse r;
   const auto started = Clock::now();
@@ -165,9 +165,11 @@ HttpResponse perform_once(const HttpOptions& opt, const std::string& url, curl_s
   a.deadline = deadline;
 
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (body != nullptr) {  // else a GET
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+  }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "kagent/" KAGENT_VERSION);  // a User-Agent header overrides it
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);                         // no SIGALRM for DNS timeouts: we run in threads
@@ -297,6 +299,17 @@ HttpClient::HttpClient(HttpOptions options) : opt_(options) {}
 HttpResponse HttpClient::post(const std::string& url, const std::vector<std::string>& headers, const std::string& body,
                               const ChunkSink& sink, const std::function<void()>& on_retry,
                               std::optional<Deadline> deadline) const {
+  return request(url, headers, &body, sink, on_retry, deadline);
+}
+
+HttpResponse HttpClient::get(const std::string& url, const std::vector<std::string>& headers,
+                             std::optional<Deadline> deadline) const {
+  return request(url, headers, nullptr, {}, {}, deadline);
+}
+
+HttpResponse HttpClient::request(const std::string& url, const std::vector<std::string>& headers,
+                                 const std::string* body, const ChunkSink& sink, const std::function<void()>& on_retry,
+                                 std::optional<Deadline> deadline) const {
   global_init();
   SlistPtr list;
   bool has_expect = false;

@@ -357,6 +357,8 @@ class OpenAiProvider : public Provider {
   ChatResponse chat(const ChatRequest& request) override {
     try {
       return chat_once(request);
+    } catch (const ContextExceeded&) {
+      throw;  // too long, not malformed: the agent loop compacts and asks again
     } catch (const Error&) {
       // A server that refuses "content": null beside tool calls (llama-cpp-python) fails every
       // request from the first tool call on: ask once more with "", and keep "" from then on.

@@ -66,6 +66,11 @@ void throw_http_error(const std::string& what, const HttpResponse& r, const LlmC
     msg = fmt::format("{}: cannot reach the endpoint after {} attempt(s): {}", where, r.attempts, r.transport_error);
   } else {
     const std::string said = server_message(r.body);
+    if (auto refusal = context_refusal(r.status, r.body))
+      throw ContextExceeded(
+          redact(fmt::format("{}: HTTP {}: the request is over the model's context window: {}", where, r.status, said),
+                 config.api_key),
+          *refusal);
     if (r.status == 401 || r.status == 403) {
       msg = fmt::format("{}: HTTP {}: the endpoint refused the API key{}: {}", where, r.status,
                         config.api_key_source.empty() ? " (none was set)" : " from " + config.api_key_source, said);

@@ -25,6 +25,7 @@ TEST(OptimizeOptions, JsonRoundTripKeepsEverySetting) {
   agent::OptimizeRunOptions o;
   o.op = "/ops/softmax/op.json";
   o.llm = {"openai", "http://127.0.0.1:8080/v1", "gemma", "MY_KEY", "/tmp/turns.jsonl", "required", true, 1 << 20, 7};
+  o.llm.context_tokens = 65536;
   o.turns = 7;
   o.minutes = 0.1 + 0.2;  // not exactly 0.3: written so it reads back to the same double
   o.max_tokens = int64_t{1} << 40;
@@ -47,6 +48,7 @@ TEST(OptimizeOptions, JsonRoundTripKeepsEverySetting) {
   EXPECT_TRUE(back.llm.allow_op_endpoint);
   EXPECT_EQ(back.llm.max_reply_bytes, 1 << 20);
   EXPECT_EQ(back.llm.max_tool_calls, 7);
+  EXPECT_EQ(back.llm.context_tokens, 65536) << "bench --agent hands the window to each child";
   EXPECT_EQ(back.max_tokens, o.max_tokens);
   // Defaults round-trip too, and a missing key is its default.
   EXPECT_EQ(json(json(agent::OptimizeRunOptions{}).get<agent::OptimizeRunOptions>()),

@@ -20,7 +20,8 @@ namespace kagent::agent {
 
 struct OptimizeRunOptions {
   std::string op;     // op.json or KernelBench .py (optional with resume: the run's)
-  llm::LlmFlags llm;  // provider, base_url, model, api_key_env, script, tool_choice, reply limits, allow_op_endpoint
+  llm::LlmFlags llm;  // provider, base_url, model, api_key_env, script, tool_choice, reply limits, context
+                      // window, allow_op_endpoint
   int turns = 0;      // budgets; 0: the op's
   double minutes = 0;
   int64_t max_tokens = 0;
@@ -49,6 +50,7 @@ struct OptimizeRunStart {
   std::filesystem::path out;
   std::string llm;            // LlmConfig::describe()
   std::string no_gpu_reason;  // empty: evaluations are available
+  std::string context;        // the model's context window and where it came from
 };
 
 struct OptimizeRunHooks {

@@ -30,6 +30,9 @@ struct LlmConfig {
   // Tool calls of one reply that are run; the agent loop answers the rest with an error result
   // (max_tool_calls, --max-tool-calls). A reply's bytes are bounded by http.max_reply_bytes.
   int max_tool_calls = 32;
+  // The model's context window in tokens as the user gave it (--context-tokens, llm.context_tokens;
+  // 1024 to 10^8); 0: not given, so find_context_window asks the server (context_window.hpp).
+  int64_t context_tokens = 0;
   HttpOptions http;
   std::map<std::string, std::string> origin;  // field -> "flag", "env $X", "op.json", "config file", "default"
 
@@ -47,6 +50,7 @@ struct LlmFlags {
   bool allow_op_endpoint = false;
   int64_t max_reply_bytes = 0;  // --max-reply-bytes (0: not given)
   int max_tool_calls = 0;       // --max-tool-calls (0: not given)
+  int64_t context_tokens = 0;   // --context-tokens (0: not given)
 };
 
 // Where requests and the key go is the user's choice (flags, environment, config file): an

@@ -1,5 +1,5 @@
 #pragma once
-// HTTP POST over libcurl for the providers: connect and idle timeouts, optional streaming of
+// HTTP POST (and GET) over libcurl for the providers: connect and idle timeouts, optional streaming of
 // the body to a callback (SSE), cancellation (Ctrl-C), a bound on the reply's size, the run's
 // deadline, and a retry policy for the statuses that heal (408, 409, 429, 5xx, 529) honouring
 // Retry-After / retry-after-ms. The API key travels in a header and never appears in an error
@@ -60,8 +60,16 @@ class HttpClient {
   HttpResponse post(const std::string& url, const std::vector<std::string>& headers, const std::string& body,
                     const ChunkSink& sink = {}, const std::function<void()>& on_retry = {},
                     std::optional<Deadline> deadline = std::nullopt) const;
+  // One GET with the same retries, bound and deadline (the context-window probes read servers'
+  // model descriptions with it).
+  HttpResponse get(const std::string& url, const std::vector<std::string>& headers,
+                   std::optional<Deadline> deadline = std::nullopt) const;
 
  private:
+  // POST `*body`, or GET when body is null.
+  HttpResponse request(const std::string& url, const std::vector<std::string>& headers, const std::string* body,
+                       const ChunkSink& sink, const std::function<void()>& on_retry,
+                       std::optional<Deadline> deadline) const;
   HttpOptions opt_;
 };
 
