@@ -250,6 +250,7 @@ RunResult Agent::run(RunState state) {
   // (calls past the limit are answered as they would have been).
   bool finished = false;
   std::string turn_summary;
+  record_.set_turn(state.turns);  // evaluations count in the turn of the reply that asked for them
   for (size_t i = state.messages.size(); i-- > 0;) {
     if (state.messages[i].role != Role::assistant) continue;
     const std::vector<llm::ToolCall> calls = state.messages[i].tool_calls;
@@ -284,6 +285,7 @@ RunResult Agent::run(RunState state) {
     llm::ChatResponse reply;
     if (!ask(state.messages, rq, reply, res.stop_reason, state.turns + 1)) break;
     ++state.turns;
+    record_.set_turn(state.turns);
     ++state.requests;
     state.usage += reply.usage;
     llm::make_valid_utf8_message(reply.message);  // whatever the provider passed on

@@ -186,10 +186,11 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
                                {&recorded.script, "script"}})
         if (llm.contains(key)) *into = llm[key].get<std::string>();
       // The run is scored as it started: its tolerance, unless a flag says otherwise.
-      if (const auto* t = run_info.contains("tolerance") ? &run_info["tolerance"] : nullptr; t && t->is_object()) {
-        if (!a.overrides.atol && t->contains("atol")) a.overrides.atol = t->at("atol").get<double>();
-        if (!a.overrides.rtol && t->contains("rtol")) a.overrides.rtol = t->at("rtol").get<double>();
-      }
+      if (auto t = run_info.find("tolerance"); t != run_info.end())
+        if (const std::optional<Tolerance> tol = recorded_tolerance(*t)) {
+          if (!a.overrides.atol) a.overrides.atol = tol->atol;
+          if (!a.overrides.rtol) a.overrides.rtol = tol->rtol;
+        }
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: not a kagent run record ({})", run_json, e.what()));
     }
@@ -323,7 +324,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
                   {"api_key_env", llm_config.api_key_source.empty() ? "" : llm_config.api_key_source.substr(1)},
                   {"script", llm_config.script},
                   {"tool_choice", llm_config.tool_choice}}},
-                {"tolerance", {{"atol", op.tolerance.atol}, {"rtol", op.tolerance.rtol}}},
+                {"tolerance", op.tolerance},
                 {"started", timestamp()}};
     write_file_atomic(out / "run.json", run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     transcript.write(StartEvent{kTranscriptVersion, op.name, llm_config.describe(), opt.max_turns, opt.max_minutes,
@@ -364,9 +365,9 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   file.summary = ktx.finish_summary;
   file.llm = llm_config.describe();
   file.precision = std::string(precision_name(op.precision));
-  file.atol = op.tolerance.atol;
-  file.rtol = op.tolerance.rtol;
-  file.best = res.best ? res.best->to_json() : nlohmann::json();
+  file.tolerance = op.tolerance;
+  file.best = res.best;
+  file.best_by_turn = record.best_by_turn();
   const nlohmann::json result = file;
   // The model's summary and paths are its text: a stray byte must not lose the run's result.
   write_file_atomic(out / "result.json", result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -25,8 +25,9 @@ void to_json(json& j, const ResultFile& r) {
        {"summary", r.summary},
        {"llm", r.llm},
        {"precision", r.precision},
-       {"tolerance", {{"atol", r.atol ? json(*r.atol) : json()}, {"rtol", r.rtol ? json(*r.rtol) : json()}}},
-       {"best", r.best}};
+       {"tolerance", r.tolerance ? json(*r.tolerance) : json()},
+       {"best", r.best ? json(*r.best) : json()},
+       {"best_by_turn", r.best_by_turn}};
 }
 
 namespace {
@@ -41,11 +42,6 @@ void get(const json& j, const char* key, T& out) {
                                    std::is_same_v<T, std::string> ? "string" : "number", it->type_name()));
     }
   }
-}
-
-std::optional<double> number(const json& j, const char* key) {
-  if (auto it = j.find(key); it != j.end() && it->is_number()) return it->get<double>();
-  return std::nullopt;
 }
 
 }  // namespace
@@ -70,11 +66,14 @@ void from_json(const json& j, ResultFile& r) {
   get(j, "summary", r.summary);
   get(j, "llm", r.llm);
   get(j, "precision", r.precision);
-  if (auto t = j.find("tolerance"); t != j.end() && t->is_object()) {
-    r.atol = number(*t, "atol");
-    r.rtol = number(*t, "rtol");
+  if (auto t = j.find("tolerance"); t != j.end()) r.tolerance = recorded_tolerance(*t);
+  // Version 1's best is read by the same reader: what it did not hold stays unrecorded.
+  try {
+    if (auto it = j.find("best"); it != j.end() && it->is_object()) r.best = it->get<CandidateScore>();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("best: {}", e.what()));
   }
-  if (auto it = j.find("best"); it != j.end()) r.best = *it;
+  if (auto it = j.find("best_by_turn"); it != j.end()) r.best_by_turn = best_by_turn_from_json(*it);
 }
 
 ResultFile read_result_file(const std::filesystem::path& file) {

@@ -280,8 +280,7 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
       {"gpu", gpu},
       {"candidate_format", candidate_example(with_signature)},
       // Kept for task templates of earlier versions; the bundled one gives it in {{precision}}.
-      {"tolerance",
-       fmt::format("atol {:g}, rtol {:g} ({})", op.tolerance.atol, op.tolerance.rtol, precision_name(op.precision))},
+      {"tolerance", fmt::format("{} ({})", tolerance_text(op.tolerance), precision_name(op.precision))},
       {"precision", precision_rule(op.precision, op.tolerance)},
       {"budget", budget_text(budget)},
       {"tools", tools_text(tools, shell_note)},

@@ -119,10 +119,10 @@ void from_json(const json& j, EndpointErrorEvent& e) {
 }
 
 void to_json(json& j, const EvaluationEvent& e) {
-  j = {{"type", EvaluationEvent::kType}, {"score", e.score.to_json()}, {"best", e.best}, {"report", e.report}};
+  j = {{"type", EvaluationEvent::kType}, {"score", e.score}, {"best", e.best}, {"report", e.report}};
 }
 void from_json(const json& j, EvaluationEvent& e) {
-  e.score = CandidateScore::from_json(j.at("score"));
+  e.score = j.at("score").get<CandidateScore>();
   e.best = j.value("best", false);
   e.report = j.value("report", json::object());
 }

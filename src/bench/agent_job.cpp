@@ -14,16 +14,9 @@
 #include <fmt/format.h>
 
 #include "kagent/agent/result_file.hpp"
-#include "kagent/agent/run_record.hpp"
-#include "kagent/agent/transcript.hpp"
-#include "kagent/agent/transcript_events.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/common/json_parse.hpp"
-#include "kagent/common/saturate.hpp"
-#include "kagent/eval/candidate_kind.hpp"
-#include "kagent/protocol/protocol.hpp"
 #include "kagent/sandbox/spawn.hpp"
 
 namespace kagent::bench {
@@ -148,12 +141,6 @@ class AgentJob : public ProblemJob {
   int gpu_;
 };
 
-std::optional<double> number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
 }  // namespace
 
 std::unique_ptr<ProblemJob> make_agent_job(const AgentJobOptions& options, int gpu) {
@@ -166,66 +153,26 @@ report::ResultRecord record_from_run(const Problem& p, const fs::path& dir) {
   r.level = p.level;
   r.run_dir = dir.string();
   // Bounded like every reader of text kagent did not write in this process (result_file.hpp).
+  // result.json holds the record whole: the best candidate's score and the best speedup by turn.
   const agent::ResultFile result = agent::read_result_file(dir / "result.json");
-  const std::string& stopped = result.stop_reason;
-  const int evaluations = result.evaluations;
   r.wall_s = result.wall_s;
-  if (!result.precision.empty()) r.precision = result.precision;
-  r.atol = result.atol;
-  r.rtol = result.rtol;
-
-  // The best-so-far curve, and the baselines seen with the best candidate.
-  std::vector<nlohmann::json> events;
-  if (fs::exists(dir / "transcript.jsonl")) events = agent::Transcript::read(dir / "transcript.jsonl");
-  int turn = 0;
-  std::optional<double> best;
-  nlohmann::json best_report;
-  // Only turns and evaluations matter here: a message line is not parsed whole, so one damaged
-  // message does not cost the record of a run that finished.
-  for (const auto& line : events) {
-    if (line.value("type", "") == agent::MessageEvent::kType) {
-      if (auto t = line.find("turn"); t != line.end() && t->is_number_integer()) turn = t->get<int>();
-      continue;
-    }
-    const agent::TranscriptEvent event = agent::parse_event(line);
-    const auto* ev = std::get_if<agent::EvaluationEvent>(&event);
-    if (ev == nullptr) continue;
-    if (ev->best) best_report = ev->report;
-    if (ev->score.tier < 1) continue;
-    const std::optional<double>& s = ev->score.speedup_vs_eager;
-    if (s && (!best || *s > *best)) {
-      best = s;
-      r.best_by_turn.emplace_back(turn, *s);
-    }
-  }
-
-  const nlohmann::json& b = result.best;
-  if (b.is_object() && b.value("tier", -1) > 0) {
+  r.best_by_turn = result.best_by_turn;
+  if (result.best && result.best->score.correct()) {
     r.status = "correct";
-    r.tier = b.value("tier", -1);
-    r.candidate = (dir / ("best" + kind_of_file(b.value("file", std::string())).extensions().front())).string();
-    r.candidate_ms = number(b, "median_ms");
-    r.speedup_vs_eager = number(b, "speedup_vs_eager");
-    r.speedup_vs_compile = number(b, "speedup_vs_compile");
-    if (best_report.contains("outcome") && best_report["outcome"].is_object()) {
-      const auto& o = best_report["outcome"];
-      if (o.contains("device") && o["device"].is_object()) r.device = o["device"].value("name", "");
-      try {
-        if (o.contains("stop_rule")) r.stop_rule = stop_rule_text(o["stop_rule"].get<StopRule>());
-      } catch (const nlohmann::json::exception&) {  // another version's record: left unrecorded
-      }
-    }
-    if (best_report.contains("baselines")) {
-      r.eager_ms = number(best_report["baselines"], "eager_ms");
-      r.compile_ms = number(best_report["baselines"], "compile_ms");
-    }
-  } else if (evaluations > 0) {
+    r.score = result.best->score;
+    r.candidate = (dir / result.best->best_file()).string();
+  } else if (result.evaluations > 0) {
     r.status = "incorrect";
-    r.error = fmt::format("no correct candidate in {} evaluations (stopped: {})", evaluations, stopped);
+    r.error =
+        fmt::format("no correct candidate in {} evaluations (stopped: {})", result.evaluations, result.stop_reason);
   } else {
     r.status = "unsolved";
-    r.error = fmt::format("the agent evaluated no candidate (stopped: {})", stopped);
+    r.error = fmt::format("the agent evaluated no candidate (stopped: {})", result.stop_reason);
   }
+  // What the run was judged under, where the best's score does not say (no correct candidate, or
+  // a version-1 result.json).
+  if (r.score.precision.empty()) r.score.precision = result.precision;
+  if (!r.score.tolerance) r.score.tolerance = result.tolerance;
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
+#include "kagent/eval/report_score.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -88,22 +89,12 @@ report::ResultRecord record_from_report(const Problem& p, const EvalReport& rep)
   r.problem = p.id;
   r.level = p.level;
   r.candidate = rep.candidate;
-  r.tier = rep.reward.tier;
-  r.precision = std::string(precision_name(rep.precision));
-  r.device = rep.outcome.device.name;
-  if (rep.outcome.candidate_time) r.stop_rule = stop_rule_text(rep.outcome.stop_rule);
-  r.atol = rep.tolerance.atol;
-  r.rtol = rep.tolerance.rtol;
-  r.eager_ms = rep.baselines.eager_ms;
-  r.compile_ms = rep.baselines.compile_ms;
-  if (rep.outcome.candidate_time) r.candidate_ms = rep.outcome.candidate_time->median_ms;
+  r.score = report_score(rep);
   if (!rep.compile.ok) {
     r.status = "compile_error";
     r.error = head_lines(rep.compile.log);
   } else if (rep.outcome.correct) {
     r.status = "correct";
-    r.speedup_vs_eager = rep.reward.speedup_vs_eager;
-    r.speedup_vs_compile = rep.reward.speedup_vs_compile;
   } else {
     const FailureStage stage = rep.outcome.failure_stage;
     r.status = stage == FailureStage::timeout ? "timeout" : stage == FailureStage::crash ? "crash" : "incorrect";

@@ -125,9 +125,8 @@ std::vector<Verdict> run_checks(const std::vector<CheckEntry>& entries, const Ch
         Op op = load_op(entries[i].op);
         o.overrides.apply(op);
         v = check_one(entries[i], op, ev);
-        v.precision = std::string(precision_name(op.precision));
-        v.atol = op.tolerance.atol;
-        v.rtol = op.tolerance.rtol;
+        v.score.precision = std::string(precision_name(op.precision));
+        v.score.tolerance = op.tolerance;
       } catch (const EnvError& err) {
         v = unchecked(entries[i], err.what());
       } catch (const Error& err) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/text_table.hpp"
+#include "kagent/eval/report_score.hpp"
 #include "kagent/report/junit.hpp"
 
 namespace kagent::check {
@@ -53,13 +54,7 @@ std::vector<Diagnostic> parse_diagnostics(const std::string& log) {
 
 Verdict judge(const CheckEntry& e, const EvalReport& r) {
   Verdict v = base_verdict(e);
-  v.tier = r.reward.tier;
-  v.precision = std::string(precision_name(r.precision));
-  v.speedup_vs_eager = r.reward.speedup_vs_eager;
-  v.speedup_vs_compile = r.reward.speedup_vs_compile;
-  v.eager_ms = r.baselines.eager_ms;
-  v.compile_ms = r.baselines.compile_ms;
-  if (r.outcome.candidate_time) v.candidate_ms = r.outcome.candidate_time->median_ms;
+  v.score = report_score(r);
   v.ab = r.outcome.ab;
   if (!r.compile.ok) {
     v.status = "fail";
@@ -95,7 +90,7 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
     v.reasons.push_back(fmt::format("its timing is not trusted: {}", flag_text(*untrusted)));
   } else if (e.t.min_speedup) {
     const bool vs_compile = e.t.against() == "compile";
-    const auto& s = vs_compile ? v.speedup_vs_compile : v.speedup_vs_eager;
+    const auto& s = vs_compile ? v.score.speedup_vs_compile : v.score.speedup_vs_eager;
     if (!s) {
       failed = true;
       v.reasons.push_back(fmt::format("no {} baseline to compare with (required: {:.3f}x)",
@@ -104,8 +99,8 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
     } else if (*s < *e.t.min_speedup) {
       failed = true;
       v.reasons.push_back(fmt::format("{:.3f}x vs {}, below the required {:.3f}x ({:.4f} ms vs {:.4f} ms)", *s,
-                                      e.t.against(), *e.t.min_speedup, v.candidate_ms.value_or(0),
-                                      (vs_compile ? v.compile_ms : v.eager_ms).value_or(0)));
+                                      e.t.against(), *e.t.min_speedup, v.score.candidate_ms.value_or(0),
+                                      (vs_compile ? v.score.compile_ms : v.score.eager_ms).value_or(0)));
     }
   }
   if (e.t.has_baseline()) {
@@ -148,26 +143,23 @@ Verdict unchecked(const CheckEntry& e, const std::string& why) {
 
 nlohmann::json verdict_json(const Verdict& v) {
   auto opt = [](const std::optional<double>& d) { return d ? nlohmann::json(*d) : nlohmann::json(); };
-  nlohmann::json j = {{"name", v.entry.name},
-                      {"op", v.entry.op.string()},
-                      {"kernel", v.entry.kernel.string()},
-                      {"status", v.status},
-                      {"reasons", v.reasons},
-                      {"tier", v.tier},
-                      {"candidate_ms", opt(v.candidate_ms)},
-                      {"eager_ms", opt(v.eager_ms)},
-                      {"compile_ms", opt(v.compile_ms)},
-                      {"speedup_vs_eager", opt(v.speedup_vs_eager)},
-                      {"speedup_vs_compile", opt(v.speedup_vs_compile)},
-                      {"wall_s", v.wall_s},
-                      {"gpu", v.gpu},
-                      {"precision", v.precision.empty() ? nlohmann::json() : nlohmann::json(v.precision)},
-                      {"tolerance", {{"atol", opt(v.atol)}, {"rtol", opt(v.rtol)}}},
-                      {"thresholds",
-                       {{"min_speedup", opt(v.entry.t.min_speedup)},
-                        {"vs", v.entry.t.against()},
-                        {"max_regression_pct", v.entry.t.has_baseline() ? nlohmann::json(v.entry.t.regression_margin())
-                                                                        : nlohmann::json()}}}};
+  // The score's keys (score.hpp) beside the check's own.
+  nlohmann::json j = v.score;
+  j.update({{"name", v.entry.name},
+            {"op", v.entry.op.string()},
+            {"kernel", v.entry.kernel.string()},
+            {"status", v.status},
+            {"reasons", v.reasons},
+            {"wall_s", v.wall_s},
+            {"gpu", v.gpu},
+            {"thresholds",
+             {{"min_speedup", opt(v.entry.t.min_speedup)},
+              {"vs", v.entry.t.against()},
+              {"max_regression_pct",
+               v.entry.t.has_baseline() ? nlohmann::json(v.entry.t.regression_margin()) : nlohmann::json()}}}});
+  // A verdict has always named both, null when the op did not load.
+  if (!j.contains("precision")) j["precision"] = nullptr;
+  if (!j.contains("tolerance")) j["tolerance"] = {{"atol", nullptr}, {"rtol", nullptr}};
   if (v.ab) j["baseline"] = *v.ab;
   if (!v.warnings.empty()) j["warnings"] = v.warnings;
   if (!v.baseline_note.empty()) j["baseline_note"] = v.baseline_note;
@@ -178,8 +170,9 @@ nlohmann::json verdict_json(const Verdict& v) {
 std::string render_table(const std::vector<Verdict>& vs) {
   TextTable t({"check", "verdict", "tier", "ms", "vs eager", "vs compile", "vs baseline", "95% CI"});
   for (const auto& v : vs)
-    t.add_row({v.entry.name, v.status, v.tier > 0 ? std::to_string(v.tier) : "-", x(v.candidate_ms, "{:.4f}"),
-               x(v.speedup_vs_eager), x(v.speedup_vs_compile), v.ab ? pct(v.ab->ratio.median) : "-",
+    t.add_row({v.entry.name, v.status, v.score.tier > 0 ? std::to_string(v.score.tier) : "-",
+               x(v.score.candidate_ms, "{:.4f}"), x(v.score.speedup_vs_eager), x(v.score.speedup_vs_compile),
+               v.ab ? pct(v.ab->ratio.median) : "-",
                v.ab ? fmt::format("{} to {}", pct(v.ab->ratio.low), pct(v.ab->ratio.high)) : "-"});
   std::string out = t.render();
   for (const auto& v : vs) {
@@ -213,19 +206,20 @@ std::string render_junit(const std::vector<Verdict>& vs) {
                                                                      : v.entry.op.stem().string(),
                                   true),
                        xml_escape(v.entry.name, true), xml_escape(v.entry.kernel.string(), true), v.wall_s);
-    if (v.atol && v.rtol)
+    if (const auto& tol = v.score.tolerance)
       out += fmt::format(
           "      <properties>\n        <property name=\"precision\" value=\"{}\"/>\n        <property name=\"atol\" "
           "value=\"{}\"/>\n        <property name=\"rtol\" value=\"{}\"/>\n      </properties>\n",
-          xml_escape(v.precision, true), *v.atol, *v.rtol);
+          xml_escape(v.score.precision, true), tol->atol, tol->rtol);
     std::string numbers = fmt::format(
         "kernel {}\nop {}\ntier {}\ncandidate {} ms, eager {} ms, torch.compile {} ms\nspeedup {} vs eager, {} vs "
         "compile\n",
-        v.entry.kernel.string(), v.entry.op.string(), v.tier, x(v.candidate_ms, "{:.4f}"), x(v.eager_ms, "{:.4f}"),
-        x(v.compile_ms, "{:.4f}"), x(v.speedup_vs_eager), x(v.speedup_vs_compile));
+        v.entry.kernel.string(), v.entry.op.string(), v.score.tier, x(v.score.candidate_ms, "{:.4f}"),
+        x(v.score.eager_ms, "{:.4f}"), x(v.score.compile_ms, "{:.4f}"), x(v.score.speedup_vs_eager),
+        x(v.score.speedup_vs_compile));
     if (v.ab) numbers += "vs baseline " + ab_text(*v.ab) + "\n";
-    if (v.atol && v.rtol)
-      numbers += fmt::format("judged under {}, atol {:g}, rtol {:g}\n", v.precision, *v.atol, *v.rtol);
+    if (v.score.tolerance)
+      numbers += fmt::format("judged under {}, {}\n", v.score.precision, tolerance_text(*v.score.tolerance));
     for (const auto& r : v.reasons) numbers += r + "\n";
     for (const auto& w : v.warnings) numbers += fmt::format("warning: {}\n", w);
     numbers += v.compile_log;
@@ -256,7 +250,7 @@ std::string render_markdown(const std::vector<Verdict>& vs) {
   for (const auto& v : vs)
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} |\n", cell(v.entry.name), v.passed() ? "pass" : "**" + v.status + "**",
-        x(v.candidate_ms, "{:.4f}"), x(v.speedup_vs_eager), x(v.speedup_vs_compile),
+        x(v.score.candidate_ms, "{:.4f}"), x(v.score.speedup_vs_eager), x(v.score.speedup_vs_compile),
         v.ab ? fmt::format("{} ({} to {})", pct(v.ab->ratio.median), pct(v.ab->ratio.low), pct(v.ab->ratio.high)) : "-",
         cell(v.reasons.empty() ? "" : v.reasons.front()));
   return out;

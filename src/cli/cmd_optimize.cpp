@@ -47,8 +47,8 @@ int run_optimize(const OptimizeArgs& a) {
     if (a.quiet || a.json) return;
     fmt::print(stderr, "turn {}/{}  {}  last tier {}  best {}  tokens {}{}\n", s.turn, s.max_turns, s.tools,
                s.last_tier ? std::to_string(*s.last_tier) : "-",
-               s.best ? fmt::format("tier {} ({} vs compile, {} vs eager)", s.best->tier,
-                                    speed(s.best->speedup_vs_compile), speed(s.best->speedup_vs_eager))
+               s.best ? fmt::format("tier {} ({} vs compile, {} vs eager)", s.best->score.tier,
+                                    speed(s.best->score.speedup_vs_compile), speed(s.best->score.speedup_vs_eager))
                       : "-",
                tokens_text(s.usage, "+"), s.usage.estimated ? " (estimated)" : "");
   };
@@ -63,12 +63,13 @@ int run_optimize(const OptimizeArgs& a) {
         {"run", "stopped", "turns", "tokens in/out", "wall s", "evaluations", "best tier", "vs eager", "vs compile"});
     t.add_row({out.string(), res.stop_reason, std::to_string(res.turns), tokens_text(res.usage, "/"),
                fmt::format("{:.1f}", res.wall_s), std::to_string(run.evaluations),
-               res.best ? std::to_string(res.best->tier) : "-", res.best ? speed(res.best->speedup_vs_eager) : "-",
-               res.best ? speed(res.best->speedup_vs_compile) : "-"});
+               res.best ? std::to_string(res.best->score.tier) : "-",
+               res.best ? speed(res.best->score.speedup_vs_eager) : "-",
+               res.best ? speed(res.best->score.speedup_vs_compile) : "-"});
     fmt::print("{}", t.render());
     if (res.best) fmt::print("best: {}/{} (from {})\n", out.string(), res.best->best_file(), res.best->path);
   }
-  return static_cast<int>(res.best && res.best->tier > 0 ? ExitCode::ok : ExitCode::failed);
+  return static_cast<int>(res.best && res.best->score.correct() ? ExitCode::ok : ExitCode::failed);
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ int run_python(const Op& op, const RefArgs& a) {
                 {"degenerate", sig.degenerate ? nlohmann::json(*sig.degenerate) : nlohmann::json()},
                 {"outputs_quality", quality},
                 {"allow_tf32", sig.allow_tf32},
-                {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
+                {"tolerance", tol},
                 {"eager", b.eager},
                 {"compile", b.compile ? nlohmann::json(*b.compile) : nlohmann::json()},
                 {"compile_error", b.compile_error},

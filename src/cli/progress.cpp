@@ -22,9 +22,9 @@ double BatchProgress::eta_s(double elapsed_s, int finished_now, int remaining) {
 std::string BatchProgress::record_line(const report::ResultRecord& r) {
   std::string line = fmt::format("{:<48} {:<13}", r.problem, r.status);
   if (r.correct()) {
-    line += fmt::format(" tier {}", r.tier);
-    if (r.speedup_vs_eager) line += fmt::format("  {:.2f}x eager", *r.speedup_vs_eager);
-    if (r.speedup_vs_compile) line += fmt::format("  {:.2f}x compile", *r.speedup_vs_compile);
+    line += fmt::format(" tier {}", r.score.tier);
+    if (r.score.speedup_vs_eager) line += fmt::format("  {:.2f}x eager", *r.score.speedup_vs_eager);
+    if (r.score.speedup_vs_compile) line += fmt::format("  {:.2f}x compile", *r.score.speedup_vs_compile);
   } else if (!r.error.empty() && r.status != "unsolved") {
     std::string first = r.error.substr(0, r.error.find('\n'));
     if (first.size() > 90) first = first.substr(0, 87) + "...";

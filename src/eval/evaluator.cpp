@@ -380,7 +380,7 @@ nlohmann::json report_json(const EvalReport& r) {
                       {"op", r.op},
                       {"arch", r.arch},
                       {"precision", precision_name(r.precision)},
-                      {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
+                      {"tolerance", r.tolerance},
                       {"compile",
                        {{"ok", r.compile.ok},
                         {"log", r.compile.log},

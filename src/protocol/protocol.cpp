@@ -81,7 +81,7 @@ void to_json(nlohmann::json& j, const EvalRequest& r) {
        {"gpu", r.gpu},
        {"seed", r.seed},
        {"trials", r.trials},
-       {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
+       {"tolerance", r.tolerance},
        {"inputs", r.inputs},
        {"outputs", r.outputs},
        {"scalars", scalars},
@@ -108,8 +108,7 @@ void from_json(const nlohmann::json& j, EvalRequest& r) {
   j.at("gpu").get_to(r.gpu);
   j.at("seed").get_to(r.seed);
   j.at("trials").get_to(r.trials);
-  j.at("tolerance").at("atol").get_to(r.tolerance.atol);
-  j.at("tolerance").at("rtol").get_to(r.tolerance.rtol);
+  j.at("tolerance").get_to(r.tolerance);
   j.at("inputs").get_to(r.inputs);
   j.at("outputs").get_to(r.outputs);
   r.scalars.clear();

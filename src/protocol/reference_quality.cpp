@@ -16,9 +16,8 @@ std::optional<std::string> weak_reference(uint64_t numel, uint64_t zeros, double
         "test what it computes",
         100 * share, 100 * (1 - share));
   if (spread_within_tolerance(lo, hi, min_abs, tol.atol, tol.rtol))
-    return fmt::format(
-        "spans [{:.6g}, {:.6g}], within the tolerance (atol {:g}, rtol {:g}): the constant {:.6g} passes every element",
-        lo, hi, tol.atol, tol.rtol, (lo + hi) / 2);
+    return fmt::format("spans [{:.6g}, {:.6g}], within the tolerance ({}): the constant {:.6g} passes every element",
+                       lo, hi, tolerance_text(tol), (lo + hi) / 2);
   return std::nullopt;
 }
 

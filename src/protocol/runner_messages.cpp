@@ -84,7 +84,7 @@ void to_json(nlohmann::json& j, const CompareRequest& r) {
        {"version", r.version},
        {"gpu", r.gpu},
        {"harness_cubin_path", r.harness_cubin_path},
-       {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}}},
+       {"tolerance", r.tolerance},
        {"inputs", r.inputs},
        {"outputs", r.outputs},
        {"reference", r.reference},
@@ -99,8 +99,7 @@ void from_json(const nlohmann::json& j, CompareRequest& r) {
   r.version = kRunnerMessageVersion;
   r.gpu = j.at("gpu").get<int>();
   r.harness_cubin_path = j.at("harness_cubin_path").get<std::string>();
-  r.tolerance.atol = j.at("tolerance").at("atol").get<double>();
-  r.tolerance.rtol = j.at("tolerance").at("rtol").get<double>();
+  r.tolerance = j.at("tolerance").get<Tolerance>();
   r.inputs = j.at("inputs").get<std::vector<TensorSpec>>();
   r.outputs = j.at("outputs").get<std::vector<TensorSpec>>();
   r.reference = j.at("reference").get<std::vector<IpcTensorRef>>();

@@ -73,7 +73,7 @@ std::optional<double> drawable(const std::optional<double>& v) {
 }
 
 int bucket(const ResultRecord& r) {
-  return r.correct() ? std::clamp(r.tier, 1, 3) : 0;
+  return r.correct() ? std::clamp(r.score.tier, 1, 3) : 0;
 }
 
 std::string level_of(const ResultRecord& r) {
@@ -170,15 +170,15 @@ void speedup_chart(Out out, const std::vector<ResultRecord>& records) {
     if (r.status == "unsolved")
       ++unsolved;
     else
-      (r.correct() && drawable(r.speedup_vs_eager) ? bars : rest).push_back(&r);
+      (r.correct() && drawable(r.score.speedup_vs_eager) ? bars : rest).push_back(&r);
   }
   std::stable_sort(bars.begin(), bars.end(), [](const ResultRecord* a, const ResultRecord* b) {
-    return *a->speedup_vs_eager > *b->speedup_vs_eager;
+    return *a->score.speedup_vs_eager > *b->score.speedup_vs_eager;
   });
   double vmin = 1, vmax = 1;
   for (const auto* r : bars) {
-    vmin = std::min(vmin, *r->speedup_vs_eager);
-    vmax = std::max(vmax, *r->speedup_vs_eager);
+    vmin = std::min(vmin, *r->score.speedup_vs_eager);
+    vmax = std::max(vmax, *r->score.speedup_vs_eager);
   }
   const double label_w = 300, value_w = 70, top = 24, row = 20;
   const LogAxis x(vmin, vmax, label_w, kWidth - value_w);
@@ -194,7 +194,7 @@ void speedup_chart(Out out, const std::vector<ResultRecord>& records) {
   }
   double y = top;
   for (const auto* r : bars) {
-    const double s = *r->speedup_vs_eager, a = x(1.0), b = x(s);
+    const double s = *r->score.speedup_vs_eager, a = x(1.0), b = x(s);
     const double left = std::min(a, b), w = std::max(std::abs(b - a), 1.0);
     fmt::format_to(out,
                    "<text x=\"{0}\" y=\"{1:.1f}\" text-anchor=\"end\">{2}</text>"
@@ -202,7 +202,7 @@ void speedup_chart(Out out, const std::vector<ResultRecord>& records) {
                    "<title>{7}: {8:.3f}x (tier {9})</title></rect>"
                    "<text class=\"val\" x=\"{10}\" y=\"{1:.1f}\" text-anchor=\"end\">{8:.2f}x</text>\n",
                    label_w - 8, y + 14, esc(first_line(r->problem, 44)), left, y + 3, w, kTierColour[bucket(*r)],
-                   esc(r->problem), s, r->tier, kWidth - 4);
+                   esc(r->problem), s, r->score.tier, kWidth - 4);
     y += row;
   }
   for (const auto* r : rest) {
@@ -369,9 +369,10 @@ void problem_table(Out out, const std::vector<ResultRecord>& records) {
                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"err\" title=\"{}\">{}</td></tr>\n",
                    esc(r.problem), status_class(r.status), esc(r.status),
-                   r.tier >= 1 ? std::to_string(r.tier) : std::string("-"), ms(r.candidate_ms), ms(r.eager_ms),
-                   ms(r.compile_ms), times(r.speedup_vs_eager, "{:.3f}x"), times(r.speedup_vs_compile, "{:.3f}x"),
-                   xml_escape(first_line(r.error, 1000), true), esc(first_line(r.error, 160)));
+                   r.score.tier >= 1 ? std::to_string(r.score.tier) : std::string("-"), ms(r.score.candidate_ms),
+                   ms(r.score.eager_ms), ms(r.score.compile_ms), times(r.score.speedup_vs_eager, "{:.3f}x"),
+                   times(r.score.speedup_vs_compile, "{:.3f}x"), xml_escape(first_line(r.error, 1000), true),
+                   esc(first_line(r.error, 160)));
   if (records.empty()) fmt::format_to(out, "<tr><td colspan=\"9\" class=\"note\">No results.</td></tr>\n");
   fmt::format_to(out, "</tbody></table></div></section>\n");
 }

@@ -54,15 +54,16 @@ std::string times(const std::optional<double>& v) {
 
 // The measurements, for <system-out> or a failure's body.
 std::string numbers(const ResultRecord& r) {
-  std::string out = fmt::format("status: {}\ntier: {}\n", r.status, r.tier);
-  out += fmt::format("candidate: {}\neager: {}\ncompile: {}\n", ms(r.candidate_ms), ms(r.eager_ms), ms(r.compile_ms));
-  out += fmt::format("speedup vs eager: {}\nspeedup vs compile: {}\n", times(r.speedup_vs_eager),
-                     times(r.speedup_vs_compile));
+  std::string out = fmt::format("status: {}\ntier: {}\n", r.status, r.score.tier);
+  out += fmt::format("candidate: {}\neager: {}\ncompile: {}\n", ms(r.score.candidate_ms), ms(r.score.eager_ms),
+                     ms(r.score.compile_ms));
+  out += fmt::format("speedup vs eager: {}\nspeedup vs compile: {}\n", times(r.score.speedup_vs_eager),
+                     times(r.score.speedup_vs_compile));
   if (!r.candidate.empty()) out += fmt::format("candidate file: {}\n", r.candidate);
   if (!r.run_dir.empty()) out += fmt::format("run dir: {}\n", r.run_dir);
   if (r.gpu) out += fmt::format("gpu: {}\n", *r.gpu);
-  if (!r.precision.empty()) out += fmt::format("precision: {}\n", r.precision);
-  if (r.atol && r.rtol) out += fmt::format("tolerance: atol {:g}, rtol {:g}\n", *r.atol, *r.rtol);
+  if (!r.score.precision.empty()) out += fmt::format("precision: {}\n", r.score.precision);
+  if (r.score.tolerance) out += fmt::format("tolerance: {}\n", tolerance_text(*r.score.tolerance));
   return out;
 }
 
@@ -70,10 +71,12 @@ std::string numbers(const ResultRecord& r) {
 // them), so a CI report can tell runs scored under different tolerances apart.
 std::string properties(const ResultRecord& r) {
   std::string p;
-  if (!r.precision.empty())
-    p += fmt::format("        <property name=\"precision\" value=\"{}\"/>\n", xml_escape(r.precision, true));
-  if (r.atol) p += fmt::format("        <property name=\"atol\" value=\"{}\"/>\n", *r.atol);
-  if (r.rtol) p += fmt::format("        <property name=\"rtol\" value=\"{}\"/>\n", *r.rtol);
+  if (!r.score.precision.empty())
+    p += fmt::format("        <property name=\"precision\" value=\"{}\"/>\n", xml_escape(r.score.precision, true));
+  if (const auto& t = r.score.tolerance) {
+    p += fmt::format("        <property name=\"atol\" value=\"{}\"/>\n", t->atol);
+    p += fmt::format("        <property name=\"rtol\" value=\"{}\"/>\n", t->rtol);
+  }
   return p.empty() ? p : "      <properties>\n" + p + "      </properties>\n";
 }
 

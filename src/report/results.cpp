@@ -68,25 +68,13 @@ std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const ResultRecord& r) {
-  j = {{"problem", r.problem},
-       {"level", r.level},
-       {"status", r.status},
-       {"tier", r.tier},
-       {"candidate_ms", opt(r.candidate_ms)},
-       {"eager_ms", opt(r.eager_ms)},
-       {"compile_ms", opt(r.compile_ms)},
-       {"speedup_vs_eager", opt(r.speedup_vs_eager)},
-       {"speedup_vs_compile", opt(r.speedup_vs_compile)},
-       {"error", r.error},
-       {"run_dir", r.run_dir}};
+  j = r.score;
+  j.update(
+      {{"problem", r.problem}, {"level", r.level}, {"status", r.status}, {"error", r.error}, {"run_dir", r.run_dir}});
   if (!r.candidate.empty()) j["candidate"] = r.candidate;
   if (r.wall_s) j["wall_s"] = *r.wall_s;
   if (r.gpu) j["gpu"] = *r.gpu;
-  if (!r.precision.empty()) j["precision"] = r.precision;
-  if (r.atol && r.rtol) j["tolerance"] = {{"atol", *r.atol}, {"rtol", *r.rtol}};
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
-  if (!r.device.empty()) j["device"] = r.device;
-  if (!r.stop_rule.empty()) j["stop_rule"] = r.stop_rule;
   j["kagent_version"] = r.kagent_version.empty() ? std::string(KAGENT_VERSION) : r.kagent_version;
   j["record_version"] = kRecordVersion;
 }
@@ -100,35 +88,14 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.problem = j.at("problem").get<std::string>();
   r.level = j.value("level", "");
   r.status = j.at("status").get<std::string>();
-  r.tier = static_cast<int>(integer(j, "tier", -1, 3).value_or(-1));
-  r.candidate_ms = opt_number(j, "candidate_ms");
-  r.eager_ms = opt_number(j, "eager_ms");
-  r.compile_ms = opt_number(j, "compile_ms");
-  r.speedup_vs_eager = opt_number(j, "speedup_vs_eager");
-  r.speedup_vs_compile = opt_number(j, "speedup_vs_compile");
+  r.score = j.get<Score>();
   r.error = j.value("error", "");
   r.run_dir = j.value("run_dir", "");
   r.candidate = j.value("candidate", "");
   r.wall_s = opt_number(j, "wall_s");
   r.gpu = integer(j, "gpu", 0, std::numeric_limits<int>::max());
-  r.device = j.value("device", "");
-  r.stop_rule = j.value("stop_rule", "");
   r.kagent_version = j.value("kagent_version", "");
-  r.precision = j.value("precision", "");
-  if (auto it = j.find("tolerance"); it != j.end() && it->is_object()) {
-    r.atol = opt_number(*it, "atol");
-    r.rtol = opt_number(*it, "rtol");
-  }
-  if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array()) {
-    for (const auto& step : *it) {
-      // [turn, speedup]; a turn is a positive int (converting 1e300 to one would be UB).
-      auto turn = step.is_array() && step.size() == 2 ? json_integer(step[0], 0, std::numeric_limits<int>::max())
-                                                      : std::nullopt;
-      if (!turn || !step[1].is_number())
-        throw InputError(fmt::format("best_by_turn: expected [turn, speedup] pairs, got {}", show_json(step)));
-      r.best_by_turn.emplace_back(static_cast<int>(*turn), step[1].get<double>());
-    }
-  }
+  if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array()) r.best_by_turn = best_by_turn_from_json(*it);
 }
 
 ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {
@@ -205,12 +172,11 @@ namespace {
 std::vector<NumericsCount> count_numerics(const std::vector<const ResultRecord*>& rs) {
   std::vector<NumericsCount> out;
   for (const auto* r : rs) {
-    if (r->precision.empty() && !r->atol && !r->rtol) continue;  // never evaluated (unsolved, harness error)
-    auto same = [&](const NumericsCount& n) {
-      return n.precision == r->precision && n.atol == r->atol && n.rtol == r->rtol;
-    };
+    const Score& s = r->score;
+    if (s.precision.empty() && !s.tolerance) continue;  // never evaluated (unsolved, harness error)
+    auto same = [&](const NumericsCount& n) { return n.precision == s.precision && n.tolerance == s.tolerance; };
     auto it = std::find_if(out.begin(), out.end(), same);
-    if (it == out.end()) it = out.insert(out.end(), {r->precision, r->atol, r->rtol, 0});
+    if (it == out.end()) it = out.insert(out.end(), {s.precision, s.tolerance, 0});
     ++it->problems;
   }
   return out;
@@ -226,20 +192,21 @@ Summary summarize_group(const std::string& group, const std::vector<const Result
   double log_e = 0, log_c = 0;
   for (const auto* r : rs) {
     if (!r->correct()) continue;
+    const Score& sc = r->score;
     ++correct;
-    faster += r->tier >= 2;
-    t3 += r->tier >= 3;
-    if (r->speedup_vs_eager && *r->speedup_vs_eager > 0) {
-      const double x = *r->speedup_vs_eager;
+    faster += sc.tier >= 2;
+    t3 += sc.tier >= 3;
+    if (sc.speedup_vs_eager && *sc.speedup_vs_eager > 0) {
+      const double x = *sc.speedup_vs_eager;
       ++ne;
       log_e += std::log(x);
       f1 += x > 1.0;
       f15 += x > 1.5;
       f2 += x > 2.0;
     }
-    if (r->speedup_vs_compile && *r->speedup_vs_compile > 0) {
+    if (sc.speedup_vs_compile && *sc.speedup_vs_compile > 0) {
       ++nc;
-      log_c += std::log(*r->speedup_vs_compile);
+      log_c += std::log(*sc.speedup_vs_compile);
     }
   }
   const double n = static_cast<double>(rs.size());
@@ -268,24 +235,28 @@ void to_json(nlohmann::json& j, const Summary& s) {
        {"fast_1.5", s.fast_1_5},
        {"fast_2.0", s.fast_2}};
   j["numerics"] = nlohmann::json::array();
-  for (const auto& n : s.numerics)
-    j["numerics"].push_back(
-        {{"precision", n.precision}, {"atol", opt(n.atol)}, {"rtol", opt(n.rtol)}, {"problems", n.problems}});
+  // Each as {"precision", "atol", "rtol", "problems"}: the tolerance's keys flat, null when not recorded.
+  for (const auto& n : s.numerics) {
+    nlohmann::json c =
+        n.tolerance ? nlohmann::json(*n.tolerance) : nlohmann::json{{"atol", nullptr}, {"rtol", nullptr}};
+    c.update({{"precision", n.precision}, {"problems", n.problems}});
+    j["numerics"].push_back(c);
+  }
 }
 
 MeasurementSetting setting_of(const ResultRecord& r) {
-  return {r.device, r.precision, r.stop_rule, r.kagent_version, r.atol, r.rtol};
+  return {r.score.device, r.score.precision, r.score.stop_rule, r.kagent_version, r.score.tolerance};
 }
 
 bool measured(const ResultRecord& r) {
-  return !r.device.empty() || !r.precision.empty();
+  return !r.score.device.empty() || !r.score.precision.empty();
 }
 
 std::string setting_text(const MeasurementSetting& s) {
   auto or_not = [](const std::string& v, const char* what) {
     return v.empty() ? fmt::format("{} not recorded", what) : v;
   };
-  std::string tol = s.atol && s.rtol ? fmt::format(" (atol {:g}, rtol {:g})", *s.atol, *s.rtol) : "";
+  std::string tol = s.tolerance ? fmt::format(" ({})", tolerance_text(*s.tolerance)) : "";
   return fmt::format(
       "{}, {}{}, {}, {}", or_not(s.device, "device"), or_not(s.precision, "precision"), tol,
       s.stop_rule.empty() ? std::string("stop rule not recorded") : fmt::format("stop rule {}", s.stop_rule),
@@ -311,8 +282,7 @@ std::string numerics_text(const std::vector<NumericsCount>& ns) {
   std::string out;
   for (const auto& n : ns) {
     std::string what = n.precision.empty() ? "precision not recorded" : n.precision;
-    what += n.atol ? fmt::format(", atol {:g}", *n.atol) : ", atol not recorded";
-    what += n.rtol ? fmt::format(", rtol {:g}", *n.rtol) : ", rtol not recorded";
+    what += ", " + (n.tolerance ? tolerance_text(*n.tolerance) : std::string("tolerance not recorded"));
     out += fmt::format("{}{} ({} problem{})", out.empty() ? "" : "; ", what, n.problems, n.problems == 1 ? "" : "s");
   }
   if (out.empty()) return out;

@@ -438,7 +438,7 @@ Tolerance default_tolerance(Precision p) {
 }
 
 std::string precision_rule(Precision p, const Tolerance& t) {
-  const std::string tol = fmt::format("atol {:g}, rtol {:g}", t.atol, t.rtol);
+  const std::string tol = tolerance_text(t);
   switch (p) {
     case Precision::fp32:
       return fmt::format(

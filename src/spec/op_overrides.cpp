@@ -36,8 +36,4 @@ std::vector<std::string> OpOverrides::to_args() const {
   return a;
 }
 
-std::string tolerance_text(const Tolerance& t) {
-  return fmt::format("atol {:g}, rtol {:g}", t.atol, t.rtol);
-}
-
 }  // namespace kagent

@@ -581,6 +581,6 @@ TEST(RunRecordFiles, EachCandidateKeepsItsKindsExtension) {
   EXPECT_EQ(read_text_file(dir.path() / "candidates/002.py"), "class ModelNew: pass\n");
   EXPECT_EQ(read_text_file(dir.path() / "best.py"), "class ModelNew: pass\n");
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "best.cu")) << "two best files";
-  EXPECT_EQ(agent::CandidateScore::from_json(s.to_json()).best_file(), "best.py");
-  EXPECT_EQ(agent::CandidateScore::from_json({{"number", 3}}).file(), "candidates/003.cu");  // older transcripts
+  EXPECT_EQ(json(s).get<agent::CandidateScore>().best_file(), "best.py");
+  EXPECT_EQ(json({{"number", 3}}).get<agent::CandidateScore>().file(), "candidates/003.cu");  // older transcripts
 }

@@ -158,8 +158,8 @@ TEST(TranscriptEvents, EachEventRoundTripsThroughItsStruct) {
   agent::CandidateScore score;
   score.number = 3;
   score.path = "k.cu";
-  score.tier = 2;
-  score.speedup_vs_eager = 1.5;
+  score.score.tier = 2;
+  score.score.speedup_vs_eager = 1.5;
   agent::EvaluationEvent ev{score, true, json{{"tier", 2}}};
   EXPECT_EQ(json(json(ev).get<agent::EvaluationEvent>()), json(ev));
   for (const json& e : {json(agent::EndpointErrorEvent{3, 3, "no endpoint"}), json(agent::SessionEndEvent{1.5}),
@@ -213,27 +213,65 @@ TEST(ResultFile, RoundTripsOldFilesReadAndNewerRefused) {
   r.evaluations = 3;
   r.final_path = "best.cu";
   r.precision = "fp32";
-  r.atol = 1e-4;
-  r.best = nlohmann::json{{"tier", 2}};
+  r.tolerance = Tolerance{1e-4, 1e-3};
+  agent::CandidateScore best;
+  best.number = 2;
+  best.path = "k.py";
+  best.extension = ".py";
+  best.score.tier = 2;
+  best.score.candidate_ms = 0.5;
+  best.score.flags = {"weak reference: output 'out' ..."};
+  r.best = best;
+  r.best_by_turn = {{1, 0.5}, {4, 1.25}};
   const nlohmann::json j = r;
-  EXPECT_EQ(j.at("version"), 1);
+  EXPECT_EQ(j.at("version"), 2);
+  EXPECT_EQ(j.at("best").at("file"), "candidates/002.py");
+  EXPECT_EQ(j.at("tolerance"), nlohmann::json({{"atol", 1e-4}, {"rtol", 1e-3}}));
   const auto back = j.get<agent::ResultFile>();
   EXPECT_EQ(nlohmann::json(back), j);
+  EXPECT_EQ(back.best, r.best);
+  EXPECT_EQ(back.best_by_turn, r.best_by_turn);
 
   nlohmann::json old = j;
   old.erase("version");
   EXPECT_EQ(old.get<agent::ResultFile>().turns, 7);
 
   nlohmann::json newer = j;
-  newer["version"] = 2;
+  newer["version"] = 3;
   try {
     (void)newer.get<agent::ResultFile>();
     ADD_FAILURE() << "a newer version was read";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("result version 2; this kagent reads version 1"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("result version 3; this kagent reads version 2"), std::string::npos)
         << e.what();
   }
   nlohmann::json wrong = j;
   wrong["turns"] = "seven";
   EXPECT_THROW((void)wrong.get<agent::ResultFile>(), InputError);
+  wrong = j;
+  wrong["best"]["tier"] = "two";
+  try {
+    (void)wrong.get<agent::ResultFile>();
+    ADD_FAILURE() << "a best with a text tier was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("best: tier"), std::string::npos) << e.what();
+  }
+}
+
+// A version-1 result.json, as kagent wrote it before the score was typed: its best reads with its
+// time under the current name.
+TEST(ResultFile, VersionOneFileReads) {
+  const auto r = agent::read_result_file(test::source_dir() / "tests/fixtures/records/result_v1.json");
+  EXPECT_EQ(r.version, 1);
+  EXPECT_EQ(r.turns, 5);
+  EXPECT_EQ(r.tolerance, Tolerance{});
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.best->number, 2);
+  EXPECT_EQ(r.best->path, "relu_v2.cu");
+  EXPECT_EQ(r.best->best_file(), "best.cu");
+  EXPECT_EQ(r.best->score.tier, 2);
+  EXPECT_EQ(r.best->score.candidate_ms, 1.25);
+  EXPECT_EQ(r.best->score.speedup_vs_compile, 0.9);
+  EXPECT_TRUE(r.best->score.device.empty());
+  EXPECT_TRUE(r.best_by_turn.empty());
 }

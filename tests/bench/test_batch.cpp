@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/result_file.hpp"
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
@@ -40,8 +41,8 @@ class FakeJob : public ProblemJob {
     r.problem = p.id;
     r.level = p.level;
     r.status = "correct";
-    r.tier = 2;
-    r.speedup_vs_eager = 1.5;
+    r.score.tier = 2;
+    r.score.speedup_vs_eager = 1.5;
     r.gpu = gpu_;
     return r;
   }
@@ -188,7 +189,7 @@ TEST(BenchBatch, EvaluationReportsBecomeRecords) {
   rep.compile.log = "c.cu(3): error: expected a ';'\n";
   auto r = record_from_report(p, rep);
   EXPECT_EQ(r.status, "compile_error");
-  EXPECT_EQ(r.tier, -1);
+  EXPECT_EQ(r.score.tier, -1);
   EXPECT_NE(r.error.find("expected a ';'"), std::string::npos);
 
   rep.compile.ok = true;
@@ -201,11 +202,11 @@ TEST(BenchBatch, EvaluationReportsBecomeRecords) {
   rep.reward = compute_reward(true, true, 0.5, rep.baselines);
   r = record_from_report(p, rep);
   EXPECT_EQ(r.status, "correct");
-  EXPECT_EQ(r.tier, 3);
-  EXPECT_DOUBLE_EQ(*r.speedup_vs_eager, 2.0);
-  EXPECT_DOUBLE_EQ(*r.speedup_vs_compile, 1.2);
-  EXPECT_DOUBLE_EQ(*r.candidate_ms, 0.5);
-  EXPECT_DOUBLE_EQ(*r.eager_ms, 1.0);
+  EXPECT_EQ(r.score.tier, 3);
+  EXPECT_DOUBLE_EQ(*r.score.speedup_vs_eager, 2.0);
+  EXPECT_DOUBLE_EQ(*r.score.speedup_vs_compile, 1.2);
+  EXPECT_DOUBLE_EQ(*r.score.candidate_ms, 0.5);
+  EXPECT_DOUBLE_EQ(*r.score.eager_ms, 1.0);
 
   rep.outcome.correct = false;
   rep.outcome.failure_stage = FailureStage::timeout;
@@ -213,7 +214,7 @@ TEST(BenchBatch, EvaluationReportsBecomeRecords) {
   rep.reward = compute_reward(true, false, std::nullopt, rep.baselines);
   r = record_from_report(p, rep);
   EXPECT_EQ(r.status, "timeout");
-  EXPECT_FALSE(r.speedup_vs_eager.has_value());
+  EXPECT_FALSE(r.score.speedup_vs_eager.has_value());
   EXPECT_NE(r.error.find("launch 1"), std::string::npos);
   rep.outcome.failure_stage = FailureStage::correctness;
   EXPECT_EQ(record_from_report(p, rep).status, "incorrect");
@@ -221,50 +222,54 @@ TEST(BenchBatch, EvaluationReportsBecomeRecords) {
   EXPECT_EQ(record_from_report(p, rep).status, "crash");
 }
 
-TEST(BenchBatch, AgentRunsBecomeRecordsWithTheBestByTurn) {
+// result.json holds the run's record whole (the best candidate's score, the best speedup by turn):
+// no transcript is read.
+TEST(BenchBatch, AgentRunsBecomeRecordsFromResultJsonAlone) {
   test::TempDir t;
   Problem p{"level1/19_ReLU", "level1", "19_ReLU", {}};
-  auto event = [](nlohmann::json j) { return j.dump() + "\n"; };
-  auto eval = [&](int tier, double s, bool best) {
-    return event({{"type", "evaluation"},
-                  {"best", best},
-                  {"score", {{"tier", tier}, {"speedup_vs_eager", s}}},
-                  {"report", {{"baselines", {{"eager_ms", 2.0}, {"compile_ms", 1.5}}}}}});
-  };
-  std::string transcript = event({{"type", "start"}}) + event({{"type", "message"}, {"turn", 1}}) + eval(-1, 0, true) +
-                           event({{"type", "message"}, {"turn", 2}}) + eval(1, 0.8, true) +
-                           event({{"type", "message"}, {"turn", 3}}) + eval(2, 1.6, true) +
-                           event({{"type", "message"}, {"turn", 4}}) + eval(2, 1.2, false) +
-                           event({{"type", "stop"}, {"reason", "finish"}});
-  t.write("run/transcript.jsonl", transcript);
-  t.write("run/result.json", nlohmann::json({{"stop_reason", "finish"},
-                                             {"evaluations", 4},
-                                             {"wall_s", 12.5},
-                                             {"best", {{"tier", 2}, {"speedup_vs_eager", 1.6}, {"median_ms", 1.25}}}})
-                                 .dump());
+  agent::ResultFile file;
+  file.stop_reason = "finish";
+  file.evaluations = 4;
+  file.wall_s = 12.5;
+  file.precision = "fp32";
+  file.tolerance = Tolerance{};
+  agent::CandidateScore best;
+  best.number = 3;
+  best.score.tier = 2;
+  best.score.speedup_vs_eager = 1.6;
+  best.score.candidate_ms = 1.25;
+  best.score.eager_ms = 2.0;
+  best.score.compile_ms = 1.5;
+  best.score.device = "NVIDIA H100 80GB HBM3";
+  best.score.stop_rule = ">= 20 samples";
+  best.score.precision = "fp32";
+  best.score.tolerance = Tolerance{};
+  file.best = best;
+  file.best_by_turn = {{2, 0.8}, {3, 1.6}};
+  t.write("run/result.json", nlohmann::json(file).dump());
   auto r = record_from_run(p, t / "run");
+  EXPECT_FALSE(std::filesystem::exists(t / "run/transcript.jsonl"));
   EXPECT_EQ(r.status, "correct");
-  EXPECT_EQ(r.tier, 2);
-  EXPECT_DOUBLE_EQ(*r.speedup_vs_eager, 1.6);
-  EXPECT_DOUBLE_EQ(*r.eager_ms, 2.0);
+  EXPECT_EQ(r.score, best.score);
   EXPECT_DOUBLE_EQ(*r.wall_s, 12.5);
-  EXPECT_EQ(r.best_by_turn, (std::vector<std::pair<int, double>>{{2, 0.8}, {3, 1.6}}));
+  EXPECT_EQ(r.best_by_turn, (BestByTurn{{2, 0.8}, {3, 1.6}}));
   EXPECT_EQ(r.run_dir, (t / "run").string());
+  EXPECT_EQ(r.candidate, (t / "run/best.cu").string());
 
-  t.write("run/result.json",
-          nlohmann::json({{"stop_reason", "turn budget"}, {"evaluations", 2}, {"best", {{"tier", -1}}}}).dump());
-  EXPECT_EQ(record_from_run(p, t / "run").status, "incorrect");
-  t.write("run/result.json",
-          nlohmann::json({{"stop_reason", "turn budget"}, {"evaluations", 0}, {"best", nullptr}}).dump());
+  file.best->score.tier = -1;
+  file.stop_reason = "turn budget";
+  t.write("run/result.json", nlohmann::json(file).dump());
+  r = record_from_run(p, t / "run");
+  EXPECT_EQ(r.status, "incorrect");
+  EXPECT_EQ(r.score.precision, "fp32") << "what the run was judged under, without a correct candidate";
+  file.best.reset();
+  file.evaluations = 0;
+  t.write("run/result.json", nlohmann::json(file).dump());
   r = record_from_run(p, t / "run");
   EXPECT_EQ(r.status, "unsolved");
   EXPECT_NE(r.error.find("turn budget"), std::string::npos);
 
-  // A transcript's turn out of int's range is not converted (undefined behaviour under UBSan), and
-  // a result.json nested past the bound is bad input naming the file.
-  t.write("run/transcript.jsonl", event({{"type", "message"}, {"turn", 1e300}}) + eval(1, 1.5, true));
-  t.write("run/result.json", nlohmann::json({{"stop_reason", "finish"}, {"evaluations", 1}, {"best", nullptr}}).dump());
-  EXPECT_EQ(record_from_run(p, t / "run").status, "incorrect");
+  // A result.json nested past the bound is bad input naming the file.
   t.write("run/result.json", std::string(5000, '[') + std::string(5000, ']'));
   try {
     record_from_run(p, t / "run");
@@ -272,6 +277,28 @@ TEST(BenchBatch, AgentRunsBecomeRecordsWithTheBestByTurn) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("result.json"), std::string::npos) << e.what();
   }
+}
+
+// A version-1 result.json (as kagent wrote it before the score was typed) still makes a record:
+// the best's tier, speedups and time; what it did not keep (baselines, GPU, best by turn) is not
+// recorded.
+TEST(BenchBatch, AVersionOneResultJsonStillMakesARecord) {
+  test::TempDir t;
+  Problem p{"level1/19_ReLU", "level1", "19_ReLU", {}};
+  std::filesystem::create_directories(t / "run");
+  std::filesystem::copy_file(test::source_dir() / "tests/fixtures/records/result_v1.json", t / "run/result.json");
+  auto r = record_from_run(p, t / "run");
+  EXPECT_EQ(r.status, "correct");
+  EXPECT_EQ(r.score.tier, 2);
+  EXPECT_DOUBLE_EQ(*r.score.speedup_vs_eager, 1.6);
+  EXPECT_DOUBLE_EQ(*r.score.speedup_vs_compile, 0.9);
+  EXPECT_DOUBLE_EQ(*r.score.candidate_ms, 1.25);
+  EXPECT_FALSE(r.score.eager_ms.has_value());
+  EXPECT_EQ(r.score.precision, "fp32");
+  EXPECT_EQ(r.score.tolerance, Tolerance{});
+  EXPECT_TRUE(r.best_by_turn.empty());
+  EXPECT_EQ(r.candidate, (t / "run/best.cu").string());
+  EXPECT_DOUBLE_EQ(*r.wall_s, 42.5);
 }
 
 TEST(BenchBatch, ResultsWriterRepairsATornLineAndKeepsConcurrentLinesWhole) {

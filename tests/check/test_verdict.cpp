@@ -225,3 +225,24 @@ TEST(CheckVerdict, MarkdownSummaryEscapesCells) {
   EXPECT_TRUE(has(md, "| a\\|b | **unchecked** |")) << md;
   EXPECT_TRUE(has(md, "no GPU at all")) << md;
 }
+
+// A verdict's JSON is the evaluation's score (common/score.hpp) beside the check's own keys; one
+// whose op did not load still names a precision and tolerance, as null.
+TEST(CheckVerdict, JsonCarriesTheScoreKeys) {
+  EvalReport r = correct_report();
+  r.tolerance = Tolerance{1e-3, 1e-3};
+  r.outcome.device.name = "GPU";
+  const nlohmann::json j = verdict_json(judge(entry(), r));
+  EXPECT_EQ(j.at("tier"), 3);
+  EXPECT_EQ(j.at("candidate_ms"), 1.0);
+  EXPECT_EQ(j.at("eager_ms"), 2.0);
+  EXPECT_EQ(j.at("precision"), "fp32");
+  EXPECT_EQ(j.at("tolerance"), nlohmann::json({{"atol", 1e-3}, {"rtol", 1e-3}}));
+  EXPECT_EQ(j.at("device"), "GPU");
+  EXPECT_EQ(j.at("name"), "softmax");
+  const nlohmann::json skipped = verdict_json(unchecked(entry(), "no GPU"));
+  EXPECT_TRUE(skipped.at("precision").is_null());
+  EXPECT_EQ(skipped.at("tolerance"), nlohmann::json({{"atol", nullptr}, {"rtol", nullptr}}));
+  EXPECT_TRUE(skipped.at("speedup_vs_eager").is_null());
+  EXPECT_EQ(skipped.at("tier"), -1);
+}

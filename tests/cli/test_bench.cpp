@@ -241,9 +241,8 @@ TEST_F(BenchCli, AgentBatchKilledMidwayResumesWithoutLoss) {
     EXPECT_EQ(r.status, "unsolved") << r.problem << ": " << r.error;
     EXPECT_NE(r.error.find("turn budget"), std::string::npos) << r.error;
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(r.run_dir) / "result.json")) << r.run_dir;
-    EXPECT_EQ(r.atol, 0.003) << r.problem;
-    EXPECT_EQ(r.rtol, 0.003) << r.problem;
-    EXPECT_EQ(r.precision, "fp32") << r.problem;
+    EXPECT_EQ(r.score.tolerance, (Tolerance{0.003, 0.003})) << r.problem;
+    EXPECT_EQ(r.score.precision, "fp32") << r.problem;
   }
 }
 

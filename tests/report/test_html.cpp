@@ -18,8 +18,8 @@ ResultRecord rec(const std::string& problem, const std::string& status, int tier
   r.problem = problem;
   r.level = problem.substr(0, problem.find('/'));
   r.status = status;
-  r.tier = tier;
-  r.speedup_vs_eager = vs_eager;
+  r.score.tier = tier;
+  r.score.speedup_vs_eager = vs_eager;
   r.error = error;
   return r;
 }
@@ -109,7 +109,7 @@ TEST(Html, OddValuesStayFinite) {
   std::vector<ResultRecord> rs = {rec("level1/p1", "correct", 1, nan),   rec("level1/p2", "correct", 3, inf),
                                   rec("level1/p3", "correct", 1, 0.0),   rec("level1/p4", "correct", 3, 1e12),
                                   rec("level1/p5", "correct", 1, 1e-12), rec("level1/p6", "correct", 1, 1.0)};
-  rs[0].candidate_ms = nan;
+  rs[0].score.candidate_ms = nan;
   rs[0].best_by_turn = {{0, nan}, {1, 0.0}, {2, inf}};  // nothing drawable: no line
   rs[5].best_by_turn = {{3, 1.0}};                      // a single turn
   const std::string html = render(rs);

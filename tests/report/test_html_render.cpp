@@ -23,12 +23,12 @@ ResultRecord rec(const std::string& problem, const std::string& status, int tier
   r.problem = problem;
   r.level = problem.substr(0, problem.find('/'));
   r.status = status;
-  r.tier = tier;
-  r.candidate_ms = cand_ms;
-  r.eager_ms = eager_ms;
-  r.compile_ms = compile_ms;
-  if (cand_ms && eager_ms) r.speedup_vs_eager = *eager_ms / *cand_ms;
-  if (cand_ms && compile_ms) r.speedup_vs_compile = *compile_ms / *cand_ms;
+  r.score.tier = tier;
+  r.score.candidate_ms = cand_ms;
+  r.score.eager_ms = eager_ms;
+  r.score.compile_ms = compile_ms;
+  if (cand_ms && eager_ms) r.score.speedup_vs_eager = *eager_ms / *cand_ms;
+  if (cand_ms && compile_ms) r.score.speedup_vs_compile = *compile_ms / *cand_ms;
   r.error = error;
   r.wall_s = 42;
   return r;

@@ -20,8 +20,8 @@ ResultRecord rec(const std::string& problem, const std::string& status, int tier
   r.problem = problem;
   r.level = problem.substr(0, problem.find('/'));
   r.status = status;
-  r.tier = tier;
-  r.speedup_vs_eager = vs_eager;
+  r.score.tier = tier;
+  r.score.speedup_vs_eager = vs_eager;
   r.wall_s = wall_s;
   r.error = error;
   return r;
@@ -72,9 +72,9 @@ TEST(Junit, CountsMatchHandComputedValues) {
 // bench writes "crash" when a candidate's run kills the harness's child: the candidate's failure,
 // not a harness error; a status from another version stays an error. Every name round-trips.
 TEST(Junit, ACrashIsTheCandidatesFailureAndUnknownStatusesAreErrors) {
-  const std::string xml = render_junit({rec("level1/9_i", "crash", -1, 1, std::nullopt, "killed by signal 9"),
-                                        rec("level1/10_j", "exploded", -1, 1)},
-                                       "s");
+  const std::string xml = render_junit(
+      {rec("level1/9_i", "crash", -1, 1, std::nullopt, "killed by signal 9"), rec("level1/10_j", "exploded", -1, 1)},
+      "s");
   EXPECT_NE(xml.find("tests=\"2\" failures=\"1\" errors=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<failure message=\"crash: killed by signal 9\" type=\"crash\">"), std::string::npos) << xml;
   for (Status st : {Status::correct, Status::incorrect, Status::compile_error, Status::crash, Status::timeout,
@@ -134,9 +134,8 @@ TEST(Junit, XmllintReadsItBackUnchanged) {
 TEST(Junit, TestcasesCarryTheirPrecisionAndTolerance) {
   if (!has_xmllint()) GTEST_SKIP() << "xmllint not found (Debian package libxml2-utils); the XML check did not run";
   auto rs = batch();
-  rs[0].precision = "fp32";
-  rs[0].atol = 1e-2;
-  rs[0].rtol = 1e-3;
+  rs[0].score.precision = "fp32";
+  rs[0].score.tolerance = Tolerance{1e-2, 1e-3};
   test::TempDir dir;
   auto file = dir.write("junit.xml", render_junit(rs, "kagent"));
   EXPECT_EQ(xpath(file, "string(//testcase[1]/properties/property[@name='precision']/@value)"), "fp32");

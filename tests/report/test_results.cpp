@@ -21,9 +21,9 @@ ResultRecord rec(const std::string& problem, const std::string& level, const std
   r.problem = problem;
   r.level = level;
   r.status = status;
-  r.tier = tier;
-  r.speedup_vs_eager = vs_eager;
-  r.speedup_vs_compile = vs_compile;
+  r.score.tier = tier;
+  r.score.speedup_vs_eager = vs_eager;
+  r.score.speedup_vs_compile = vs_compile;
   return r;
 }
 
@@ -35,29 +35,27 @@ std::string line(const ResultRecord& r) {
 
 TEST(Results, RecordRoundTrips) {
   ResultRecord r = rec("level1/19_ReLU", "level1", "correct", 2, 1.25, 0.9);
-  r.candidate_ms = 3.4;
-  r.eager_ms = 4.25;
+  r.score.candidate_ms = 3.4;
+  r.score.eager_ms = 4.25;
   r.run_dir = "runs/x";
-  r.precision = "tf32";
+  r.score.precision = "tf32";
   ResultRecord b = nlohmann::json(r).get<ResultRecord>();
-  EXPECT_EQ(b.precision, "tf32");
+  EXPECT_EQ(b.score.precision, "tf32");
   EXPECT_EQ(nlohmann::json(rec("a", "l", "correct", 1, 1.0, 1.0)).count("precision"), 0u)
       << "old records stay as they were";
   EXPECT_EQ(b.problem, r.problem);
-  EXPECT_EQ(b.tier, 2);
-  EXPECT_DOUBLE_EQ(*b.speedup_vs_eager, 1.25);
-  EXPECT_DOUBLE_EQ(*b.candidate_ms, 3.4);
-  EXPECT_FALSE(b.compile_ms.has_value());
+  EXPECT_EQ(b.score.tier, 2);
+  EXPECT_DOUBLE_EQ(*b.score.speedup_vs_eager, 1.25);
+  EXPECT_DOUBLE_EQ(*b.score.candidate_ms, 3.4);
+  EXPECT_FALSE(b.score.compile_ms.has_value());
   EXPECT_EQ(b.run_dir, "runs/x");
-  EXPECT_FALSE(b.atol.has_value());
+  EXPECT_FALSE(b.score.tolerance.has_value());
   EXPECT_FALSE(nlohmann::json(r).contains("tolerance")) << "a record without an evaluation names no tolerance";
-  r.precision = "fp32";
-  r.atol = 1e-2;
-  r.rtol = 1e-3;
+  r.score.precision = "fp32";
+  r.score.tolerance = Tolerance{1e-2, 1e-3};
   b = nlohmann::json(r).get<ResultRecord>();
-  EXPECT_EQ(b.precision, "fp32");
-  EXPECT_EQ(*b.atol, 1e-2);
-  EXPECT_EQ(*b.rtol, 1e-3);
+  EXPECT_EQ(b.score.precision, "fp32");
+  EXPECT_EQ(b.score.tolerance, (Tolerance{1e-2, 1e-3}));
   EXPECT_EQ(nlohmann::json(r)["tolerance"], nlohmann::json({{"atol", 1e-2}, {"rtol", 1e-3}}));
 }
 
@@ -65,14 +63,14 @@ TEST(Results, RecordRoundTrips) {
 // version; a record from a newer format is refused rather than misread.
 TEST(Results, RecordsCarryHowTheyWereMeasuredAndTheirVersion) {
   ResultRecord r = rec("level1/19_ReLU", "level1", "correct", 2, 1.25, 0.9);
-  r.device = "NVIDIA H100 80GB HBM3";
-  r.stop_rule = ">= 20 samples";
+  r.score.device = "NVIDIA H100 80GB HBM3";
+  r.score.stop_rule = ">= 20 samples";
   nlohmann::json j = r;
   EXPECT_EQ(j["record_version"], kRecordVersion);
   EXPECT_EQ(j["kagent_version"], KAGENT_VERSION) << "written by this kagent";
   ResultRecord b = j.get<ResultRecord>();
-  EXPECT_EQ(b.device, r.device);
-  EXPECT_EQ(b.stop_rule, r.stop_rule);
+  EXPECT_EQ(b.score.device, r.score.device);
+  EXPECT_EQ(b.score.stop_rule, r.score.stop_rule);
   EXPECT_EQ(b.kagent_version, KAGENT_VERSION);
   j["record_version"] = kRecordVersion + 1;
   j["kagent_version"] = "9.0.0";
@@ -89,10 +87,10 @@ TEST(Results, RecordsCarryHowTheyWereMeasuredAndTheirVersion) {
 
 TEST(Results, MeasurementSettingsGroupTheMeasuredRecords) {
   auto measured = [](ResultRecord r, const std::string& device) {
-    r.device = device;
-    r.precision = "fp32";
-    r.atol = r.rtol = 1e-4;
-    r.stop_rule = "rule";
+    r.score.device = device;
+    r.score.precision = "fp32";
+    r.score.tolerance = Tolerance{1e-4, 1e-4};
+    r.score.stop_rule = "rule";
     r.kagent_version = "0.1.0";
     return r;
   };
@@ -116,8 +114,8 @@ TEST(Results, MeasurementSettingsGroupTheMeasuredRecords) {
 // runs used different tolerances; problems never evaluated (unsolved) do not count.
 TEST(Results, SummaryNamesTheTolerances) {
   auto judged = [](ResultRecord r, double tol) {
-    r.precision = "fp32";
-    r.atol = r.rtol = tol;
+    r.score.precision = "fp32";
+    r.score.tolerance = Tolerance{tol, tol};
     return r;
   };
   std::vector<ResultRecord> rs = {judged(rec("level1/a", "level1", "correct", 2, 1.5), 1e-4),
@@ -185,7 +183,7 @@ TEST(Results, ShardsMergeToOneRunAndTheLastRecordWins) {
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[1].problem, "level1/b");
   EXPECT_EQ(merged[1].status, "correct");
-  EXPECT_EQ(merged[1].tier, 3);
+  EXPECT_EQ(merged[1].score.tier, 3);
   auto one = dir.write("one.jsonl", line(rec("level1/a", "level1", "correct", 2, 1.5)) +
                                         line(rec("level1/b", "level1", "correct", 3, 2.5)) +
                                         line(rec("level1/c", "level1", "correct", 1, 0.9)));

@@ -47,9 +47,10 @@ std::unique_ptr<ProblemJob> make_agent_job(const AgentJobOptions& options, int g
 // incorrect, crash, timeout with the first lines of what went wrong.
 report::ResultRecord record_from_report(const Problem& p, const EvalReport& r);
 
-// A finished agent run (its result.json and transcript.jsonl) as a record: correct when its best
-// candidate is; incorrect when it evaluated only wrong ones; unsolved when it evaluated none. The
-// best speedup vs eager reached by each turn comes from the transcript's evaluations.
+// A finished agent run as a record, from its result.json alone: correct (the best candidate's
+// score) when its best candidate is; incorrect when it evaluated only wrong ones; unsolved when it
+// evaluated none. The best speedup vs eager reached by each turn is result.json's best_by_turn
+// (none from a version-1 result.json, which did not keep it, nor the baselines, GPU or stop rule).
 report::ResultRecord record_from_run(const Problem& p, const std::filesystem::path& run_dir);
 
 }  // namespace kagent::bench

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/check/manifest.hpp"
+#include "kagent/common/score.hpp"
 #include "kagent/eval/evaluator.hpp"
 
 namespace kagent::check {
@@ -32,14 +33,13 @@ struct Verdict {
   std::vector<std::string> warnings;
   std::vector<Diagnostic> diagnostics;
   std::string compile_log;
-  int tier = -1;
-  std::optional<double> candidate_ms, eager_ms, compile_ms, speedup_vs_eager, speedup_vs_compile;
+  // The evaluation's result (tier, times, speedups, the GPU, the stop rule and flags) and what
+  // correctness was judged under (precision empty: the op did not load).
+  Score score;
   std::optional<AbComparison> ab;
   std::string baseline_note;  // where the baseline came from, or why there is none
   double wall_s = 0;
   int gpu = 0;
-  std::string precision;  // what correctness was judged under (empty: the op did not load)
-  std::optional<double> atol, rtol;
   bool passed() const { return status == "pass"; }
 };
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/score.hpp"
+
 namespace kagent::report {
 
 // What became of a problem. The candidate's failures (incorrect, compile_error, crash: its run
@@ -29,37 +31,35 @@ struct ResultRecord {
   std::string problem;  // e.g. "level1/19_ReLU"
   std::string level;    // e.g. "level1" ("" when the problem has none)
   std::string status;   // a Status by name (status_name); kept as text so other versions' names survive
-  int tier = -1;
-  std::optional<double> candidate_ms, eager_ms, compile_ms;
-  std::optional<double> speedup_vs_eager, speedup_vs_compile;
+  // The evaluation's result (an agent run's best candidate): tier, times, speedups, what correctness
+  // was judged under and how it was measured (the GPU's name, the timing's stopping rule), so that
+  // results measured differently are not summed up together (kagent report). Its fields are empty
+  // when not recorded (records of older versions; problems that failed before anything was measured).
+  Score score;
   std::string error;             // one paragraph when status is not "correct"
   std::string run_dir;           // agent runs
   std::string candidate;         // the file evaluated (solutions) or the run's best.cu or best.py (agent runs)
   std::optional<double> wall_s;  // time this problem took in the batch (load, baselines, evaluation or agent run)
   std::optional<int> gpu;        // which GPU ran it
-  // What correctness was judged under (absent for problems that were never evaluated).
-  std::string precision;             // "fp32", ...
-  std::optional<double> atol, rtol;  // the tolerance
-  // How it was measured, so that results measured differently are not summed up together
-  // (kagent report): the GPU's name, the timing's stopping rule (stop_rule_text), the kagent
-  // version that wrote the record. Empty when not recorded (records of older versions; problems
-  // that failed before anything was measured).
-  std::string device, stop_rule, kagent_version;
+  std::string kagent_version;    // the kagent that wrote the record ("" not recorded)
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
-  std::vector<std::pair<int, double>> best_by_turn;
+  BestByTurn best_by_turn;
   bool correct() const { return status == "correct"; }
   Status kind() const { return parse_status(status); }
 };
 
 // The version of the record format this kagent writes ("record_version"); records without one are
-// version 1. A reader refuses a newer version than its own, naming the file and line.
+// version 1 (no device, stop rule or kagent version recorded). A reader refuses a newer version
+// than its own, naming the file and line. The record's JSON is the Score's keys (score.hpp) beside
+// its own: "problem", "level", "status", "error", "run_dir", "candidate", "wall_s", "gpu",
+// "best_by_turn", "kagent_version", "record_version".
 constexpr int kRecordVersion = 2;
 
 // What a result was measured under; results that differ in it are not comparable.
 struct MeasurementSetting {
   std::string device, precision, stop_rule, kagent_version;
-  std::optional<double> atol, rtol;
-  auto operator<=>(const MeasurementSetting&) const = default;
+  std::optional<Tolerance> tolerance;
+  bool operator==(const MeasurementSetting&) const = default;
 };
 MeasurementSetting setting_of(const ResultRecord& r);
 // Whether anything of the record was measured (a device or a precision recorded); records that
@@ -108,7 +108,7 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
 // How many of a group's evaluated problems were judged under one precision and tolerance.
 struct NumericsCount {
   std::string precision;
-  std::optional<double> atol, rtol;
+  std::optional<Tolerance> tolerance;
   int problems = 0;
 };
 

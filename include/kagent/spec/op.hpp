@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/tolerance.hpp"
 #include "kagent/spec/dtype.hpp"
 #include "kagent/spec/expr.hpp"
 
@@ -51,11 +52,6 @@ struct ScalarArg {
   // From JSON: an integer or a bool (as 0/1) stays an integer, any other number is a float.
   // Throws nlohmann::json::type_error for a value that is not a number or a bool.
   static ScalarArg from_json(std::string name, const nlohmann::json& value);
-};
-
-struct Tolerance {
-  double atol = 1e-4;
-  double rtol = 1e-4;
 };
 
 // Whether TF32 tensor-core math is allowed (reference, baselines and candidates).

@@ -23,7 +23,4 @@ struct OpOverrides {
   std::vector<std::string> to_args() const;
 };
 
-// "atol 0.0001, rtol 0.0001": how results, reports and prompts name a tolerance.
-std::string tolerance_text(const Tolerance& t);
-
 }  // namespace kagent
