@@ -251,12 +251,14 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
       timing.native_reference = true;
       timing.compile_ms = op.compile_baseline_ms;
     }
-    // The memory floor at this GPU's measured copy bandwidth (cached per GPU and driver; about a
-    // second to measure the first time), else at a datasheet figure, said as such.
+    // The memory floor at this GPU's measured copy bandwidth and the compute floor at its measured
+    // FP32 and tensor-core rates (cached per GPU and driver; a few seconds to measure the first
+    // time), else the memory floor at a datasheet figure, said as such.
     std::string why;
     if (resuming) {
       // The task was written when the run started; nothing to measure for it.
     } else if (auto peaks = evaluator->device_peaks(&why); peaks && peaks->copy_gbs > 0) {
+      timing.peaks = peaks;  // the compute floor and the GPU section's measured rates
       timing.bandwidth_gbs = peaks->copy_gbs;
       timing.bandwidth_source = fmt::format(
           "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "

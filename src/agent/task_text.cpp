@@ -9,6 +9,7 @@
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/profile/compute_floor.hpp"
 
 namespace kagent::agent {
 
@@ -66,6 +67,14 @@ kernel sizes, ...) are not passed: hard-code them in your kernel. forward()'s in
 can be passed by name in the plan ("f32:s"). The module runs as KernelBench runs it, in training
 mode: BatchNorm normalizes with the batch's statistics. Only the outputs are compared: state the
 module updates in place (BatchNorm's running_mean/running_var) is neither compared nor needed.
+The values your kernel meets: the module is built as written, so its parameters carry PyTorch's
+default initialization for each layer (nn.Linear and nn.ConvNd: weight and bias uniform in
++-1/sqrt(fan_in), fan_in = in_features or in_channels/groups x kernel size; BatchNorm and
+LayerNorm: weight 1, bias 0; a tensor made in __init__ by torch.randn or torch.rand: as drawn),
+drawn under a seed kagent picks at random when it loads the reference, never read from a file.
+The inputs are get_inputs() as written above (torch.randn: standard normal; torch.rand: uniform
+in [0, 1)), under a fresh seed at every trial. With these magnitudes and the reduction lengths of
+the operator, they set the rounding error your kernel is measured against.
 )";
 }
 
@@ -116,6 +125,16 @@ double datasheet_bandwidth_gbs(const std::string& name) {
   return 3350;  // H100 / H800 SXM, HBM3
 }
 
+namespace {
+
+// The memory floor in ms, 0 when the tensors or the bandwidth are not known.
+double memory_floor_ms(const Op& op, const TimingFacts& t) {
+  if (!op.signature_known() || op.outputs.empty() || t.bandwidth_gbs <= 0) return 0;
+  return static_cast<double>(operator_bytes(op)) / (t.bandwidth_gbs * 1e9) * 1e3;
+}
+
+}  // namespace
+
 std::string memory_floor_text(const Op& op, const TimingFacts& t) {
   if (!op.signature_known() || op.outputs.empty()) return "";
   const int64_t bytes = operator_bytes(op);
@@ -149,6 +168,68 @@ std::string memory_floor_text(const Op& op, const TimingFacts& t) {
   return s + "\n";
 }
 
+std::string compute_floor_text(const Op& op, const TimingFacts& t) {
+  if (!op.signature_known() || op.outputs.empty()) return "";
+  if (!op.flops)
+    return fmt::format(
+        "Compute floor: no FLOP count here ({}). Work the FLOPs out from the reference and divide them by the "
+        "rates in the GPU section below.\n",
+        op.flops_source.empty() ? "none is known for this operator" : op.flops_source);
+  std::string s = fmt::format("Compute floor: the operator's {} ({:.4g} FLOPs, {})", profile::flops_text(*op.flops),
+                              *op.flops, op.flops_source.empty() ? std::string("counted by kagent") : op.flops_source);
+  if (!t.peaks) return s + "; no measured compute rate is known here to turn them into a time.\n";
+  const profile::ComputeFloor f = profile::compute_floor(*op.flops, *t.peaks, op.precision);
+  if (f.roofs.empty()) return s + "; no compute rate was measured on this GPU to turn them into a time.\n";
+  const char* allows = op.precision == Precision::fp32   ? "fp32 accuracy allows (no plain TF32)"
+                       : op.precision == Precision::tf32 ? "tf32 allows"
+                                                         : "this precision allows";
+  s += fmt::format(", at the rates {}, each measured on this GPU:", allows);
+  for (size_t i = 0; i < f.roofs.size(); ++i) {
+    const profile::ComputeRoof& r = f.roofs[i];
+    s += fmt::format("{} {} at {:.1f} TFLOP/s ({}) {}", i ? ";" : "", r.name, r.gflops / 1e3, r.source,
+                     ms(*op.flops / (r.gflops * 1e9) * 1e3));
+  }
+  s += fmt::format(". The compute floor is {} ({}).", ms(f.floor_ms), f.roof.name);
+  const double mem = memory_floor_ms(op, t);
+  const double ideal = std::max(mem, f.floor_ms);
+  if (mem > 0)
+    s += f.floor_ms > mem
+             ? fmt::format(
+                   " It is {:.2f}x the memory floor: the operator is compute-bound, and the compute floor is "
+                   "its ideal time.",
+                   f.floor_ms / mem)
+             : fmt::format(
+                   " It is {:.2f}x the memory floor: the operator is memory-bound, and the memory floor is "
+                   "its ideal time.",
+                   f.floor_ms / mem);
+  if (f.floor_ms >= mem) {
+    std::string against;
+    if (t.eager_ms) against = fmt::format("torch eager takes {:.2f}x the compute floor", *t.eager_ms / ideal);
+    if (t.compile_ms)
+      against += fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ",
+                             *t.compile_ms / ideal);
+    if (!against.empty()) s += fmt::format(" {}.", against);
+    if (t.compile_ms) {
+      const double ratio = 0.95 * *t.compile_ms / ideal;
+      s += fmt::format(" Tier 3 (<= {}) is {:.2f}x the compute floor{}", ms(0.95 * *t.compile_ms), ratio,
+                       ratio < 1 ? ": below it, faster than these measured rates allow, so expect tier 3 to be out of "
+                                   "reach; aim for tier 2 and the lowest time you can get."
+                                 : ".");
+    }
+  }
+  return s + "\n";
+}
+
+std::string budget_plan_text(const AgentOptions& budget) {
+  if (budget.max_turns == 1)
+    return "With one turn your first reply is the whole run: its tool calls run in order, but no result comes back "
+           "to you before the run ends, so there is nothing to iterate on and the first candidate is the answer. "
+           "In that one reply write the candidate, compile it, evaluate it and call finish with its path. Write the "
+           "kernel you are surest is correct, and as fast as that certainty allows; the advice to iterate, profile "
+           "and re-evaluate does not apply to this run.";
+  return "Plan for a correct candidate within the first few evaluations, then optimization.";
+}
+
 std::string baselines_text(const Op& op, const TimingFacts& t) {
   std::string s;
   const std::string tier3 = t.compile_ms ? fmt::format(" (tier 3: <= {})", ms(0.95 * *t.compile_ms)) : "";
@@ -165,7 +246,7 @@ std::string baselines_text(const Op& op, const TimingFacts& t) {
                                  : fmt::format("unavailable ({}): tier 3 is out of reach", t.compile_missing));
   }
   s += "\n";
-  const std::string floor = memory_floor_text(op, t);
+  const std::string floor = memory_floor_text(op, t) + compute_floor_text(op, t);
   return floor.empty() ? s : fmt::format("{}\n{}", s, floor);
 }
 
@@ -277,12 +358,13 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
       {"reference_source", read_text_file(op.reference)},
       {"reference_notes", reference_notes(op)},
       {"baselines", baselines_text(with_signature, timing)},
-      {"gpu", gpu},
+      {"gpu", timing.peaks ? fmt::format("{}\n{}", gpu, profile::measured_roofs_text(*timing.peaks)) : gpu},
       {"candidate_format", candidate_example(with_signature)},
       // Kept for task templates of earlier versions; the bundled one gives it in {{precision}}.
       {"tolerance", fmt::format("{} ({})", tolerance_text(op.tolerance), precision_name(op.precision))},
       {"precision", precision_rule(op.precision, op.tolerance)},
       {"budget", budget_text(budget)},
+      {"budget_plan", budget_plan_text(budget)},
       {"tools", tools_text(tools, shell_note)},
       {"start", op.start ? fmt::format("{} (copied into your workspace)", op.start->filename().string()) : "none"}};
   v.merge(skill_values());  // system.md and the skills are filled from the same map

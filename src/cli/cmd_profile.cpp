@@ -39,7 +39,7 @@ Command add_profile_command(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print JSON");
   sub->add_flag("--compact", a->compact, "Print the agent's form: one line per launch and the verdict");
   sub->add_flag("--refresh-peaks", a->refresh_peaks,
-                "Measure the GPU's copy bandwidth and FP32 peak again instead of reading the cache");
+                "Measure the GPU's copy bandwidth, FP32 and tensor-core rates again instead of reading the cache");
   add_op_flags(sub, &a->overrides);
   add_measure_flags(sub, &a->measure);
   return {sub, [a]() {

@@ -204,6 +204,8 @@ const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   r.op.outputs = r.signature.outputs;
   r.op.scalars.clear();
   for (const auto& s : r.signature.scalars) r.op.scalars.push_back(ScalarArg::from_json(s.name, s.value));
+  r.op.flops = r.signature.flops;  // the compute floor's FLOPs (task prompt, profile)
+  r.op.flops_source = r.signature.flops ? flops_source_text(r.signature) : r.signature.flops_note;
   loaded_ = std::move(r);
   loaded_key_ = key;
   return loaded_;

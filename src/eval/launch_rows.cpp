@@ -49,6 +49,11 @@ std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const Compi
       // A library step: the library picks its kernels; the runner's description names the step.
       row.library = std::string(step_kind_name(l.kind));
       row.kernel = row.time && !row.time->kernel.empty() ? row.time->kernel : fmt::format("{} step", row.library);
+      // Its counters are the sums (and time-weighted shares) over the kernels it ran (measure_counters.cpp).
+      if (rep && i < rep->outcome.metrics.size()) {
+        row.metrics = &rep->outcome.metrics[i];
+        if (rep->peaks) row.roof = roofline(*row.metrics, *rep->peaks);
+      }
       rows.push_back(std::move(row));
       continue;
     }
@@ -117,7 +122,17 @@ std::optional<size_t> dominant_launch(const std::vector<LaunchRow>& rows) {
   return best_ms >= 0 ? best : std::nullopt;
 }
 
-std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, const std::string& no_timing_reason) {
+IdealTime ideal_time(const Op& op, const EvalReport& rep) {
+  IdealTime t;
+  if (!rep.peaks) return t;
+  if (rep.outcome.bytes_moved > 0) t.memory_ms = ideal_ms(rep.outcome.bytes_moved, *rep.peaks);
+  if (op.flops) t.compute = compute_floor(*op.flops, *rep.peaks, op.precision);
+  t.ms = std::max(t.memory_ms, t.compute.floor_ms);
+  return t;
+}
+
+std::string verdict(const Op& op, const std::vector<LaunchRow>& rows, const EvalReport* rep,
+                    const std::string& no_timing_reason) {
   if (!rep) return fmt::format("no timing ({}): only the static figures above", no_timing_reason);
   if (!rep->outcome.correct) return fmt::format("not correct ({}): fix that before speed", rep->outcome.message);
   std::string v;
@@ -139,8 +154,17 @@ std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, c
     }
   }
   const auto& o = rep->outcome;
-  if (rep->peaks && o.candidate_time && o.bytes_moved > 0) {
-    const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
+  const IdealTime it = ideal_time(op, *rep);
+  if (it.compute_bound() && o.candidate_time) {
+    // The operator's FLOPs bound it harder than its bytes: the ideal time is the compute floor.
+    const ComputeRoof& roof = it.compute.roof;
+    v += fmt::format(
+        ". The plan takes {:.2f}x the ideal time of its FLOPs ({:.4f} ms: {} at the {:.1f} TFLOP/s {} rate, {}; "
+        "its bytes alone {:.4f} ms)",
+        o.candidate_time->median_ms / it.ms, it.ms, flops_text(it.compute.flops), roof.gflops / 1e3, roof.name,
+        roof.source, it.memory_ms);
+  } else if (rep->peaks && o.candidate_time && o.bytes_moved > 0) {
+    const double ideal = it.memory_ms;
     const double ratio = ideal > 0 ? o.candidate_time->median_ms / ideal : 0;
     double flops = 0;  // the plan's FP32 work: its time at the FP32 peak is a floor of its own
     for (const auto& r : rows) flops += r.metrics ? r.metrics->fp32_flops : 0;

@@ -8,6 +8,7 @@
 
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/profile_table.hpp"
+#include "kagent/profile/compute_floor.hpp"
 #include "kagent/profile/roofline.hpp"
 
 namespace kagent::profile {
@@ -31,6 +32,17 @@ struct LaunchRow {
 
 std::vector<LaunchRow> launch_rows(const Op& op, const Candidate& c, const CompileResult& r, const EvalReport* rep);
 
+// The plan's ideal time: the larger of its memory floor (the operator's bytes at the measured copy
+// bandwidth) and its compute floor (the operator's FLOPs at the fastest measured rate its precision
+// allows, compute_floor.hpp). Zero fields where a figure is missing.
+struct IdealTime {
+  double ms = 0;         // max(memory_ms, compute.floor_ms)
+  double memory_ms = 0;  // 0 without peaks or bytes
+  ComputeFloor compute;  // floor_ms 0 without FLOPs or rates
+  bool compute_bound() const { return compute.floor_ms > memory_ms; }
+};
+IdealTime ideal_time(const Op& op, const EvalReport& rep);
+
 // "65536x1x1" with "?" for unknown extents.
 std::string dims_text(const std::vector<int64_t>& v);
 
@@ -39,7 +51,8 @@ std::optional<size_t> dominant_launch(const std::vector<LaunchRow>& rows);
 
 // One paragraph: what bounds the plan and what would help, from its dominant launch's counters,
 // and how far the plan is from its ideal time.
-std::string verdict(const std::vector<LaunchRow>& rows, const EvalReport* rep, const std::string& no_timing_reason);
+std::string verdict(const Op& op, const std::vector<LaunchRow>& rows, const EvalReport* rep,
+                    const std::string& no_timing_reason);
 
 // The agent's form: a header line, one line per launch, the verdict.
 std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, const EvalReport* rep,

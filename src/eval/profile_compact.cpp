@@ -14,14 +14,21 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
     const auto& o = rep->outcome;
     out += fmt::format("{}: median {:.4f} ms over {} samples, tier {}", op.name, o.candidate_time->median_ms,
                        o.candidate_time->n, rep->reward.tier);
-    if (rep->peaks && o.bytes_moved > 0) {
-      const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
-      out += fmt::format("; ideal {:.4f} ms ({:.1f} MB at the measured {:.0f} GB/s), {:.2f}x", ideal,
-                         o.bytes_moved / 1e6, rep->peaks->copy_gbs, o.candidate_time->median_ms / ideal);
+    const IdealTime it = ideal_time(op, *rep);
+    if (it.compute_bound()) {
+      out += fmt::format("; ideal {:.4f} ms ({} at the measured {} {:.1f} TFLOP/s; its bytes {:.4f} ms), {:.2f}x",
+                         it.ms, flops_text(it.compute.flops), it.compute.roof.name, it.compute.roof.gflops / 1e3,
+                         it.memory_ms, o.candidate_time->median_ms / it.ms);
+    } else if (rep->peaks && o.bytes_moved > 0) {
+      out += fmt::format("; ideal {:.4f} ms ({:.1f} MB at the measured {:.0f} GB/s), {:.2f}x", it.memory_ms,
+                         o.bytes_moved / 1e6, rep->peaks->copy_gbs, o.candidate_time->median_ms / it.memory_ms);
+      if (it.compute.floor_ms > 0)
+        out += fmt::format(" (its FLOPs {:.4f} ms at {})", it.compute.floor_ms, it.compute.roof.name);
     } else if (!rep->peaks_note.empty()) {
       out += fmt::format("; no roofline ({})", rep->peaks_note);
     }
     out += "\n";
+    if (!o.metrics_replay.empty()) out += fmt::format("counters: {}\n", o.metrics_replay);
   } else {
     out += fmt::format("{}: not timed\n", op.name);
   }
@@ -32,6 +39,12 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
         out += fmt::format(" | {:.4f} ms, {:.0f}%", r.time->median_ms, 100 * r.time->share);
         if (!r.time->library_kernels.empty())
           out += fmt::format(" | kernels: {}", fmt::join(r.time->library_kernels, ", "));
+      }
+      if (r.metrics) {
+        const KernelMetrics& m = *r.metrics;
+        out += fmt::format(" | DRAM {:.0f}% SM {:.0f}%", m.dram_pct, m.sm_pct);
+        if (m.tensor_pct >= kTensorPctShown) out += fmt::format(" tensor {:.0f}%", m.tensor_pct);
+        out += " | " + classify(m).kind;
       }
       out += "\n";
       continue;
@@ -53,7 +66,7 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
     }
     out += "\n";
   }
-  return out + "verdict: " + verdict(rows, rep, no_timing_reason) + "\n";
+  return out + "verdict: " + verdict(op, rows, rep, no_timing_reason) + "\n";
 }
 
 }  // namespace kagent::profile

@@ -41,17 +41,26 @@ Occupancy occupancy(int64_t threads, int regs, int64_t smem) {
 
 Limiter classify(const KernelMetrics& m) {
   constexpr double kBusy = 60.0;
-  if (m.dram_pct >= kBusy && m.dram_pct >= m.sm_pct)
+  // The tensor pipe is compute too: sm__throughput leaves it out, so an MMA-bound kernel can show a
+  // modest SM % with its tensor pipe busy most of the time.
+  if (m.dram_pct >= kBusy && m.dram_pct >= m.sm_pct && m.dram_pct >= m.tensor_pct)
     return {"memory-bound", fmt::format("DRAM at {:.0f}% of its peak (SM {:.0f}%): move fewer bytes (fuse, reuse "
                                         "through shared memory or L2, narrower types)",
                                         m.dram_pct, m.sm_pct)};
+  if (m.tensor_pct >= kBusy && m.tensor_pct >= m.sm_pct)
+    return {"compute-bound", fmt::format("tensor pipe busy {:.0f}% of the time (SM {:.0f}%, DRAM {:.0f}%): the "
+                                         "tensor cores are the limit; fewer MMAs per result (the cheapest split the "
+                                         "precision allows), or more of the pipe's time spent issuing them (operands "
+                                         "staged ahead, fewer stalls between MMAs)",
+                                         m.tensor_pct, m.sm_pct, m.dram_pct)};
   if (m.sm_pct >= kBusy)
     return {"compute-bound", fmt::format("SM at {:.0f}% of its peak (DRAM {:.0f}%): fewer or cheaper instructions "
                                          "(tensor cores, vector loads, less index math)",
                                          m.sm_pct, m.dram_pct)};
   return {"latency-bound",
-          fmt::format("neither DRAM ({:.0f}%) nor SM ({:.0f}%) reaches {:.0f}% of peak; achieved occupancy {:.0f}%: {}",
-                      m.dram_pct, m.sm_pct, kBusy, m.occupancy_pct,
+          fmt::format("neither DRAM ({:.0f}%) nor SM ({:.0f}%) nor the tensor pipe ({:.0f}%) reaches {:.0f}% of peak; "
+                      "achieved occupancy {:.0f}%: {}",
+                      m.dram_pct, m.sm_pct, m.tensor_pct, kBusy, m.occupancy_pct,
                       m.occupancy_pct < 50 ? "more warps in flight (or more independent work per thread) would hide "
                                              "latency"
                                            : "warps wait on dependencies or memory; more independent work per thread, "
@@ -105,7 +114,8 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
       "on its own after an L2 flush: median ms by events around it, CUPTI ms the kernel's own duration):\n" +
       t.render();
   if (!library_lines.empty())
-    text += "library steps (their kernels as CUPTI named them; CUPTI ms is the time any of them ran):\n" + library_lines;
+    text +=
+        "library steps (their kernels as CUPTI named them; CUPTI ms is the time any of them ran):\n" + library_lines;
   nlohmann::json record = {{"launches", launches}};
   if (rep && rep->outcome.candidate_time) {
     const auto& o = rep->outcome;
@@ -120,13 +130,35 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     record["achieved_gbs"] = o.achieved_gbs;
     record["bandwidth_share"] = o.bandwidth_share;
     record["tier"] = rep->reward.tier;
+    const IdealTime it = ideal_time(op, *rep);
     if (rep->peaks && o.bytes_moved > 0) {
-      const double ideal = ideal_ms(o.bytes_moved, *rep->peaks);
+      const double mem = it.memory_ms;
       text += fmt::format(
-          "ideal time: {:.4f} ms (the operator's {} bytes of inputs and outputs at the measured {:.0f} GB/s copy "
-          "bandwidth); the plan takes {:.2f}x that\n",
-          ideal, o.bytes_moved, rep->peaks->copy_gbs, o.candidate_time->median_ms / ideal);
-      record["ideal_ms"] = ideal;
+          "memory floor at the measured copy bandwidth: {:.4f} ms (the operator's {} bytes of inputs "
+          "and outputs at {:.0f} GB/s)\n",
+          mem, o.bytes_moved, rep->peaks->copy_gbs);
+      record["memory_floor_ms"] = mem;
+    }
+    if (it.compute.floor_ms > 0) {
+      std::string others;
+      for (size_t i = 1; i < it.compute.roofs.size(); ++i)
+        others +=
+            fmt::format("; {} {:.1f} TFLOP/s: {:.4f} ms", it.compute.roofs[i].name, it.compute.roofs[i].gflops / 1e3,
+                        it.compute.flops / (it.compute.roofs[i].gflops * 1e9) * 1e3);
+      text += fmt::format(
+          "compute floor at the measured rates {} allows: {:.4f} ms (the operator's {}, {}, at {} "
+          "{:.1f} TFLOP/s: {}{})\n",
+          precision_name(op.precision), it.compute.floor_ms, flops_text(it.compute.flops), op.flops_source,
+          it.compute.roof.name, it.compute.roof.gflops / 1e3, it.compute.roof.source, others);
+      record["compute_floor_ms"] = it.compute.floor_ms;
+      record["flops"] = it.compute.flops;
+    } else if (!op.flops && !op.flops_source.empty()) {
+      text += fmt::format("compute floor: not known ({})\n", op.flops_source);
+    }
+    if (it.ms > 0) {
+      text += fmt::format("ideal time: {:.4f} ms (the larger floor: {}); the plan takes {:.2f}x that\n", it.ms,
+                          it.compute_bound() ? "compute" : "memory", o.candidate_time->median_ms / it.ms);
+      record["ideal_ms"] = it.ms;
     }
   } else if (!rep) {
     text += fmt::format("\nno timing: {}\n", no_timing_reason);
@@ -162,9 +194,11 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
                           {"roof_share", row.roof->roof_share}};
       counters.push_back(mj);
     }
-    text += "\nhardware counters (CUPTI range profiler; each kernel replayed once per pass, after an L2 flush):\n" +
+    text += "\nhardware counters (CUPTI range profiler; each kernel replayed once per pass, after an L2 flush" +
+            (rep->outcome.metrics_replay.empty() ? std::string() : "; " + rep->outcome.metrics_replay) + "):\n" +
             h.render() + reasons;
     record["counters"] = counters;
+    if (!rep->outcome.metrics_replay.empty()) record["counters_replay"] = rep->outcome.metrics_replay;
   } else if (rep && !rep->outcome.metrics_note.empty()) {
     text += "\nhardware counters: not available (" + rep->outcome.metrics_note + "); the timing above stands\n";
     record["counters_note"] = rep->outcome.metrics_note;
@@ -190,6 +224,12 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
           p.cached ? fmt::format(", {}, cached", p.measured_at) : std::string(), p.copy_gbs, p.copy_bytes >> 20,
           p.fp32_gflops, p.gemm_n, p.gemm_by.empty() ? "?" : p.gemm_by, p.theoretical_gbs, p.theoretical_gflops,
           p.copy_gbs > 0 ? p.fp32_gflops / p.copy_gbs : 0.0);
+      if (p.tf32_mma_gflops > 0)
+        text += fmt::format(
+            "tensor-core rates measured on this GPU (mma.sync from registers): TF32 m16n8k8 {:.0f} GFLOP/s (3xTF32: "
+            "{:.0f}, a third), FP16 {:.0f}, BF16 {:.0f} GFLOP/s; a launch's tensor % is its share of that pipe's "
+            "time\n",
+            p.tf32_mma_gflops, p.tf32_mma_gflops / 3, p.f16_mma_gflops, p.bf16_mma_gflops);
       text += f.render();
     }
     record["peaks"] = p;
@@ -197,7 +237,7 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     text += "\nroofline: not available (" + rep->peaks_note + ")\n";
     record["peaks_note"] = rep->peaks_note;
   }
-  const std::string v = verdict(rows, rep, no_timing_reason);
+  const std::string v = verdict(op, rows, rep, no_timing_reason);
   text += "\nverdict: " + v + "\n";
   record["verdict"] = v;
   return {text, render_compact(op, rows, rep, no_timing_reason), record};

@@ -232,6 +232,7 @@ void to_json(nlohmann::json& j, const EvalOutcome& o) {
   if (!o.fp64_note.empty()) j["fp64_note"] = o.fp64_note;
   if (!o.metrics.empty()) j["metrics"] = o.metrics;
   if (!o.metrics_note.empty()) j["metrics_note"] = o.metrics_note;
+  if (!o.metrics_replay.empty()) j["metrics_replay"] = o.metrics_replay;
   if (o.out_of_memory) j["out_of_memory"] = true;
 }
 void from_json(const nlohmann::json& j, EvalOutcome& o) {
@@ -263,6 +264,7 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   o.fp64_note = j.value("fp64_note", "");
   o.metrics = j.value("metrics", std::vector<KernelMetrics>{});
   o.metrics_note = j.value("metrics_note", "");
+  o.metrics_replay = j.value("metrics_replay", "");
 }
 
 std::string stop_rule_text(const StopRule& r) {

@@ -139,6 +139,13 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
       s.output_stats.push_back(r);
     }
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) s.allow_tf32 = n->value("allow_tf32", false);
+  if (auto f = body.find("flops"); f != body.end() && f->is_object()) {
+    if (auto t = f->find("total"); t != f->end() && t->is_number() && t->get<double>() > 0) s.flops = t->get<double>();
+    if (auto by = f->find("by_op"); by != f->end() && by->is_object())
+      for (const auto& [name, n] : by->items())
+        if (n.is_number()) s.flops_by_op.emplace_back(name, n.get<double>());
+  }
+  if (auto n = body.find("flops_note"); n != body.end() && n->is_string()) s.flops_note = n->get<std::string>();
   s.source_hash = body.value("source_hash", "");
   s.gpu_name = body.value("gpu_name", "");
   s.torch_version = body.value("torch", "");
@@ -164,6 +171,22 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   b.key = body.value("key", "");
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
   return b;
+}
+
+std::string flops_source_text(const RefSignature& s) {
+  std::string ops;
+  size_t shown = 0;
+  for (const auto& [name, n] : s.flops_by_op) {
+    if (shown++ == 4) {
+      ops += ", ...";
+      break;
+    }
+    ops += fmt::format("{}{} {:.3g}", ops.empty() ? "" : ", ", name, n);
+  }
+  return fmt::format(
+      "counted by PyTorch's FlopCounterMode on one forward call of the reference{}: matrix products, "
+      "convolutions and attention at 2 per multiply-add; elementwise work is not counted",
+      ops.empty() ? "" : fmt::format(" ({})", ops));
 }
 
 }  // namespace kagent

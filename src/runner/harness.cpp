@@ -112,6 +112,20 @@ void Harness::sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n) {
         "kagent_peak_sgemm launch");
 }
 
+double Harness::mma(Mma kind, int blocks, int iters, CUdeviceptr sink) {
+  constexpr int kThreads = 256, kChains = 8;  // kMmaChains in harness_kernels.cu
+  const char* name = kind == Mma::tf32  ? "kagent_peak_mma_tf32"
+                     : kind == Mma::f16 ? "kagent_peak_mma_f16"
+                                        : "kagent_peak_mma_bf16";
+  unsigned int never = 0;  // the result is stored only for 0xFFFFFFFF
+  void* args[] = {&iters, &never, &sink};
+  check(cu().cuLaunchKernel(kernel(name), static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, dev_.stream(), args,
+                            nullptr),
+        std::string(name) + " launch");
+  const double per_mma = kind == Mma::tf32 ? 2.0 * 16 * 8 * 8 : 2.0 * 16 * 8 * 16;
+  return per_mma * kChains * iters * (kThreads / 32) * double(blocks);
+}
+
 void Harness::guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed) {
   auto front = static_cast<int64_t>(l.front), back_offset = static_cast<int64_t>(l.back_offset()),
        back = static_cast<int64_t>(l.back);

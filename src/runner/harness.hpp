@@ -39,6 +39,10 @@ class Harness {
   // c = a b for row-major n x n FP32 matrices, n a multiple of 128 (kagent_peak_sgemm): the
   // matrix product that measures the FP32 roof.
   void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n);
+  // The tensor-core roofs (kagent_peak_mma_*): `blocks` blocks of 256 threads, each warp issuing
+  // kMmaChains x iters mma.sync of one kind from registers; returns the FLOPs that is.
+  enum class Mma { tf32, f16, bf16 };
+  double mma(Mma kind, int blocks, int iters, CUdeviceptr sink);
   // The guard bands of the allocation at `base` (kagent_guard_fill / kagent_guard_check); the
   // check adds what it finds into the 4 words at `result`, which the caller zeroes. Enqueued only.
   void guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed);

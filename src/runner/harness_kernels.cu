@@ -382,6 +382,87 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
+// ---- the tensor-core roofs: mma.sync issued from registers (src/runner/peaks.cpp times them) ----
+// Every warp runs kMmaChains independent accumulator chains of one mma.sync shape for `iters`
+// rounds on register operands: no loads, no stores until the end, so the time is the tensor pipe's
+// issue rate for that instruction, the ceiling a kernel built on it can approach (one fed from
+// shared memory also spends issue slots on ldmatrix/lds and waits on them). The operand values are
+// small and derived from the lane, so nothing is a compile-time constant; the sum is stored only
+// when `never` is 0xFFFFFFFF, which the host never passes, so no work can be dropped as dead.
+// Compiled for every architecture kagent runs on; the instructions exist from sm_80 on (below it
+// the kernels are empty), and the host does not launch them there.
+enum { kMmaTf32 = 0, kMmaF16 = 1, kMmaBf16 = 2 };
+constexpr int kMmaChains = 8;
+
+// One 32-bit operand register: a tf32 value (an fp32 bit pattern), or two f16 / bf16 values.
+__device__ __forceinline__ float mma_value(unsigned lane, int i) {
+  return 1e-3f * (1.f + (lane + 32u * i) * (1.f / 256.f));
+}
+template <int Kind>
+__device__ __forceinline__ unsigned mma_reg(unsigned lane, int i) {
+  if (Kind == kMmaTf32) return __float_as_uint(mma_value(lane, i));
+  const unsigned short u = Kind == kMmaF16 ? __half_as_ushort(__float2half(mma_value(lane, i)))
+                                           : __bfloat16_as_ushort(__float2bfloat16(mma_value(lane, i)));
+  return (unsigned)u | ((unsigned)u << 16);
+}
+
+// d += a b: m16n8k8 TF32 (2 x 16 x 8 x 8 = 2048 FLOPs); m16n8k16 FP16 or BF16 (4096 FLOPs).
+template <int Kind>
+__device__ __forceinline__ void mma_step(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (Kind == kMmaTf32)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else if (Kind == kMmaF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+#endif
+}
+
+template <int Kind>
+__device__ __forceinline__ void peak_mma(int iters, unsigned int never, float* sink) {
+  const unsigned lane = threadIdx.x & 31u;
+  unsigned a[4], b[2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = mma_reg<Kind>(lane, i);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) b[i] = mma_reg<Kind>(lane, i + 4);
+  float d[kMmaChains][4];
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) d[c][0] = d[c][1] = d[c][2] = d[c][3] = 0.f;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c) mma_step<Kind>(d[c], a, b);
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+  if (never == 0xFFFFFFFFu) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_tf32(int iters, unsigned int never, float* sink) {
+  peak_mma<kMmaTf32>(iters, never, sink);
+}
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_f16(int iters, unsigned int never, float* sink) {
+  peak_mma<kMmaF16>(iters, never, sink);
+}
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_bf16(int iters, unsigned int never, float* sink) {
+  peak_mma<kMmaBf16>(iters, never, sink);
+}
+
 #define KAGENT_DTYPE_KERNELS(T, NAME)                                                                      \
   extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {   \
     fill<T>(out, n, seed, kind, a, b);                                                                     \

@@ -78,6 +78,37 @@ void check_sgemm(const Device& dev, Harness& h) {
     }
 }
 
+// The tensor-core roofs: each mma.sync kind from registers on every SM (four blocks of eight warps
+// per SM, eight independent chains per warp: enough in flight to keep the pipe issuing). A short
+// run sizes the timed one to about 20 ms, long enough for the clocks to settle.
+void measure_mma(const Device& dev, Harness& h, DevicePeaks& p) {
+  const DeviceSummary& s = dev.summary();
+  if (s.cc_major < 8) {
+    p.mma_note = fmt::format(
+        "mma.sync with TF32, FP16 and BF16 operands at m16n8k8/m16n8k16 needs compute "
+        "capability 8.0; this GPU is {}.{}",
+        s.cc_major, s.cc_minor);
+    return;
+  }
+  const int blocks = 4 * s.sms;
+  DeviceBuffer sink(size_t(blocks) * 256 * sizeof(float));
+  const std::pair<Harness::Mma, double DevicePeaks::*> kinds[] = {{Harness::Mma::tf32, &DevicePeaks::tf32_mma_gflops},
+                                                                  {Harness::Mma::f16, &DevicePeaks::f16_mma_gflops},
+                                                                  {Harness::Mma::bf16, &DevicePeaks::bf16_mma_gflops}};
+  for (const auto& [kind, field] : kinds) {
+    phase(fmt::format("peaks: {} mma.sync", kind == Harness::Mma::tf32  ? "TF32"
+                                            : kind == Harness::Mma::f16 ? "FP16"
+                                                                        : "BF16"));
+    constexpr int kProbe = 1024;
+    const double probe_ms = time_ms(dev, [&] { h.mma(kind, blocks, kProbe, sink.get()); });
+    const int iters =
+        static_cast<int>(std::clamp(kProbe * 20.0 / std::max(probe_ms, 1e-3), double(kProbe), double(1 << 22)));
+    double flop = 0;
+    const double ms = time_ms(dev, [&] { flop = h.mma(kind, blocks, iters, sink.get()); });
+    p.*field = flop / (ms * 1e-3) / 1e9;
+  }
+}
+
 }  // namespace
 
 DevicePeaks measure_peaks(const Device& dev, Harness& h) {
@@ -148,6 +179,7 @@ DevicePeaks measure_peaks(const Device& dev, Harness& h) {
       p.gemm_note = why;
     }
   }
+  measure_mma(dev, h, p);
   return p;
 }
 

@@ -151,8 +151,17 @@ void PlanExecutor::prepare_library_step(size_t index, const Launch& l, const Ten
   try {
     if (l.kind == StepKind::gemm) {
       const GemmShape s = resolve_gemm(l.gemm, key, lookup, eval);
-      p.library = make_gemm_runner(
-          l.gemm, s, {ptr(l.gemm.a), ptr(l.gemm.b), ptr(l.gemm.c), ptr(l.gemm.d), ptr(l.gemm.bias)}, where);
+      // An operand's offset (checked against its tensor by resolve_gemm) moves its pointer; cuBLASLt
+      // is told the alignment the moved pointer has (gemm_step.cpp).
+      auto at = [&](const std::string& name, int64_t offset) -> CUdeviceptr {
+        if (name.empty()) return 0;
+        const DeviceTensor& t = tensors.at(name);
+        return t.ptr + static_cast<CUdeviceptr>(offset) * dtype_size(t.dtype);
+      };
+      p.library = make_gemm_runner(l.gemm, s,
+                                   {at(l.gemm.a, s.offset_a), at(l.gemm.b, s.offset_b), at(l.gemm.c, s.offset_c),
+                                    at(l.gemm.d, s.offset_d), ptr(l.gemm.bias)},
+                                   where);
     } else {
       const ConvShape s = resolve_conv(l.conv, key, lookup, eval);
       p.library = make_conv_runner(l.conv, s, {ptr(l.conv.x), ptr(l.conv.w), ptr(l.conv.y), ptr(l.conv.bias)}, where);

@@ -55,12 +55,16 @@ struct Operand {
   int64_t rows, cols;
   const std::optional<Expr>& ld_expr;
   const std::optional<Expr>& stride_expr;
+  const std::optional<Expr>& offset_expr;
 };
 
 void resolve_operand(const Operand& o, const std::string& gkey, const StepTensor& t, const StepIntEval& eval,
-                     int64_t batch, int64_t& ld, int64_t& stride) {
+                     int64_t batch, int64_t& ld, int64_t& stride, int64_t& offset) {
   const std::string ld_key = fmt::format("{}.ld{}", gkey, o.role);
   const std::string stride_key = fmt::format("{}.stride_{}", gkey, o.role);
+  const std::string offset_key = fmt::format("{}.offset_{}", gkey, o.role);
+  offset = o.offset_expr ? eval(*o.offset_expr, offset_key) : 0;
+  if (offset < 0) throw StepError(offset_key, fmt::format("offset_{} = {} is negative", o.role, offset));
   ld = o.ld_expr ? eval(*o.ld_expr, ld_key) : o.cols;
   if (ld < o.cols)
     throw StepError(ld_key, fmt::format("ld{} = {} is less than the {} columns of {} as stored ({} x {}, row-major)",
@@ -69,13 +73,17 @@ void resolve_operand(const Operand& o, const std::string& gkey, const StepTensor
     throw StepError(ld_key, fmt::format("ld{} = {}: {} rows of it overflow 64-bit integers", o.role, ld, o.rows));
   if (o.stride_expr) stride = eval(*o.stride_expr, stride_key);
   if (stride < 0) throw StepError(stride_key, fmt::format("stride_{} = {} is negative", o.role, stride));
-  const int64_t need_elems = extent(batch, stride, o.rows, ld, o.cols);
+  const int64_t span = extent(batch, stride, o.rows, ld, o.cols);
+  int64_t need_elems = 0;
+  if (__builtin_add_overflow(span, offset, &need_elems)) need_elems = std::numeric_limits<int64_t>::max();
   if (need_elems > numel(t))
-    throw StepError(fmt::format("{}.{}", gkey, o.role),
-                    fmt::format("'{}' ({} {}, {} elements) is too small: {} batch{} of {} x {} with ld{} = {} and "
-                                "stride_{} = {} reach element {}",
-                                o.name, dtype_name(t.dtype), shape_text(t.shape), numel(t), batch,
-                                batch == 1 ? "" : "es", o.rows, o.cols, o.role, ld, o.role, stride, need_elems));
+    throw StepError(
+        fmt::format("{}.{}", gkey, o.role),
+        fmt::format("'{}' ({} {}, {} elements) is too small: {} batch{} of {} x {} with ld{} = {}, "
+                    "stride_{} = {}{} reach element {}",
+                    o.name, dtype_name(t.dtype), shape_text(t.shape), numel(t), batch, batch == 1 ? "" : "es", o.rows,
+                    o.cols, o.role, ld, o.role, stride,
+                    offset ? fmt::format(" from offset_{} = {}", o.role, offset) : std::string(), need_elems));
 }
 
 void check_written(const StepTensor& t, const std::string& name, const std::string& key) {
@@ -172,11 +180,12 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
                       fmt::format("{} = {}: must be from 1 to {}", name, v, kInt32Max));
   }
 
-  resolve_operand({"a", g.a, g.trans_a ? s.k : s.m, g.trans_a ? s.m : s.k, g.lda, g.stride_a}, gkey, a, eval, s.batch,
-                  s.lda, s.stride_a);
-  resolve_operand({"b", g.b, g.trans_b ? s.n : s.k, g.trans_b ? s.k : s.n, g.ldb, g.stride_b}, gkey, b, eval, s.batch,
-                  s.ldb, s.stride_b);
-  resolve_operand({"d", g.d, s.m, s.n, g.ldd, g.stride_d}, gkey, d, eval, s.batch, s.ldd, s.stride_d);
+  resolve_operand({"a", g.a, g.trans_a ? s.k : s.m, g.trans_a ? s.m : s.k, g.lda, g.stride_a, g.offset_a}, gkey, a,
+                  eval, s.batch, s.lda, s.stride_a, s.offset_a);
+  resolve_operand({"b", g.b, g.trans_b ? s.n : s.k, g.trans_b ? s.k : s.n, g.ldb, g.stride_b, g.offset_b}, gkey, b,
+                  eval, s.batch, s.ldb, s.stride_b, s.offset_b);
+  resolve_operand({"d", g.d, s.m, s.n, g.ldd, g.stride_d, g.offset_d}, gkey, d, eval, s.batch, s.ldd, s.stride_d,
+                  s.offset_d);
   if (s.batch > 1 && s.stride_d < extent(1, 0, s.m, s.ldd, s.n))
     throw StepError(gkey + ".stride_d", fmt::format("stride_d = {}: the {} output matrices of {} x {} (ldd {}) overlap",
                                                     s.stride_d, s.batch, s.m, s.n, s.ldd));
@@ -185,9 +194,12 @@ GemmShape resolve_gemm(const GemmStep& g, const std::string& key, const StepTens
     if (c.dtype != d.dtype)
       throw StepError(gkey + ".c", fmt::format("'{}' is {} but D ('{}') is {}: C and D have one dtype", g.c,
                                                dtype_name(c.dtype), g.d, dtype_name(d.dtype)));
-    resolve_operand({"c", g.c, s.m, s.n, g.ldc, g.stride_c}, gkey, c, eval, s.batch, s.ldc, s.stride_c);
-    if (g.c == g.d && (s.ldc != s.ldd || s.stride_c != s.stride_d))
-      throw StepError(gkey + ".c", "C and D are the same tensor: they need the same ldc/ldd and stride_c/stride_d");
+    resolve_operand({"c", g.c, s.m, s.n, g.ldc, g.stride_c, g.offset_c}, gkey, c, eval, s.batch, s.ldc, s.stride_c,
+                    s.offset_c);
+    if (g.c == g.d && (s.ldc != s.ldd || s.stride_c != s.stride_d || s.offset_c != s.offset_d))
+      throw StepError(gkey + ".c",
+                      "C and D are the same tensor: they need the same ldc/ldd, stride_c/stride_d and "
+                      "offset_c/offset_d");
   }
   if (!g.bias.empty())
     check_bias(tensors, g.bias, gkey + ".bias", d.dtype, "D's", s.n, fmt::format("column of D (n = {})", s.n));
@@ -285,8 +297,8 @@ ConvShape resolve_conv(const ConvStep& c, const std::string& key, const StepTens
     int64_t out = 0;
     if (!c.transposed) {
       // In 128 bits: the shapes come from op.json and the settings from the plan, both unbounded.
-      const __int128 span = static_cast<__int128>(in) + 2 * static_cast<__int128>(p) -
-                            static_cast<__int128>(dl) * (k - 1) - 1;
+      const __int128 span =
+          static_cast<__int128>(in) + 2 * static_cast<__int128>(p) - static_cast<__int128>(dl) * (k - 1) - 1;
       out = span < 0 ? 0 : static_cast<int64_t>(span / st + 1);
     } else {
       if (op >= st && op >= dl)

@@ -103,9 +103,10 @@ class StepObject {
 };
 
 GemmStep parse_gemm(const PlanJson& in, const Json& v, const std::string& key) {
-  StepObject o(in, v, key, {"a",        "b",        "c",        "d",     "bias", "trans_a",    "trans_b", "m",
-                            "n",        "k",        "lda",      "ldb",   "ldc",  "ldd",        "batch",   "stride_a",
-                            "stride_b", "stride_c", "stride_d", "alpha", "beta", "activation", "compute"});
+  StepObject o(in, v, key, {"a",        "b",        "c",        "d",        "bias",       "trans_a",  "trans_b",
+                            "m",        "n",        "k",        "lda",      "ldb",        "ldc",      "ldd",
+                            "batch",    "stride_a", "stride_b", "stride_c", "stride_d",   "offset_a", "offset_b",
+                            "offset_c", "offset_d", "alpha",    "beta",     "activation", "compute"});
   GemmStep g;
   g.a = o.tensor("a", true);
   g.b = o.tensor("b", true);
@@ -126,13 +127,18 @@ GemmStep parse_gemm(const PlanJson& in, const Json& v, const std::string& key) {
   g.stride_b = o.optional_size("stride_b", 0);
   g.stride_c = o.optional_size("stride_c", 0);
   g.stride_d = o.optional_size("stride_d", 0);
+  g.offset_a = o.optional_size("offset_a", 0);
+  g.offset_b = o.optional_size("offset_b", 0);
+  g.offset_c = o.optional_size("offset_c", 0);
+  g.offset_d = o.optional_size("offset_d", 0);
   g.alpha = o.number("alpha", 1.0);
   g.beta = o.number("beta", 0.0);
   g.activation = o.activation({Activation::none, Activation::relu, Activation::gelu_tanh});
   g.compute = o.compute();
   if (g.beta != 0.0 && g.c.empty())
     in.fail(o.sub("beta"), fmt::format("beta = {} needs \"c\", the matrix it scales", g.beta));
-  if (g.c.empty() && (g.ldc || g.stride_c)) in.fail(o.sub(g.ldc ? "ldc" : "stride_c"), "given without \"c\"");
+  if (g.c.empty() && (g.ldc || g.stride_c || g.offset_c))
+    in.fail(o.sub(g.ldc ? "ldc" : g.stride_c ? "stride_c" : "offset_c"), "given without \"c\"");
   return g;
 }
 

@@ -10,6 +10,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/json_parse.hpp"
+#include "kagent/spec/expr.hpp"
 #include "text_util.hpp"
 
 namespace kagent {
@@ -25,7 +26,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kTopKeys =
     "name, reference, precision, tolerance, correctness_trials, budget, start, inputs, outputs, "
-    "compile_baseline_ms, llm, description";
+    "compile_baseline_ms, flops, llm, description";
 
 // ---- KernelBench .py used directly ----
 
@@ -104,6 +105,7 @@ class OpJsonParser {
       }
       op.compile_baseline_ms = positive_number(root.at("compile_baseline_ms"), "compile_baseline_ms");
     }
+    if (root.contains("flops")) parse_flops(root.at("flops"), op);
     if (root.contains("llm")) {
       const Json& llm = root.at("llm");
       if (!llm.is_object()) fail("llm", fmt::format("expected an object, got {}", show(llm)));
@@ -124,13 +126,44 @@ class OpJsonParser {
 
   static bool is_top_key(const std::string& key) {
     static const std::vector<std::string> keys = {
-        "name",   "reference", "precision",           "tolerance", "correctness_trials", "budget", "start",
-        "inputs", "outputs",   "compile_baseline_ms", "llm",       "description"};
+        "name",    "reference",           "precision", "tolerance", "correctness_trials", "budget", "start", "inputs",
+        "outputs", "compile_baseline_ms", "flops",     "llm",       "description"};
     return std::find(keys.begin(), keys.end(), key) != keys.end();
   }
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw InputError(fmt::format("{}: key {}: {}", file_, key, what));
+  }
+
+  // A native operator's floating-point operations (its compute floor in the task and the profile):
+  // a number, or an expression of its tensors' shapes ("2 * x.shape[0] * w.shape[0] * x.shape[1]").
+  // A PyTorch reference's are counted by the reference server instead.
+  void parse_flops(const Json& v, Op& op) const {
+    if (op.ref_kind != RefKind::cuda)
+      fail("flops",
+           "only for native references ({\"cuda\": ...}); a Python reference's FLOPs are counted by "
+           "PyTorch's FlopCounterMode");
+    double flops = 0;
+    if (v.is_number()) {
+      flops = v.get<double>();
+    } else if (v.is_string()) {
+      ShapeLookup shapes = [&op](std::string_view name) -> const std::vector<int64_t>* {
+        for (const auto* list : {&op.inputs, &op.outputs})
+          for (const auto& t : *list)
+            if (t.name == name) return &t.shape;
+        return nullptr;
+      };
+      try {
+        flops = Expr::parse(v.get<std::string>()).eval(shapes).as_double();
+      } catch (const ExprError& e) {
+        fail("flops", fmt::format("'{}': {}", v.get<std::string>(), e.what()));
+      }
+    } else {
+      fail("flops", fmt::format("expected a number or an expression of the tensors' shapes, got {}", show(v)));
+    }
+    if (!(flops > 0) || !std::isfinite(flops)) fail("flops", fmt::format("expected a positive count, got {}", flops));
+    op.flops = flops;
+    op.flops_source = "given by the op.json";
   }
 
   std::string required_string(const Json& obj, const std::string& key) const {

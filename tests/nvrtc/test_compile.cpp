@@ -60,8 +60,8 @@ class CompileTest : public ::testing::Test {
 
 }  // namespace
 
-// kagent's own kernels (fill, compare, flush, guard bands, digests, the FP32-peak matrix product)
-// compile for every architecture kagent targets, and the matrix product keeps its 8x8 tile in
+// kagent's own kernels (fill, compare, flush, guard bands, digests, the FP32-peak matrix product,
+// the mma.sync roofs) compile for every architecture kagent targets, and the matrix product keeps its 8x8 tile in
 // registers: a spill would make the measured FP32 roof a memory benchmark.
 TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
   for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
@@ -76,6 +76,18 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
     EXPECT_EQ(k->stack_frame, 0);
     EXPECT_LE(k->registers, 255);
     EXPECT_EQ(k->static_smem, 2 * 2 * 8 * 128 * 4);  // A and B tiles, double-buffered
+    // The tensor-core roofs (src/runner/peaks.cpp): each mma.sync kind with its 8 chains of 4 fp32
+    // accumulators and 6 operand registers live in registers (38 at least: the instructions are
+    // there, not the empty body of architectures without them), nothing in local memory.
+    for (const char* name : {"kagent_peak_mma_tf32", "kagent_peak_mma_f16", "kagent_peak_mma_bf16"}) {
+      SCOPED_TRACE(name);
+      auto m = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+      ASSERT_NE(m, r.kernels.end());
+      EXPECT_EQ(m->param_sizes, (std::vector<uint32_t>{4, 4, 8}));
+      EXPECT_GE(m->registers, 38);
+      EXPECT_EQ(m->spill_stores, 0);
+      EXPECT_EQ(m->stack_frame, 0);
+    }
     // The guard bands' and seals' kernels (src/runner/bounds_check.cpp), without local memory.
     for (const char* name : {"kagent_guard_fill", "kagent_guard_check", "kagent_digest"}) {
       SCOPED_TRACE(name);

@@ -39,3 +39,22 @@ TEST(Limiter, OccupancyFromTheLaunchShape) {
   EXPECT_EQ(o.blocks_per_sm, 2);
   EXPECT_EQ(o.limiter, "shared memory");
 }
+
+// The tensor pipe is compute: an MMA kernel with its tensor pipe 61% busy and a modest SM % is
+// compute-bound, not latency-bound (sm__throughput leaves the tensor pipe out).
+TEST(Limiter, TensorPipeActivityIsCompute) {
+  KernelMetrics mma = m(20, 35, 40);
+  mma.tensor_pct = 61;
+  Limiter l = classify(mma);
+  EXPECT_EQ(l.kind, "compute-bound");
+  EXPECT_NE(l.reason.find("tensor pipe busy 61% of the time (SM 35%, DRAM 20%)"), std::string::npos) << l.reason;
+  // DRAM busier than the tensor pipe: memory-bound still.
+  KernelMetrics streaming = m(85, 20, 80);
+  streaming.tensor_pct = 70;
+  EXPECT_EQ(classify(streaming).kind, "memory-bound");
+  // A quiet tensor pipe changes nothing, and the latency reason names it.
+  KernelMetrics idle = m(30, 25, 20);
+  idle.tensor_pct = 5;
+  EXPECT_EQ(classify(idle).kind, "latency-bound");
+  EXPECT_NE(classify(idle).reason.find("nor the tensor pipe (5%)"), std::string::npos) << classify(idle).reason;
+}

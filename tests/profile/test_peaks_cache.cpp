@@ -96,3 +96,27 @@ TEST(PeaksCache, AnotherFileVersionIsMeasuredAgain) {
   EXPECT_FALSE(read_peaks(file, &why).has_value());
   EXPECT_NE(why.find("no version"), std::string::npos) << why;
 }
+
+// The tensor-core roofs travel with the others; a file measured before they existed (the earlier
+// method, without them) is measured again rather than read as "no tensor cores".
+TEST(PeaksCache, TensorCoreRoofsRoundTripAndOlderFilesAreMeasuredAgain) {
+  test::TempDir dir;
+  auto file = peaks_file(dir.path(), "GPU-3", 13000);
+  DevicePeaks p = measured();
+  p.tf32_mma_gflops = 350000;
+  p.f16_mma_gflops = 660000;
+  p.bf16_mma_gflops = 655000;
+  write_peaks(file, p);
+  auto back = read_peaks(file);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->tf32_mma_gflops, 350000);
+  EXPECT_EQ(back->f16_mma_gflops, 660000);
+  EXPECT_EQ(back->bf16_mma_gflops, 655000);
+
+  DevicePeaks before = measured();
+  before.method = "d2d-copy-1GiB+fp32-gemm-8192-cublas-or-kagent-v1";  // the method before the mma.sync roofs
+  write_peaks(file, before);
+  std::string why;
+  EXPECT_FALSE(read_peaks(file, &why).has_value());
+  EXPECT_NE(why.find("measured by another method"), std::string::npos) << why;
+}

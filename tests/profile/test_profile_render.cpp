@@ -196,3 +196,94 @@ extern "C" __global__ void relu(float* y, long long n) {}
   EXPECT_EQ(out.record["launches"][0]["library"], "gemm");
   EXPECT_EQ(out.record["launches"][0]["library_kernels"].size(), 2u);
 }
+
+// With the operator's FLOPs known, the ideal time is the larger floor: a GEMM-bound plan is measured
+// against its FLOPs at the fastest measured rate fp32 allows (3xTF32 here), not against its bytes.
+TEST(ProfileRender, IdealTimeIsTheLargerOfTheMemoryAndComputeFloors) {
+  Fixture f;
+  f.op.flops = 2.0 * 4096 * 4096 * 4096;  // 137 GFLOP
+  f.op.flops_source = "given by the op.json";
+  f.rep.peaks->tf32_mma_gflops = 360000;  // 3xTF32: 120000 GFLOP/s, above FP32's 48000
+  f.rep.outcome.candidate_time->median_ms = 2.0;
+  ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  // 1.374e11 / 120e12 = 1.1453 ms; the bytes alone 0.0671 ms.
+  auto l = lines(out.compact);
+  EXPECT_NE(l[0].find("ideal 1.1453 ms (137 GFLOP at the measured 3xTF32 mma.sync 120.0 TFLOP/s; its bytes 0.0671 "
+                      "ms), 1.75x"),
+            std::string::npos)
+      << l[0];
+  EXPECT_NE(out.compact.find("the ideal time of its FLOPs (1.1453 ms: 137 GFLOP at the 120.0 TFLOP/s 3xTF32 "
+                             "mma.sync rate"),
+            std::string::npos)
+      << out.compact;
+  EXPECT_NE(out.text.find("compute floor at the measured rates fp32 allows: 1.1453 ms"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("FP32 FFMA 48.0 TFLOP/s: 2.8633 ms"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("ideal time: 1.1453 ms (the larger floor: compute)"), std::string::npos) << out.text;
+  EXPECT_NEAR(out.record.at("ideal_ms").get<double>(), 1.1453, 1e-4);
+  EXPECT_NEAR(out.record.at("memory_floor_ms").get<double>(), 0.0671, 1e-4);
+  EXPECT_NE(out.text.find("tensor-core rates measured on this GPU (mma.sync from registers): TF32 m16n8k8 360000"),
+            std::string::npos)
+      << out.text;
+
+  // A memory-bound plan with FLOPs known keeps its bytes' ideal and names the compute floor beside it.
+  f.op.flops = 1e6;
+  f.rep.outcome.candidate_time->median_ms = 0.2;
+  ProfileOutput mem = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  EXPECT_NE(mem.compact.find("ideal 0.0671 ms (201.3 MB at the measured 3000 GB/s), 2.98x (its FLOPs 0.0000 ms at "
+                             "3xTF32 mma.sync)"),
+            std::string::npos)
+      << mem.compact;
+}
+
+// A graph plan's counters were taken launch by launch, and the profile says so; a library step's
+// counters (its kernels summed) show on its line with the limiter.
+TEST(ProfileRender, CountersOfGraphPlansAndLibraryStepsAreShown) {
+  Fixture f;
+  f.rep.outcome.metrics_replay = "this pass ran the plan's launches one by one, not as its CUDA graph";
+  ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
+  auto l = lines(out.compact);
+  ASSERT_EQ(l.size(), 5u) << out.compact;
+  EXPECT_EQ(l[1], "counters: this pass ran the plan's launches one by one, not as its CUDA graph");
+  EXPECT_NE(out.text.find("after an L2 flush; this pass ran the plan's launches one by one"), std::string::npos)
+      << out.text;
+  EXPECT_EQ(out.record.at("counters_replay"), "this pass ran the plan's launches one by one, not as its CUDA graph");
+
+  constexpr const char* kGemmPlan = R"~(/*kagent
+{"graph": true, "launch": [
+  {"gemm": {"a": "x", "b": "w", "d": "y", "m": 64, "n": 32, "k": 16}},
+  {"kernel": "relu", "grid": [8], "block": [256], "args": ["y", "i64:numel(y)"]}
+]}
+*/
+extern "C" __global__ void relu(float* y, long long n) {}
+)~";
+  Op op;
+  op.name = "LinearRelu";
+  op.ref_kind = RefKind::cuda;
+  op.inputs = {TensorSpec{"x", {64, 16}, DType::f32, {}}, TensorSpec{"w", {16, 32}, DType::f32, {}}};
+  op.outputs = {TensorSpec{"y", {64, 32}, DType::f32, {}}};
+  Candidate cand = parse_candidate(kGemmPlan, "cand.cu");
+  CompileResult compiled;
+  compiled.ok = true;
+  KernelInfo relu;
+  relu.name = "relu";
+  compiled.kernels = {relu};
+  EvalReport rep;
+  rep.ran = true;
+  rep.outcome.correct = true;
+  TimingSummary t;
+  t.n = 20;
+  t.median_ms = 0.030;
+  rep.outcome.candidate_time = t;
+  rep.outcome.launch_times = {{"cuBLASLt gemm 64x32x16 f32 (IEEE fp32)", 0.020, 0.66, 0.012, {"sm90_xmma"}},
+                              {"relu", 0.010, 0.33, 0.004, {}}};
+  rep.outcome.metrics = {{"cuBLASLt gemm 64x32x16 f32 (IEEE fp32)", 0.012, 10, 30, 40, 80, 20, 1e5, 0, 65},
+                         {"relu", 0.004, 70, 10, 60, 50, 0, 1.6e4, 2048, 0}};
+  ProfileOutput lib = render_profile(op, cand, compiled, &rep, "");
+  EXPECT_NE(lib.compact.find("#0 gemm step: cuBLASLt gemm 64x32x16 f32 (IEEE fp32) | 0.0200 ms, 66% | kernels: "
+                             "sm90_xmma | DRAM 10% SM 30% tensor 65% | compute-bound"),
+            std::string::npos)
+      << lib.compact;
+  EXPECT_NE(lib.text.find("launch 0 (cuBLASLt gemm 64x32x16 f32 (IEEE fp32)): compute-bound: tensor pipe busy 65%"),
+            std::string::npos)
+      << lib.text;
+}

@@ -8,6 +8,7 @@
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "kagent/spec/plan_limits.hpp"
+#include "test_util.hpp"
 
 using namespace kagent;
 
@@ -246,4 +247,101 @@ TEST(LibraryStep, BatchStridesAndTransposedConvolutions) {
   EXPECT_NO_THROW(check_plan_limits(plan(R"({"conv": {"x": "ty", "w": "dw", "y": "dy", "groups": 16,
       "padding": 1}})"),
                                     op, launch_limits(90)));
+}
+
+// An RNN cell's [x, h] @ W^T as two products on the column blocks of one weight W [H, I + H]: the
+// second starts offset_b = I elements into W and steps ldb = I + H between rows, adding into D.
+TEST(LibraryStep, OperandOffsetsAddressABlockOfATensor) {
+  Op op = model_op();
+  op.inputs.push_back(tensor("xi", {8, 16}));
+  op.inputs.push_back(tensor("hi", {8, 32}));
+  op.inputs.push_back(tensor("w", {32, 48}));
+  op.outputs.push_back(tensor("hn", {8, 32}));
+  const std::string first = R"({"gemm": {"a": "xi", "b": "w", "trans_b": true, "ldb": 48, "d": "hn", "m": 8,
+      "n": 32, "k": 16}})";
+  const std::string second = R"({"gemm": {"a": "hi", "b": "w", "trans_b": true, "ldb": "w.shape[1]",
+      "offset_b": "xi.shape[1]", "c": "hn", "beta": 1, "d": "hn", "m": 8, "n": 32, "k": 32}})";
+  Candidate c = plan(first + ", " + second);
+  EXPECT_NO_THROW(check_plan_limits(c, op, launch_limits(90)));
+
+  std::map<std::string, StepTensor> t;
+  for (const auto& s : op.inputs) t[s.name] = {s.shape, s.dtype, true};
+  for (const auto& s : op.outputs) t[s.name] = {s.shape, s.dtype, false};
+  StepTensorLookup look = [&](std::string_view n) -> const StepTensor* {
+    auto it = t.find(std::string(n));
+    return it == t.end() ? nullptr : &it->second;
+  };
+  auto shapes = [&](std::string_view n) -> const std::vector<int64_t>* {
+    auto it = t.find(std::string(n));
+    return it == t.end() ? nullptr : &it->second.shape;
+  };
+  StepIntEval eval = [&](const Expr& e, const std::string&) { return e.eval_int(shapes); };
+  GemmShape s = resolve_gemm(c.plan.launches[1].gemm, "launch[1]", look, eval);
+  EXPECT_EQ(s.offset_b, 16);
+  EXPECT_EQ(s.ldb, 48);
+  EXPECT_EQ(s.offset_a, 0);
+  EXPECT_EQ(s.offset_c, 0);
+  EXPECT_EQ(s.offset_d, 0);
+
+  // One element too far: W's block of 32 rows x 32 columns from offset 17 with ld 48 ends past W.
+  std::string e = error_of(plan(R"({"gemm": {"a": "hi", "b": "w", "trans_b": true, "ldb": 48, "offset_b": 17,
+      "d": "hn", "m": 8, "n": 32, "k": 32}})"),
+                           op);
+  EXPECT_TRUE(has(e, "launch[0].gemm.b: 'w' (f32 [32, 48], 1536 elements) is too small")) << e;
+  EXPECT_TRUE(has(e, "from offset_b = 17 reach element 1537")) << e;
+  // Writing a column block of D: offset_d with ldd.
+  EXPECT_NO_THROW(check_plan_limits(plan(R"({"gemm": {"a": "xi", "b": "w", "trans_b": true, "ldb": 48,
+      "d": "hn", "ldd": 32, "offset_d": 16, "m": 8, "n": 16, "k": 16}})"),
+                                    op, launch_limits(90)));
+  // Negative offsets, offset_c without c, and C = D at different offsets are refused.
+  e = error_of(plan(R"({"gemm": {"a": "xi", "b": "w", "trans_b": true, "ldb": 48, "offset_b": "0 - 1", "d": "hn",
+      "m": 8, "n": 32, "k": 16}})"),
+               op);
+  EXPECT_TRUE(has(e, "launch[0].gemm.offset_b: offset_b = -1 is negative")) << e;
+  EXPECT_TRUE(has(parse_error(R"({"gemm": {"a": "x", "b": "w", "d": "o", "m": 1, "n": 1, "k": 1, "offset_c": 2}})"),
+                  "launch[0].gemm.offset_c: given without \"c\""));
+  e = error_of(plan(R"({"gemm": {"a": "xi", "b": "w", "trans_b": true, "ldb": 48, "c": "hn", "beta": 1,
+      "offset_c": 1, "d": "hn", "m": 4, "n": 16, "k": 16}})"),
+               op);
+  EXPECT_TRUE(
+      has(e, "C and D are the same tensor: they need the same ldc/ldd, stride_c/stride_d and offset_c/offset_d"))
+      << e;
+  EXPECT_TRUE(has(parse_error(R"({"gemm": {"a": "x", "b": "w", "d": "o", "m": 1, "n": 1, "k": 1, "offset_a": -1}})"),
+                  "launch[0].gemm.offset_a"));
+}
+
+// The example of docs/candidate.md: KernelBench level3/33_VanillaRNN with the tensors the reference
+// server reports for it (forward's x and initial_hidden, the state_dict's i2h and h2o layers).
+TEST(LibraryStep, TheVanillaRnnExampleChecksAgainstItsSignature) {
+  Op op;
+  op.name = "33_VanillaRNN";
+  op.ref_kind = RefKind::python;
+  op.inputs = {
+      tensor("x", {256, 16384}),   tensor("initial_hidden", {256, 16384}), tensor("i2h_weight", {16384, 32768}),
+      tensor("i2h_bias", {16384}), tensor("h2o_weight", {8192, 16384}),    tensor("h2o_bias", {8192})};
+  op.outputs = {tensor("out", {256, 8192})};
+  Candidate c = load_candidate(test::examples_dir() / "kernelbench_library/level3/33_VanillaRNN.cu");
+  EXPECT_NO_THROW(check_plan_limits(c, op, launch_limits(90)));
+  ASSERT_EQ(c.plan.launches.size(), 4u);
+  ASSERT_TRUE(c.plan.launches[1].gemm.offset_b.has_value());
+  EXPECT_EQ(c.plan.launches[1].gemm.offset_b->text(), "x.shape[1]");
+}
+
+// The fuzz target's plan seeds (tests/fuzz/seeds/plan) are plans its fixed operator accepts, so
+// the fuzzer starts from inputs that reach the library steps' shape checks.
+TEST(LibraryStep, FuzzPlanSeedsPassTheFuzzTargetsOperator) {
+  Op op;
+  op.name = "fuzz";
+  op.ref_kind = RefKind::cuda;
+  op.inputs = {tensor("x", {64, 1024})};
+  op.outputs = {tensor("out", {64, 1024})};
+  op.scalars = {ScalarArg::from_json("s", 2), ScalarArg::from_json("f", 0.5)};
+  int seeds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_dir() / "tests/fuzz/seeds/plan")) {
+    if (e.path().extension() != ".cu") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(check_plan_limits(load_candidate(e.path()), op, launch_limits(90)));
+    ++seeds;
+  }
+  EXPECT_GE(seeds, 3);
 }

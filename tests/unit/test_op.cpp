@@ -174,6 +174,26 @@ TEST_F(OpTest, CompileBaselineForNativeReference) {
   EXPECT_DOUBLE_EQ(*op.compile_baseline_ms, 0.25);
 }
 
+// A native operator's FLOPs for the compute floor: a number, or an expression of its tensors' shapes;
+// a PyTorch reference's are counted by the reference server, so the key is refused there.
+TEST_F(OpTest, FlopsForNativeReferences) {
+  Op op = load_op(write(native(R"({"shape": [64, 32], "dtype": "f32"})", R"("flops": 1.5e9, )")));
+  ASSERT_TRUE(op.flops.has_value());
+  EXPECT_DOUBLE_EQ(*op.flops, 1.5e9);
+  EXPECT_EQ(op.flops_source, "given by the op.json");
+  op = load_op(write(native(R"({"shape": [64, 32], "dtype": "f32"})", R"("flops": "2 * a.shape[0] * a.shape[1]", )")));
+  EXPECT_DOUBLE_EQ(*op.flops, 2.0 * 64 * 32);
+  EXPECT_FALSE(load_op(write(native(R"({"shape": [4], "dtype": "f32"})"))).flops.has_value());
+  EXPECT_TRUE(contains(error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("flops": 0, )")),
+                       "key flops: expected a positive count, got 0"));
+  EXPECT_TRUE(contains(error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("flops": "q.shape[0]", )")),
+                       "key flops: 'q.shape[0]'"));
+  EXPECT_TRUE(contains(error_of(native(R"({"shape": [4], "dtype": "f32"})", R"("flops": [1], )")),
+                       "key flops: expected a number or an expression"));
+  EXPECT_TRUE(contains(error_of(R"({"name": "t", "reference": "ref.py", "flops": 10})"),
+                       "key flops: only for native references"));
+}
+
 TEST_F(OpTest, UnknownTopLevelKey) {
   std::string msg = error_of(R"({"name": "t", "reference": "ref.py", "tolerence": {}})");
   EXPECT_TRUE(contains(msg, prefix() + "key tolerence: unknown key (allowed: name, reference, precision, tolerance"))

@@ -15,6 +15,7 @@
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/plan_check.hpp"
+#include "kagent/spec/plan_limits.hpp"
 #include "kagent/tools/file_tools.hpp"
 #include "kagent/tools/kernel_tools.hpp"
 #include "test_util.hpp"
@@ -301,4 +302,185 @@ TEST_F(Prompts, KernelBenchGeluReadsRight) {
   EXPECT_NE(nopen[1].content.find("the native reference is timed at your first evaluation"), std::string::npos);
   EXPECT_NE(nopen[1].content.find("Memory floor: the operator's 134217728 bytes"), std::string::npos)
       << nopen[1].content;
+}
+
+namespace {
+
+// An H100's measured roofs, as kagent's peaks would cache them (the figures are made up, of the
+// right size: the text is what is under test).
+DevicePeaks h100_peaks() {
+  DevicePeaks p;
+  p.gpu = "NVIDIA H100 80GB HBM3";
+  p.method = "test";
+  p.copy_bytes = int64_t(1) << 30;
+  p.copy_gbs = kCopyGbs;
+  p.gemm_n = 8192;
+  p.fp32_gflops = 51000;
+  p.gemm_by = "cuBLAS";
+  p.tf32_mma_gflops = 360000;
+  p.f16_mma_gflops = 700000;
+  p.bf16_mma_gflops = 698000;
+  p.measured_at = "2026-12-01T10:00:00Z";
+  return p;
+}
+
+// level2/33_Gemm_Scale_BatchNorm: x [1024, 8192] through nn.Linear(8192, 8192), 2 x 1024 x 8192^2 FLOPs.
+Op gemm_scale_bn(const std::filesystem::path& reference) {
+  Op op = op_with({tensor("x", {1024, 8192}), tensor("gemm_weight", {8192, 8192}), tensor("gemm_bias", {8192}),
+                   tensor("scale", {8192}), tensor("bn_weight", {8192}), tensor("bn_bias", {8192})},
+                  {tensor("out", {1024, 8192})}, reference);
+  op.flops = 2.0 * 1024 * 8192 * 8192;
+  op.flops_source = "counted by PyTorch's FlopCounterMode on one forward call of the reference (aten.addmm 1.37e+11)";
+  return op;
+}
+
+}  // namespace
+
+// The compute floor beside the memory floor: the FLOPs, where they came from, each measured rate the
+// precision allows (fp32: FP32 FFMA and 3xTF32, never plain TF32), the floor at the fastest, which
+// floor binds, and tier 3 against it.
+TEST_F(Prompts, ComputeFloorLineNextToTheMemoryFloor) {
+  const Op op = gemm_scale_bn(ref);
+  agent::TimingFacts t = timing(2.1, 1.9);
+  t.peaks = h100_peaks();
+  const std::string s = agent::baselines_text(op, t);
+  EXPECT_NE(s.find("Memory floor:"), std::string::npos) << s;
+  EXPECT_NE(s.find("Compute floor: the operator's 137 GFLOP (1.374e+11 FLOPs, counted by PyTorch's FlopCounterMode"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("at the rates fp32 accuracy allows (no plain TF32), each measured on this GPU"), std::string::npos)
+      << s;
+  // 3xTF32 = 360 / 3 = 120 TFLOP/s beats FP32's 51: 1.374e11 / 120e12 = 1.1453 ms.
+  EXPECT_NE(s.find("3xTF32 mma.sync at 120.0 TFLOP/s (a third of the TF32 mma.sync m16n8k8 rate measured from "
+                   "registers) 1.1453 ms"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("FP32 FFMA at 51.0 TFLOP/s (cuBLAS FP32 matrix product 8192^3, measured) 2.6949 ms"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("The compute floor is 1.1453 ms (3xTF32 mma.sync)."), std::string::npos) << s;
+  EXPECT_NE(s.find("the operator is compute-bound, and the compute floor is its ideal time"), std::string::npos) << s;
+  EXPECT_NE(s.find("torch eager takes 1.83x the compute floor, torch.compile 1.66x"), std::string::npos) << s;
+  EXPECT_NE(s.find("Tier 3 (<= 1.8050 ms) is 1.58x the compute floor."), std::string::npos) << s;
+  EXPECT_EQ(s.find("TF32 mma.sync at 360"), std::string::npos) << "plain TF32 is not an fp32 rate: " << s;
+
+  // Under tf32 the plain TF32 rate is the floor's.
+  const std::string tf32 = agent::compute_floor_text(with_precision(op, Precision::tf32), t);
+  EXPECT_NE(tf32.find("TF32 mma.sync at 360.0 TFLOP/s"), std::string::npos) << tf32;
+  EXPECT_EQ(tf32.find("3xTF32"), std::string::npos) << tf32;
+
+  // Below the compute floor, tier 3 is said to be out of reach.
+  const std::string fast = agent::compute_floor_text(op, timing(1.2, 1.0));
+  EXPECT_NE(fast.find("no measured compute rate is known here"), std::string::npos) << fast;
+  agent::TimingFacts quick = timing(1.2, 1.0);
+  quick.peaks = h100_peaks();
+  EXPECT_NE(agent::compute_floor_text(op, quick).find("0.83x the compute floor: below it"), std::string::npos);
+
+  // A memory-bound operator: its FLOPs are stated, the memory floor stays the ideal time.
+  Op gelu_op = gelu(ref);
+  gelu_op.flops = 1e6;
+  gelu_op.flops_source = "given by the op.json";
+  agent::TimingFacts g = timing(1.0, 0.5);
+  g.peaks = h100_peaks();
+  const std::string mem = agent::compute_floor_text(gelu_op, g);
+  EXPECT_NE(mem.find("the operator is memory-bound, and the memory floor is its ideal time"), std::string::npos) << mem;
+  EXPECT_EQ(mem.find("Tier 3"), std::string::npos) << mem;
+
+  // No count: why, and what to do instead.
+  Op none = gelu(ref);
+  none.flops_source = "FlopCounterMode counted no matrix product, convolution or attention in the reference";
+  const std::string why = agent::compute_floor_text(none, g);
+  EXPECT_NE(why.find("Compute floor: no FLOP count here (FlopCounterMode counted no matrix product"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("Work the FLOPs out"), std::string::npos) << why;
+}
+
+// The GPU section states every measured roof beside the copy bandwidth, each said to be measured,
+// and 3xTF32's third as derived; the skill points there instead of asking for a measurement.
+TEST_F(Prompts, TensorCoreRatesAreStatedAsMeasured) {
+  agent::TimingFacts t = timing(2.1, 1.9);
+  t.peaks = h100_peaks();
+  auto values = agent::task_values(gemm_scale_bn(ref), gemm_scale_bn(ref), t, "NVIDIA H100 80GB HBM3 (sm_90).", {},
+                                   tools::ToolSet{}, "");
+  const std::string& gpu = values.at("gpu");
+  EXPECT_NE(gpu.find("NVIDIA H100 80GB HBM3 (sm_90).\nMeasured on this GPU by kagent (2026-12-01T10:00:00Z): copy "
+                     "bandwidth 2975 GB/s"),
+            std::string::npos)
+      << gpu;
+  EXPECT_NE(gpu.find("FP32 51.0 TFLOP/s (cuBLAS FP32 matrix product 8192^3, measured)"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("TF32 m16n8k8 360 TFLOP/s, so 3xTF32 (fp32-accurate) at most 120 TFLOP/s (a third, derived); "
+                     "FP16 m16n8k16 700 TFLOP/s; BF16 m16n8k16 698 TFLOP/s."),
+            std::string::npos)
+      << gpu;
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  const std::string& system = opening[0].content;
+  const std::string& task = opening[1].content;
+  EXPECT_NE(task.find("The memory and compute floors above are lower bounds at the rates they name"), std::string::npos)
+      << task;
+  EXPECT_EQ(system.find("measure yours"), std::string::npos) << "no measuring of what kagent measures";
+  EXPECT_NE(system.find("The task's GPU section\n     gives both as kagent measured them"), std::string::npos);
+  // The m16n8k8 TF32 fragments, as the PTX ISA gives them, and the 3xTF32 recipe.
+  EXPECT_NE(system.find("a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]"), std::string::npos);
+  EXPECT_NE(system.find("b0 = B[t][g], b1 = B[t+4][g]"), std::string::npos);
+  EXPECT_NE(system.find("c0 = C[g][2t], c1 = C[g][2t+1],\n     c2 = C[g+8][2t], c3 = C[g+8][2t+1]"), std::string::npos);
+  EXPECT_NE(system.find("split every operand into hi and lo once, never in the inner loop"), std::string::npos);
+  EXPECT_NE(system.find("Accumulate each K slice"), std::string::npos);
+
+  // Without measured peaks the GPU line is as given.
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 1), "a GPU", {}, tools::ToolSet{}, "");
+  EXPECT_EQ(plain.at("gpu"), "a GPU");
+}
+
+// With one turn there is nothing to iterate on: the task says the first candidate is the answer and
+// what the one reply must hold; with more turns, the usual plan.
+TEST_F(Prompts, OneTurnMeansTheFirstCandidateIsTheAnswer) {
+  agent::AgentOptions one;
+  one.max_turns = 1;
+  one.max_minutes = 10;
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", one, tools::ToolSet{}, "");
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  const std::string& task = opening[1].content;
+  EXPECT_NE(task.find("the first candidate is the answer"), std::string::npos) << task;
+  EXPECT_NE(task.find("write the candidate, compile it, evaluate it and call finish with its path"), std::string::npos);
+  EXPECT_EQ(task.find("within the first few evaluations"), std::string::npos) << task;
+  EXPECT_NE(opening[0].content.find("Iterate, when the budget has more than one turn"), std::string::npos);
+
+  auto many =
+      agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", agent::AgentOptions{}, tools::ToolSet{}, "");
+  auto mopen = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", many);
+  EXPECT_NE(mopen[1].content.find("Plan for a correct candidate within the first few evaluations"), std::string::npos);
+  EXPECT_EQ(mopen[1].content.find("the first candidate is the answer"), std::string::npos);
+}
+
+// What was unstated: scratch shapes may be integer literals; a convolution step's bias and ReLU are
+// passes of their own that leave the algorithm choice alone, and fp32 algorithms are not screened
+// for accuracy; library-step operands take offsets; how the reference's parameters and inputs are made.
+TEST_F(Prompts, FormerlyUnstatedFactsAreStated) {
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
+  const std::string& system = opening[0].content;
+  const std::string& task = opening[1].content;
+  EXPECT_NE(system.find("an integer literal (`[256, 16384]`) or an expression"), std::string::npos);
+  EXPECT_EQ(system.find("shapes may use\n  only the operator's tensors"), std::string::npos);
+  EXPECT_NE(system.find("each a separate cuDNN\n  pass over `y` after the convolution (it does not change which "
+                        "algorithm runs)"),
+            std::string::npos);
+  EXPECT_NE(system.find("they are not screened for accuracy: an FFT\n  or Winograd"), std::string::npos);
+  EXPECT_NE(system.find("`offset_a` .. `offset_d`"), std::string::npos);
+  EXPECT_NE(system.find("\"offset_b\": \"x.shape[1]\""), std::string::npos);
+  EXPECT_NE(task.find("PyTorch's\ndefault initialization for each layer (nn.Linear and nn.ConvNd: weight and bias "
+                      "uniform in\n+-1/sqrt(fan_in)"),
+            std::string::npos)
+      << task;
+  EXPECT_NE(task.find("under a fresh seed at every trial"), std::string::npos) << task;
+  // The skill's RNN example is a plan the checker accepts against an RNN cell's tensors.
+  const size_t at = system.find("{\"gemm\": {\"a\": \"x\", \"b\": \"W\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = system.find("```", at);
+  std::string steps = system.substr(at, end - at);
+  for (size_t nl; (nl = steps.find("}}\n")) != std::string::npos;) steps.replace(nl, 3, "}}, ");
+  while (!steps.empty() && (steps.back() == ' ' || steps.back() == ',')) steps.pop_back();
+  Candidate c = parse_candidate("/*kagent\n{\"launch\": [" + steps + "]}\n*/\n", "skill.cu");
+  Op rnn = op_with({tensor("x", {8, 16}), tensor("h", {8, 32}), tensor("W", {32, 48})}, {tensor("h1", {8, 32})}, ref);
+  EXPECT_NO_THROW(check_plan_limits(c, rnn, launch_limits(90))) << steps;
 }

@@ -153,6 +153,26 @@ TEST(Protocol, KernelMetricsRoundTrip) {
   back = nlohmann::json(o).get<EvalOutcome>();
   EXPECT_TRUE(back.metrics.empty());
   EXPECT_EQ(back.metrics_note, o.metrics_note);
+  // How a graph plan's counters were taken travels with them; absent, it reads as "as timed".
+  o.metrics_replay = "this pass ran the plan's launches one by one, not as its CUDA graph";
+  EXPECT_EQ(nlohmann::json(o).get<EvalOutcome>().metrics_replay, o.metrics_replay);
+  EXPECT_FALSE(nlohmann::json(EvalOutcome{}).contains("metrics_replay"));
+}
+
+TEST(Protocol, TensorCoreRoofsTravelWithThePeaks) {
+  DevicePeaks p;
+  p.tf32_mma_gflops = 360000;
+  p.f16_mma_gflops = 700000;
+  p.bf16_mma_gflops = 698000;
+  p.mma_note = "";
+  DevicePeaks back = nlohmann::json(p).get<DevicePeaks>();
+  EXPECT_EQ(back.tf32_mma_gflops, 360000);
+  EXPECT_EQ(back.f16_mma_gflops, 700000);
+  EXPECT_EQ(back.bf16_mma_gflops, 698000);
+  // A runner of an earlier version sends none: zero, not an error.
+  nlohmann::json old = nlohmann::json(DevicePeaks{});
+  old.erase("tf32_mma_gflops");
+  EXPECT_EQ(old.get<DevicePeaks>().tf32_mma_gflops, 0);
 }
 
 TEST(Protocol, ScalarsKeepTheirKind) {

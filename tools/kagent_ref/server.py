@@ -7,7 +7,8 @@
 
 load:      {"problem": path, "precision": "fp32"|"tf32"|"fp16"|"bf16", "seed": int, "gpu": int}
            -> {"signature": {...}, "degenerate": str|null, "output_stats": [{numel, zeros, zero_share, min,
-               max, min_abs, ...}], "numerics": {"allow_tf32", ...}, "source_hash", "gpu_name", "torch"}
+               max, min_abs, ...}], "numerics": {"allow_tf32", ...}, "source_hash", "gpu_name", "torch",
+               "flops": {"total", "by_op"}|null, "flops_note": str|null}  (flops.py)
 trial:     {"seed": int}  inputs made under the seed, the reference run on them, and again in float64
            where that fits (reference64.py); the tensors stay alive until the next trial or load,
            exported by CUDA IPC (kagent_wire/ipc.py)
@@ -28,7 +29,7 @@ import sys
 
 from kagent_wire import jsonlines
 
-from . import __version__
+from . import __version__, flops
 
 # Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
 # for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
@@ -80,6 +81,9 @@ class Server:
             "gpu_name": torch.cuda.get_device_name(gpu) if torch.cuda.is_available() else "cpu",
             "torch": torch.__version__,
         }
+        # One more forward call, under PyTorch's FLOP counter: the compute floor beside the memory floor.
+        phase("counting the reference's FLOPs")
+        reply["flops"], reply["flops_note"] = flops.count(torch, lambda: self.problem.call(self.problem.model, self.args))
         _release_cached_memory()
         return reply
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kagent/agent/agent.hpp"
+#include "kagent/protocol/protocol.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/tools/tool.hpp"
 
@@ -22,15 +23,27 @@ struct TimingFacts {
   std::string compile_missing;       // why there is no torch.compile time
   double bandwidth_gbs = 0;          // for the memory floor; 0: none known
   std::string bandwidth_source;      // what bandwidth_gbs is, for the model ("this GPU's measured ... copy bandwidth")
+  std::optional<DevicePeaks> peaks;  // this GPU's measured roofs: the compute floor and the GPU section's rates
 };
 
-// The baselines block: eager and torch.compile times, tier 3's bound, and the memory-floor line.
+// The baselines block: eager and torch.compile times, tier 3's bound, the memory-floor line and the
+// compute-floor line.
 std::string baselines_text(const Op& with_signature, const TimingFacts& t);
 
 // Minimum bytes (every input read once, every output written once) and, with a bandwidth, the time
 // floor they set, each baseline against it, and plainly when tier 3 needs a kernel at or beyond the
 // copy bandwidth. "" when the tensors are not known.
 std::string memory_floor_text(const Op& with_signature, const TimingFacts& t);
+
+// The operator's FLOPs (op.flops: PyTorch's FlopCounterMode, or a native op.json's count) at each of
+// this GPU's measured roofs its precision allows (compute_floor.hpp), the floor they set against the
+// memory floor and the baselines, and tier 3 against it. Without FLOPs, why, and the advice to work
+// them out; "" when the tensors are not known.
+std::string compute_floor_text(const Op& with_signature, const TimingFacts& t);
+
+// The budget section's plan: with one turn, that the first reply is the whole run and its candidate
+// the answer (nothing comes back to iterate on); otherwise a correct candidate early, then speed.
+std::string budget_plan_text(const AgentOptions& budget);
 
 // A launch plan and kernel signatures in the candidate format, written with the operator's own
 // tensor and scalar names and element types.

@@ -129,7 +129,7 @@ struct KernelMetrics {
 };
 
 // What this GPU reaches, measured by the runner once and cached per GPU (kagent/profile/peaks.hpp):
-// the roofline's two roofs.
+// the roofline's two roofs, and the tensor cores' rates.
 struct DevicePeaks {
   std::string gpu;                 // name
   std::string uuid;                // the GPU it was measured on
@@ -144,6 +144,13 @@ struct DevicePeaks {
   std::string gemm_note;           // why cuBLAS was not used
   double theoretical_gbs = 0;      // from memory clock and bus width
   double theoretical_gflops = 0;   // SMs x FP32 lanes x 2 x the maximum clock
+  // The tensor-core roofs: mma.sync issued from registers by every SM (kagent_peak_mma_*), 2 FLOPs
+  // per multiply-add, median of the samples; 0 where not measured (mma_note says why). 3xTF32
+  // (three TF32 products per fp32-accurate one) leaves a third of tf32_mma_gflops.
+  double tf32_mma_gflops = 0;  // mma.sync.aligned.m16n8k8 .tf32, fp32 accumulators
+  double f16_mma_gflops = 0;   // mma.sync.aligned.m16n8k16 .f16, fp32 accumulators
+  double bf16_mma_gflops = 0;  // mma.sync.aligned.m16n8k16 .bf16, fp32 accumulators
+  std::string mma_note;
   int samples = 0;
   std::string measured_at;  // UTC, ISO 8601 (filled by kagent when it caches the figures)
   bool cached = false;      // read from the cache rather than measured by this process
@@ -191,8 +198,12 @@ struct EvalOutcome {
   std::vector<LaunchTime> launch_times;  // with per_launch
   std::optional<AbComparison> ab;        // with a baseline
   std::optional<CuptiCheck> cupti;       // with cupti_check
-  std::vector<KernelMetrics> metrics;    // with metrics, one per launch of the plan
-  std::string metrics_note;              // with metrics: why there are none (permissions, another profiler)
+  std::vector<KernelMetrics> metrics;  // with metrics, one per launch of the plan (a library step: its kernels summed)
+  std::string metrics_note;            // with metrics: why there are none (permissions, another profiler)
+  // With metrics, how the counters' pass ran the plan when not as timed: "" as timed; a plan with
+  // "graph": true is replayed launch by launch without its graph (CUPTI's kernel replay sees no
+  // kernels inside a graph launch), which the profile says.
+  std::string metrics_replay;
   // The failure was the GPU running out of memory: the candidate's doing only when nothing else held
   // the GPU's memory (kagent asks NVML; gpu/memory_users.hpp).
   bool out_of_memory = false;
@@ -215,7 +226,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelMetrics, kernel, duration_
                                                 l2_hit_pct, l1_hit_pct, dram_bytes, fp32_flops, tensor_pct)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, gemm_n,
                                                 fp32_gflops, gemm_by, cublas_gflops, kagent_sgemm_gflops, gemm_note,
-                                                theoretical_gbs, theoretical_gflops, samples, measured_at, cached)
+                                                theoretical_gbs, theoretical_gflops, tf32_mma_gflops, f16_mma_gflops,
+                                                bf16_mma_gflops, mma_note, samples, measured_at, cached)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen,
                                                 other_kernels, off_stream, library_side_kernels, event_ms, kernel_ms,
                                                 kernel_median_ms, problem)

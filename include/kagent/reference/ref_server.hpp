@@ -41,7 +41,17 @@ struct RefSignature {
   std::vector<RefOutputStats> output_stats;  // per output, in order
   bool allow_tf32 = false;                   // the numerics the reference runs with (the precision's)
   std::string source_hash, gpu_name, torch_version;
+  // One forward call's FLOPs by PyTorch's FlopCounterMode (tools/kagent_ref/flops.py): matrix
+  // products, convolutions, attention; largest operator first. None with flops_note saying why.
+  std::optional<double> flops;
+  std::vector<std::pair<std::string, double>> flops_by_op;
+  std::string flops_note;
 };
+
+// What the prompt says of where `s.flops` came from: "PyTorch's FlopCounterMode on the reference
+// (aten.addmm 2.1 TFLOP, ...): matrix products, convolutions and attention; elementwise work not
+// counted".
+std::string flops_source_text(const RefSignature& s);
 
 struct RefBaselines {
   TimingSummary eager;

@@ -12,8 +12,11 @@
 // Everything is row-major, as the rest of the plan format: a GEMM computes, for each batch index,
 //   D = activation(alpha * op(A) @ op(B) + beta * C + bias)
 // with op(A) m x k (A stored k x m when trans_a), op(B) k x n (B stored n x k when trans_b), C and D
-// m x n, bias a vector of n values added to every row. A convolution reads NCW / NCHW / NCDHW
-// tensors (the rank of x says 1-D, 2-D or 3-D) with PyTorch's weight layouts and output-size rules.
+// m x n, bias a vector of n values added to every row. Each matrix operand may start `offset_X`
+// elements into its tensor and step `ldX` elements between rows, so a step can read or write a
+// block of a larger matrix (two calls on the column halves of one weight: [x, h] @ W^T as
+// x @ W[:, :I]^T + h @ W[:, I:]^T); the last element it touches must lie inside the tensor. A convolution reads NCW /
+// NCHW / NCDHW tensors (the rank of x says 1-D, 2-D or 3-D) with PyTorch's weight layouts and output-size rules.
 //
 // The shapes are plan expressions; resolve_gemm / resolve_conv evaluate them and check everything
 // that can be checked before a GPU: names, dtypes, extents inside the tensors, layouts, that no
@@ -50,6 +53,9 @@ struct GemmStep {
   bool trans_a = false, trans_b = false;
   Expr m, n, k;
   std::optional<Expr> lda, ldb, ldc, ldd;  // elements between rows; default: packed
+  // Elements from the tensor's first element to the operand's first one (default 0): with ld, a
+  // block of columns or rows of a larger matrix (the weight of a concatenation, a slice of D).
+  std::optional<Expr> offset_a, offset_b, offset_c, offset_d;
   Expr batch = Expr::constant(1);
   // Elements between consecutive matrices of a batch; default: packed (rows x ld); 0 reuses one
   // matrix for every batch index (a weight shared by a batch of inputs).
@@ -73,6 +79,7 @@ struct ConvStep {
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  int64_t offset_a = 0, offset_b = 0, offset_c = 0, offset_d = 0;  // in elements
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
   DType dtype = DType::f32;    // of A and B
   DType d_dtype = DType::f32;  // of C, D and the bias: A's dtype or f32

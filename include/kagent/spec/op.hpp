@@ -84,7 +84,11 @@ struct Op {
   std::vector<TensorSpec> outputs;
   std::vector<ScalarArg> scalars;
   std::optional<double> compile_baseline_ms;  // native only: makes tier 3 reachable
-  nlohmann::json llm;                         // the op's "llm" section, validated by src/llm later
+  // Floating-point operations of one forward call, for the compute floor: a native op.json's
+  // "flops", or PyTorch's FlopCounterMode on the reference (filled in with the signature).
+  std::optional<double> flops;
+  std::string flops_source;  // how they were counted, for the prompt; without flops, why there are none
+  nlohmann::json llm;        // the op's "llm" section, validated by src/llm later
   std::string description;
 
   // Every tensor name a candidate may use (inputs then outputs), and every scalar name.
