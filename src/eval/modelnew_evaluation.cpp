@@ -27,6 +27,7 @@
 
 #include "fresh_seed.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/eval/drawn_inputs.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/modelnew_worker.hpp"
 #include "kagent/protocol/runner_messages.hpp"
@@ -280,7 +281,10 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       c.out_of_memory = res.error.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos;
       return c;
     }
-    return std::move(*res.outcome);
+    c = std::move(*res.outcome);
+    // Where the reference draws random numbers, wrong outputs are most often other draws: say so.
+    if (!c.correct && c.failure_stage == FailureStage::correctness) c.message += draws_hint(ref.signature.draws, body);
+    return c;
   };
   // Folds one comparison into the outcome; false (stage and message set) when it failed.
   auto judged = [&](EvalOutcome c, FailureStage stage) {
@@ -330,7 +334,8 @@ EvalReport Evaluator::evaluate_modelnew(const ResolvedOp& resolved, const Candid
       fail(into, f);
       return false;
     }
-    WorkerReply r = w.request({{"cmd", "trial"}}, timeout, fmt::format("calling ModelNew ({}, trial {})", when, t));
+    WorkerReply r =
+        w.request(modelnew_trial_request(trial), timeout, fmt::format("calling ModelNew ({}, trial {})", when, t));
     if (r.failure) {
       fail(into, r.failure);
       return false;
