@@ -86,11 +86,11 @@ class Seeds(unittest.TestCase):
             self.assertTrue(0 <= draws.draw_seed(s) < 2 ** 63, "torch.manual_seed takes it")
 
     def test_layouts(self):
-        a = draws.name_draws([dropout(1)], [])
-        b = draws.name_draws([dropout(1)], [])
-        self.assertTrue(draws.same_layout(a, b))
+        a = draws.layout(draws.name_draws([dropout(1)], []))
+        b = draws.layout(draws.name_draws([dropout(1)], []))
+        self.assertEqual(a, b)
         c = draws.name_draws([draws.Draw("native_dropout", "dropout", 1, [64, 16384], "f32", 0.2, "dropout")], [])
-        self.assertFalse(draws.same_layout(a, c))
+        self.assertNotEqual(a, draws.layout(c))
         self.assertEqual(draws.layout_text(a), "dropout_mult [128, 16384] f32")
         self.assertEqual(draws.layout_text([]), "none")
 
@@ -140,6 +140,12 @@ PROBLEM = textwrap.dedent("""\
             h0 = torch.randn(2, 16)
             y = self.lin(x) + h0
             return self.drop(y.view(2, 16, 1, 1)).view(2, 16) + torch.rand(2, 16)
+
+    def get_inputs():
+        return [torch.randn(2, 16)]
+
+    def get_init_inputs():
+        return []
     """)
 
 
@@ -243,6 +249,27 @@ class RecordAndReplay(unittest.TestCase):
         with torch.no_grad(), rep:
             out64 = Drop()(x.double())
         self.assertTrue(torch.allclose(out64, x.double() * d.tensor.double() + 1))
+
+    def test_problem_signature_and_tensors_carry_the_draws(self):
+        """kagent_ref.problem on the CPU: the draws in the signature, in the exported tensors after
+        forward's, fresh each trial, and the generator state a trial's forward starts from."""
+        from kagent_ref.problem import Problem
+
+        torch = self.torch
+        p = Problem(self.path, "fp32", 0, 0)
+        args, outs = p.trial(1)
+        sig = p.signature(args, outs)
+        self.assertEqual([d["name"] for d in sig["draws"]], ["h0", "drop_bernoulli", "draw_rand"])
+        self.assertTrue(sig["draws"][0]["meaning"].startswith("drawn by torch.randn in forward, call 1"))
+        self.assertEqual([n for n, _ in p.named_tensors(args, outs)],
+                         ["x", "h0", "drop_bernoulli", "draw_rand", "lin_weight", "lin_bias", "out"])
+        first = p.draws[0].tensor.clone()
+        seed = p.draw_seed
+        p.trial(2)
+        self.assertNotEqual(p.draw_seed, seed)
+        self.assertFalse(torch.equal(first, p.draws[0].tensor), "fresh draws each trial")
+        p.trial(1)
+        self.assertTrue(torch.equal(first, p.draws[0].tensor), "the same trial seed, the same draws")
 
     def test_fingerprints_agree_after_the_same_draws(self):
         torch = self.torch

@@ -141,13 +141,14 @@ def _short(text, limit=100):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def same_layout(a, b):
-    """Whether two trials drew the same tensors: names, shapes and dtypes in order."""
-    return [(d.name, d.shape, d.dtype) for d in a] == [(d.name, d.shape, d.dtype) for d in b]
+def layout(draws):
+    """What a trial drew, without the tensors: [(name, shape, dtype)] in order. Two trials of a
+    problem must draw the same."""
+    return [(d.name, d.shape, d.dtype) for d in draws]
 
 
-def layout_text(draws):
-    return ", ".join(f"{d.name} {d.shape} {d.dtype}" for d in draws) or "none"
+def layout_text(lay):
+    return ", ".join(f"{n} {s} {t}" for n, s, t in lay) or "none"
 
 
 # ---- torch ---------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ class Problem:
         # The random numbers the last trial's forward drew (draws.py), named; the seed of the
         # generator state that forward started from and the generators' states after it.
         self.draws = []
-        self.draw_layout = None  # the first trial's draws: every later trial must draw the same tensors
+        self.draw_layout = None  # what the first trial drew (draws.layout): every later trial must draw the same
         self.draw_seed = None
         self.rng_after = None
         self.flags = self.pin_numerics()
@@ -133,6 +133,7 @@ class Problem:
         self.flags = self.pin_numerics()
         args = self.inputs(seed)
         versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
+        self.draws = []  # the last trial's, freed before this one draws its own
         self.draw_seed = draws_mod.draw_seed(seed)
         torch.manual_seed(self.draw_seed)
         outs, draws = self.run(args, record=True)
@@ -148,11 +149,12 @@ class Problem:
         taken = [n for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
         taken += [k.replace(".", "_") for k in self.model.state_dict()] + self.output_names(outs)
         draws_mod.name_draws(draws, taken)
+        lay = draws_mod.layout(draws)
         if self.draw_layout is None:
-            self.draw_layout = draws
-        elif not draws_mod.same_layout(draws, self.draw_layout):
+            self.draw_layout = lay
+        elif lay != self.draw_layout:
             raise ProblemError(f"{self.path}: forward drew other random tensors for another seed "
-                               f"({draws_mod.layout_text(draws)} instead of {draws_mod.layout_text(self.draw_layout)})")
+                               f"({draws_mod.layout_text(lay)} instead of {draws_mod.layout_text(self.draw_layout)})")
         return draws
 
     def output_names(self, outs):
