@@ -162,7 +162,9 @@ TEST_F(DrawnInputs, NativeSolutionsOfTheThreeAreCorrect) {
     ASSERT_TRUE(r.compile.ok) << r.compile.log;
     EXPECT_TRUE(r.outcome.correct) << failure_stage_name(r.outcome.failure_stage) << ": " << r.outcome.message;
     EXPECT_EQ(r.outcome.trials_run, 2);
-    if (std::string(rel) != kLstm) EXPECT_EQ(r.outcome.fp64_note, "") << "the fp64 twin replays the draws";
+    if (std::string(rel) != kLstm) {
+      EXPECT_EQ(r.outcome.fp64_note, "") << "the fp64 twin replays the draws";
+    }
   }
 }
 
