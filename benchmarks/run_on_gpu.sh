@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent all
+#   modelnew modelnew-bench containment concurrent draws all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -29,7 +29,7 @@ step build 300 cmake --build $B -j 16
 step env 60 $B/kagent doctor
 if want all tests; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
-  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds|Cluster|LibrarySteps)'
+  gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds|Cluster|LibrarySteps|DrawnInputs)'
   step tests ${TESTS_LIMIT:-500} bash -c "cd $B && ctest --output-on-failure -j 12 -E '$gpu_suites'; ctest --output-on-failure -j 1 -R '$gpu_suites'"
   step env 60 $B/kagent eval examples/softmax/cand_online.cu --op examples/softmax/op.json
 fi
@@ -90,8 +90,15 @@ if want all check; then
   step check 400 python3 benchmarks/check_gate.py --kagent $B/kagent --runs 10
 fi
 if want all problems; then
-  # Every KernelBench problem of levels 1-3: signature and one reference run (no baselines).
+  # Every KernelBench problem of levels 1-3: signature and one reference run (no baselines); the
+  # problems whose forward draws random numbers, and what they draw.
   step problems ${PROBLEMS_LIMIT:-580} python3 benchmarks/load_all_problems.py --kernelbench "$KB"
+fi
+if want draws; then
+  # The random numbers references draw in forward, as inputs: the reference server and `kagent ref`
+  # on level2/66, level2/83 and level3/35, our native solutions of the three, ModelNew solutions
+  # of level2/66 with torch's dropout (correct) and with draws of their own (not).
+  step draws 900 $B/tests/kagent_gpu_tests --gtest_filter='DrawnInputs.*'
 fi
 if want multigpu; then
   # The level-1 fixture bench on GPU 0 alone, then on GPUs 0,1: same tiers, wall times, speedup.

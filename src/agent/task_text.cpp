@@ -34,15 +34,23 @@ std::string signature_text(const Op& op) {
            "forward's parameters, state_dict entries with '.' -> '_', outputs out / out0, out1, ...)";
   TextTable t({"tensor", "role", "shape", "dtype"});
   bool zero_d_output = false, zero_d = false;
+  std::string drawn;
   for (const auto& in : op.inputs) {
-    t.add_row({in.name, "input", shape_text(in.shape), std::string(dtype_name(in.dtype))});
+    t.add_row({in.name, in.drawn.empty() ? "input" : "input (drawn)", shape_text(in.shape),
+               std::string(dtype_name(in.dtype))});
     zero_d = zero_d || in.shape.empty();
+    if (!in.drawn.empty()) drawn += fmt::format("{}: {}\n", in.name, in.drawn);
   }
   for (const auto& o : op.outputs) {
     t.add_row({o.name, "output", shape_text(o.shape), std::string(dtype_name(o.dtype))});
     zero_d_output = zero_d_output || o.shape.empty();
   }
   std::string s = t.render();
+  // Random numbers the reference draws inside forward: the candidate gets each trial's as inputs.
+  if (!drawn.empty())
+    s += "Inputs marked (drawn) are random numbers the reference draws inside forward, fresh each trial; use them "
+         "as given (draw nothing yourself):\n" +
+         drawn;
   for (const auto& sc : op.scalars)
     s += fmt::format("scalar {} = {} ({})\n", sc.name,
                      sc.value.is_int ? fmt::format("{}", sc.value.i) : fmt::format("{}", sc.value.f),

@@ -1,4 +1,5 @@
-// kagent ref OP: the operator as a candidate sees it (tensor names, shapes, dtypes, scalars) and
+// kagent ref OP: the operator as a candidate sees it (tensor names, shapes, dtypes, scalars, the
+// random numbers forward draws, which candidates get as inputs, with what they are) and
 // its eager and torch.compile times. PyTorch references go through the reference server
 // (baselines cached on disk; --refresh re-measures); native references list op.json's tensors
 // and time the reference plan in kagent-runner.
@@ -40,7 +41,11 @@ std::string time_text(const std::optional<TimingSummary>& t) {
 
 nlohmann::json tensors_json(const std::vector<TensorSpec>& ts) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& t : ts) a.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}});
+  for (const auto& t : ts) {
+    nlohmann::json j = {{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}};
+    if (!t.drawn.empty()) j["meaning"] = t.drawn;
+    a.push_back(std::move(j));
+  }
   return a;
 }
 
@@ -79,6 +84,7 @@ int run_python(const Op& op, const RefArgs& a) {
                 {"gpu", sig.gpu_name},
                 {"torch", sig.torch_version},
                 {"inputs", tensors_json(sig.inputs)},
+                {"draws", tensors_json(sig.draws)},
                 {"scalars", scalars},
                 {"params", tensors_json(sig.params)},
                 {"outputs", tensors_json(sig.outputs)},
@@ -96,10 +102,13 @@ int run_python(const Op& op, const RefArgs& a) {
              precision_name(precision), sig.gpu_name, sig.torch_version);
   TextTable t({"tensor", "role", "shape", "dtype"});
   add_rows(t, sig.inputs, "input");
+  add_rows(t, sig.draws, "drawn input");
   add_rows(t, sig.params, "param");
   add_rows(t, sig.outputs, "output");
   fmt::print("{}", t.render());
   for (const auto& s : sig.scalars) fmt::print("scalar {} = {} ({})\n", s.name, s.value.dump(), s.type);
+  // Random numbers forward draws itself: a candidate gets each trial's as inputs.
+  for (const auto& d : sig.draws) fmt::print("drawn input {}: {}\n", d.name, d.drawn);
   if (sig.degenerate) fmt::print("flag: degenerate reference: {}\n", *sig.degenerate);
   for (const auto& q : quality) {
     fmt::print("output {}: {:.1f}% exact zeros\n", q["name"].get<std::string>(), 100 * q["zero_share"].get<double>());

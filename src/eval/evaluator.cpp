@@ -200,6 +200,9 @@ const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   r.seed = fresh_seed();
   r.signature = ref_server_->load(op, op.precision, r.seed);
   r.op.inputs = r.signature.inputs;
+  // What forward draws is an input of a native candidate like forward's own (a ModelNew solution
+  // draws it itself: modelnew_evaluation.cpp passes forward's tensors only).
+  r.op.inputs.insert(r.op.inputs.end(), r.signature.draws.begin(), r.signature.draws.end());
   r.op.inputs.insert(r.op.inputs.end(), r.signature.params.begin(), r.signature.params.end());
   r.op.outputs = r.signature.outputs;
   r.op.scalars.clear();

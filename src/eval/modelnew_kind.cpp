@@ -30,6 +30,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/eval/candidate_kind.hpp"
+#include "kagent/eval/drawn_inputs.hpp"
 #include "kagent/eval/modelnew_worker.hpp"
 #include "kagent/protocol/runner_messages.hpp"
 
@@ -292,7 +293,10 @@ class ModelNewEvaluation : public KindEvaluation {
       c.out_of_memory = res.error.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos;
       return c;
     }
-    return std::move(*res.outcome);
+    c = std::move(*res.outcome);
+    // Where the reference draws random numbers, wrong outputs are most often other draws: say so.
+    if (!c.correct && c.failure_stage == FailureStage::correctness) c.message += draws_hint(ref_.signature.draws, body);
+    return c;
   }
 
   // Folds one comparison into the outcome; false (stage and message set) when it failed.
@@ -345,7 +349,8 @@ class ModelNewEvaluation : public KindEvaluation {
       fail(into, f);
       return false;
     }
-    WorkerReply r = w.request({{"cmd", "trial"}}, timeout_, fmt::format("calling ModelNew ({}, trial {})", when, t));
+    WorkerReply r =
+        w.request(modelnew_trial_request(trial), timeout_, fmt::format("calling ModelNew ({}, trial {})", when, t));
     if (r.failure) {
       fail(into, r.failure);
       return false;

@@ -118,6 +118,10 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
   const auto& sig = body.at("signature");
   RefSignature s;
   s.inputs = tensors(sig.at("inputs"));
+  if (auto d = sig.find("draws"); d != sig.end() && d->is_array()) {
+    s.draws = tensors(*d);
+    for (size_t i = 0; i < s.draws.size(); ++i) s.draws[i].drawn = (*d)[i].value("meaning", std::string());
+  }
   s.params = tensors(sig.at("params"));
   s.outputs = tensors(sig.at("outputs"));
   for (const auto& sc : sig.at("scalars"))
@@ -156,6 +160,7 @@ nlohmann::json RefServer::trial(uint64_t seed) {
   nlohmann::json body = call({{"cmd", "trial"}, {"seed", seed}}, 600s, "making a trial's reference tensors");
   nlohmann::json out = {{"tensors", body.at("tensors")}};
   if (auto n = body.find("fp64_note"); n != body.end() && n->is_string()) out["fp64_note"] = *n;
+  if (auto d = body.find("draws"); d != body.end() && d->is_object()) out["draws"] = *d;
   return out;
 }
 

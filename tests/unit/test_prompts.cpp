@@ -256,6 +256,36 @@ TEST_F(Prompts, ZeroDimensionalOutputIsExplained) {
   EXPECT_EQ(plain.at("signature").find("0-d"), std::string::npos) << "said only where it applies";
 }
 
+// What forward draws (level2/66's dropout) is an input marked as drawn, with its meaning under the
+// table; an operator without draws says nothing of them.
+TEST_F(Prompts, DrawnInputsAreMarkedWithTheirMeaning) {
+  TensorSpec mult = tensor("dropout_mult", {128, 16384});
+  mult.drawn =
+      "drawn by nn.Dropout(p=0.2) in forward, call 1: 0 or 1/(1-p) = 1.25 per element; multiply the "
+      "dropout's input by this";
+  const Op dropout = op_with({tensor("x", {128, 16384}), mult, tensor("matmul_weight", {16384, 16384})},
+                             {tensor("out", {128, 16384})}, ref);
+  auto values = agent::task_values(dropout, dropout, timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  const std::string& sig = values.at("signature");
+  auto row = [&](const std::string& name) {
+    for (size_t at = 0; at < sig.size();) {
+      size_t end = sig.find('\n', at);
+      std::string line = sig.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      if (line.rfind(name + " ", 0) == 0) return line;
+      at = end == std::string::npos ? sig.size() : end + 1;
+    }
+    return std::string();
+  };
+  EXPECT_NE(row("dropout_mult").find("input (drawn)"), std::string::npos) << sig;
+  EXPECT_EQ(row("x").find("(drawn)"), std::string::npos) << "only the drawn input is marked: " << sig;
+  EXPECT_NE(sig.find("dropout_mult: drawn by nn.Dropout(p=0.2) in forward, call 1: 0 or 1/(1-p) = 1.25"),
+            std::string::npos)
+      << sig;
+  EXPECT_NE(sig.find("draw nothing yourself"), std::string::npos) << sig;
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  EXPECT_EQ(plain.at("signature").find("drawn"), std::string::npos) << "said only where it applies";
+}
+
 // A real KernelBench problem's whole opening, as the model reads it.
 TEST_F(Prompts, KernelBenchGeluReadsRight) {
   const auto py = test::kernelbench_dir() / "level1/88_MinGPTNewGelu.py";

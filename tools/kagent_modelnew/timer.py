@@ -1,6 +1,7 @@
 """Timed samples of a solution's call, by docs/measurement.md's protocol as kagent-runner times a plan:
 before each sample (queued after the `begin` event) the previous outputs are poisoned, the inputs
-restored and the L2 cache flushed; then start event, the call, stop event. Warm-up and the stopping
+restored (and, where the reference draws random numbers, the generator reseeded) and the L2 cache
+flushed; then start event, the call, stop event. Warm-up and the stopping
 rule are kagent_ref.stats's (the C++ rule's twin).
 
 Every torch function the timer calls is captured when this module is imported, before any
@@ -27,6 +28,7 @@ _sum = torch.Tensor.sum
 _no_grad = torch.no_grad
 _monotonic = time.monotonic
 _record_function = torch.profiler.record_function
+manual_seed = torch.manual_seed  # the worker's reseed before each call (kagent_ref/draws.py)
 
 
 def _poison_value(t):
@@ -38,11 +40,13 @@ def _poison_value(t):
 
 
 class Timer:
-    def __init__(self, device, call, inputs, pristine):
+    def __init__(self, device, call, inputs, pristine, before_call=None):
         """`call()` runs the solution once on `inputs` (the tensors it sees) and returns its outputs
-        as a list; `pristine` are copies of the inputs, restored into them before every sample."""
+        as a list; `pristine` are copies of the inputs, restored into them before every sample;
+        `before_call()` runs then too (the generator state a reference that draws started from)."""
         self.device = device
         self.call = call
+        self.before_call = before_call
         self.inputs = inputs
         self.pristine = pristine
         props = torch.cuda.get_device_properties(device)
@@ -62,6 +66,8 @@ class Timer:
         self.last = []
         for dst, src in zip(self.inputs, self.pristine):
             _copy(dst, src)
+        if self.before_call is not None:
+            self.before_call()
         _sum(self.flush_buf)
 
     def sample(self, after_each=None, marked=False):

@@ -11,11 +11,16 @@ speaks the reference server's JSON lines (tools/kagent_wire/jsonlines.py has the
           -> {"build_s", "static": static_check report} or {"ok": false, "build_error": true, ...}
   buffers: {} -> {"inputs": [IpcTensorRef]}  the worker's input buffers, which kagent-runner fills
           with each trial's inputs from the reference server (no handle crosses between the two)
-  trial:  {"inputs": [IpcTensorRef]?}  the reference server's tensors for forward's tensor
-          arguments, copied into the worker's own input tensors (the same tensors every trial);
-          without "inputs", the buffers already hold them;
-          the solution is called once; outputs checked for count, shape and dtype.
-          -> {"outputs": [IpcTensorRef], "inputs": [IpcTensorRef], "shape_error": str|null}
+  trial:  {"inputs": [IpcTensorRef]?, "draws": {"seed", "rng_after"}?}  the reference server's
+          tensors for forward's tensor arguments, copied into the worker's own input tensors (the
+          same tensors every trial); without "inputs", the buffers already hold them;
+          the solution is called once; outputs checked for count, shape and dtype. With "draws"
+          (the reference draws random numbers in forward: kagent_ref/draws.py), every call of the
+          solution from here on starts from the generator state the reference's forward started
+          from (torch.manual_seed(seed)), so torch's own dropout or randn in the solution draws the
+          reference's numbers; a call that leaves the generators elsewhere than the reference's
+          forward did is noted ("draws_note": why its numbers differ).
+          -> {"outputs": [IpcTensorRef], "inputs": [IpcTensorRef], "shape_error": str|null, "draws_note"?}
           kagent-runner compares the outputs with the server's and the inputs with the server's.
   time:   {"stop_rule", "warmup_runs", "warmup_ms", "profile_samples"}  timer.py's protocol on
           the last trial's inputs, then `profile_samples` samples under the profiler (trace.py),
@@ -95,6 +100,7 @@ class Worker:
         from kagent_ref.problem import load_module
 
         from . import guard, static_check, timer, trace
+        from kagent_ref import draws
         from kagent_wire import ipc, stats
 
         self.device = torch.device("cuda", int(req.get("gpu", 0)))
@@ -113,7 +119,7 @@ class Worker:
         problem = load_module(req["problem"])
         # Everything the timer and the replies use is imported above: the snapshot holds the objects
         # the solution could replace from here on.
-        self.guard = guard.Snapshot(torch, [timer, trace, ipc, stats, guard, jsonlines, json,
+        self.guard = guard.Snapshot(torch, [timer, trace, ipc, stats, guard, jsonlines, json, draws,
                                             sys.modules[__name__], sys.modules[Worker.__module__]])
         self.guard.pin_numerics()
         _phase(f"importing the solution {req['solution']} (load_inline and Triton build here)")
@@ -157,7 +163,10 @@ class Worker:
             self.inputs.append(t)
         del raw
         self.pristine = [torch.empty_like(t) for t in self.inputs]
-        self.timer = timer.Timer(self.device, self.call, self.inputs, self.pristine)
+        self.draw_seed = None  # set by a trial whose reference draws random numbers in forward
+        self.manual_seed = timer.manual_seed  # captured before the solution was imported
+        self.draws = draws
+        self.timer = timer.Timer(self.device, self.call, self.inputs, self.pristine, self.reseed)
         self.exported = None
         self.check_guard()
         return {"import_s": import_s, "build_s": time.monotonic() - t0, "static": report,
@@ -167,6 +176,12 @@ class Worker:
         changed = self.guard.changed()
         if changed:
             raise Tamper(changed)
+
+    def reseed(self):
+        """The generator state the reference's forward started from, before a call of the solution
+        (the timer calls it outside the timed span): the solution's torch draws are the reference's."""
+        if self.draw_seed is not None:
+            self.manual_seed(self.draw_seed)
 
     def call(self):
         out = self.binding.call(self.model, self.values)
@@ -229,20 +244,27 @@ class Worker:
             copy_into(req["inputs"], self.pristine, self.device)
         for dst, src in zip(self.inputs, self.pristine):
             dst.copy_(src)
+        draws = req.get("draws") or {}
+        self.draw_seed = int(draws["seed"]) if "seed" in draws else None
         torch.cuda.synchronize(self.device)
         _phase("calling ModelNew on the trial's inputs")
         t0 = time.monotonic()
+        self.reseed()
         with torch.no_grad():
             outs = self.call()
         torch.cuda.synchronize(self.device)  # device-wide: work on any stream of the solution is done
         call_ms = (time.monotonic() - t0) * 1e3
         self.check_guard()
+        note = None
+        if draws.get("rng_after"):
+            note = self.draws.fingerprint_note(draws["rng_after"], self.draws.rng_fingerprint(torch, self.device))
         err = self.shape_error(outs)
         if err:
-            return {"shape_error": err, "call_ms": call_ms}
+            return {"shape_error": err, "call_ms": call_ms, "draws_note": note}
         reply = self.export(outs)
         reply["call_ms"] = call_ms
         reply["shape_error"] = None
+        reply["draws_note"] = note
         return reply
 
     # ---- time ---------------------------------------------------------------------------------------

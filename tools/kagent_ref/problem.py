@@ -8,6 +8,7 @@ import sys
 
 import torch
 
+from . import draws as draws_mod
 from . import numerics as numerics_mod
 from .forward_args import BindError, bind
 from .reference64 import Reference64
@@ -88,7 +89,12 @@ class Problem:
         # normalizes with batch statistics in training mode).
         self.binding = None  # which forward parameters a call passes (forward_args.py), set by inputs()
         self.reference64 = None  # the fp64 twin, made on the first trial (reference64.py)
-        self.rng_before_run = None  # the RNG states the last trial's reference run started from
+        # The random numbers the last trial's forward drew (draws.py), named; the seed of the
+        # generator state that forward started from and the generators' states after it.
+        self.draws = []
+        self.draw_layout = None  # what the first trial drew (draws.layout): every later trial must draw the same
+        self.draw_seed = None
+        self.rng_after = None
         self.flags = self.pin_numerics()
 
     def pin_numerics(self):
@@ -122,16 +128,34 @@ class Problem:
     def trial(self, seed):
         """Inputs for `seed` and the reference's outputs on them. A forward that modifies its inputs in
         place (torch bumps a tensor's version) gets its inputs made afresh: the candidate must see
-        what the reference saw."""
+        what the reference saw. The forward starts from the generator state of draws.draw_seed(seed),
+        and what it draws is recorded (self.draws)."""
         self.flags = self.pin_numerics()
         args = self.inputs(seed)
         versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
-        self.rng_before_run = (torch.get_rng_state(),
-                               torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None)
-        outs = self.run(args)
+        self.draws = []  # the last trial's, freed before this one draws its own
+        self.draw_seed = draws_mod.draw_seed(seed)
+        torch.manual_seed(self.draw_seed)
+        outs, draws = self.run(args, record=True)
+        self.rng_after = draws_mod.rng_fingerprint(torch, self.device)
+        self.draws = self.name_draws(draws, args, outs)
         if any(isinstance(a, torch.Tensor) and a._version != v for a, v in zip(args, versions)):
             args = self.inputs(seed)
         return args, outs
+
+    def name_draws(self, draws, args, outs):
+        """Names the draws (draws.py) apart from the operator's other tensors; every trial must draw
+        what the first one did (the candidate's inputs are fixed at load)."""
+        taken = [n for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
+        taken += [k.replace(".", "_") for k in self.model.state_dict()] + self.output_names(outs)
+        draws_mod.name_draws(draws, taken)
+        lay = draws_mod.layout(draws)
+        if self.draw_layout is None:
+            self.draw_layout = lay
+        elif lay != self.draw_layout:
+            raise ProblemError(f"{self.path}: forward drew other random tensors for another seed "
+                               f"({draws_mod.layout_text(lay)} instead of {draws_mod.layout_text(self.draw_layout)})")
+        return draws
 
     def output_names(self, outs):
         return ["out"] if len(outs) == 1 else [f"out{i}" for i in range(len(outs))]
@@ -140,13 +164,14 @@ class Problem:
         """The trial's outputs computed in float64 as (name@f64, tensor) pairs, and why not (or None)."""
         if self.reference64 is None:
             self.reference64 = Reference64(self.model, self.device)
-        rng = self.rng_before_run if self.rng_before_run and self.rng_before_run[1] is not None else None
-        return self.reference64.run(args, outs, self.output_names(outs), rng, self.call)
+        return self.reference64.run(args, outs, self.output_names(outs), self.draws, self.call)
 
     def named_tensors(self, args, outs):
         """(name, tensor) for every tensor a candidate sees, in signature order: forward's tensors,
-        the state_dict's, then the outputs; each contiguous (a copy when it was not)."""
+        the last trial's draws, the state_dict's, then the outputs; each contiguous (a copy when it
+        was not)."""
         named = [(n, a) for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
+        named += [(d.name, d.tensor.to(self.device)) for d in self.draws]
         named += [(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
         named += list(zip(self.output_names(outs), outs))
         return [(n, t.contiguous()) for n, t in named]
@@ -156,17 +181,25 @@ class Problem:
         return self.binding.call(model, args)
 
     @torch.no_grad()
-    def run(self, args):
-        out = self.call(self.model, args)
+    def run(self, args, record=False):
+        """The outputs of one forward call; with `record`, (outputs, the draws it made: draws.py)."""
+        if record:
+            rec = draws_mod.recorder(torch, self.model, self.path, lambda dt: TORCH_TO_KAGENT.get(dt, str(dt)))
+            with rec:
+                out = self.call(self.model, args)
+        else:
+            out = self.call(self.model, args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):
                 raise ProblemError(f"{self.path}: forward returns a {type(o).__name__} as output {i}; "
                                    "kagent compares tensors only")
-        return outs
+        return (outs, rec.draws) if record else outs
 
     def signature(self, args, outs):
-        """Names, shapes and dtypes as the candidate sees them (docs/candidate.md)."""
+        """Names, shapes and dtypes as the candidate sees them (docs/candidate.md); "draws" are the
+        tensors forward draws (draws.py), inputs of the operator with their meaning, which a
+        ModelNew solution draws itself."""
         inputs, scalars = [], []
         for name, a in zip(self.arg_names, args):
             if isinstance(a, torch.Tensor):
@@ -177,13 +210,14 @@ class Problem:
                 raise ProblemError(f"{self.path}: forward argument '{name}' is a {type(a).__name__}; kagent "
                                    "passes tensors and int/float/bool scalars only")
         params = [_spec(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
-        names = [o["name"] for o in inputs + params]
+        drawn = [dict(d.spec(), **_spec(d.name, d.tensor)) for d in self.draws]
+        names = [o["name"] for o in inputs + drawn + params]
         out_names = self.output_names(outs)
         outputs = [_spec(n, o) for n, o in zip(out_names, outs)]
         clash = sorted(set(names) & set(out_names)) + sorted({n for n in names if names.count(n) > 1})
         if clash:
             raise ProblemError(f"{self.path}: tensor names collide: {', '.join(clash)}")
-        return {"inputs": inputs, "scalars": scalars, "params": params, "outputs": outputs}
+        return {"inputs": inputs, "draws": drawn, "scalars": scalars, "params": params, "outputs": outputs}
 
 
 def output_stats(outs):

@@ -11,6 +11,10 @@ inputs cast to float64, when that fits in the GPU's free memory with a margin; a
 support, or running out of memory, leaves the trial without it, and the reply says why (the runner
 then applies the plain rule). For fp16/bf16 too: their references are the farthest from the truth.
 
+A forward that draws random numbers (dropout, torch.randn for an LSTM's h0/c0) gets the reference's
+own draws played back (draws.py), the values the candidate got as inputs: drawn again, the fp64
+twin would compute another function.
+
 Integer and bool outputs need no twin; float64 outputs are their own. torch is imported lazily so
 the sizing rule can be tested without it.
 """
@@ -52,11 +56,14 @@ class Reference64:
         except Exception as e:  # a module that cannot be copied or cast
             self.note = f"the model cannot be cast to float64 ({_first_line(e)})"
 
-    def run(self, args, outs, names, rng_state, call=None):
+    def run(self, args, outs, names, draws=(), call=None):
         """(named fp64 outputs, note): [(name + SUFFIX, tensor)] for the floating outputs, run on
-        `args` cast to float64 with the RNG as it was before the reference's run; or ([], why).
-        `call(model, args)` calls the model as the reference is called (forward_args.py's defaults)."""
+        `args` cast to float64 with the reference's own draws played back (draws.py: the values the
+        candidate got, floating ones in float64); or ([], why). `call(model, args)` calls the model
+        as the reference is called (forward_args.py's defaults)."""
         import torch
+
+        from . import draws as draws_mod
 
         if self.model is None:
             return [], self.note
@@ -72,16 +79,21 @@ class Reference64:
                         f"free memory ({free >> 20} MiB)")
         try:
             args64 = [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-            if rng_state is not None:
-                torch.set_rng_state(rng_state[0])
-                torch.cuda.set_rng_state(rng_state[1], self.device)
             with torch.no_grad():
-                out = call(self.model, args64) if call else self.model(*args64)
+                if draws:
+                    replay = draws_mod.replay(torch, list(draws), torch.float64)
+                    with replay:
+                        out = call(self.model, args64) if call else self.model(*args64)
+                    replay.done()
+                else:
+                    out = call(self.model, args64) if call else self.model(*args64)
             outs64 = list(out) if isinstance(out, (tuple, list)) else [out]
             del args64
         except torch.cuda.OutOfMemoryError as e:
             torch.cuda.empty_cache()
             return [], f"the fp64 forward ran out of GPU memory ({_first_line(e)})"
+        except draws_mod.ReplayMismatch as e:
+            return [], f"the fp64 forward drew otherwise than the reference ({e})"
         except Exception as e:  # an op without fp64 support
             return [], f"the fp64 forward failed ({_first_line(e)})"
         if len(outs64) != len(outs):

@@ -6,15 +6,21 @@
   server -> stderr:        "kagent-phase: <text>" before long steps; anything the problem prints.
 
 load:      {"problem": path, "precision": "fp32"|"tf32"|"fp16"|"bf16", "seed": int, "gpu": int}
-           -> {"signature": {...}, "degenerate": str|null, "output_stats": [{numel, zeros, zero_share, min,
-               max, min_abs, ...}], "numerics": {"allow_tf32", ...}, "source_hash", "gpu_name", "torch",
-               "flops": {"total", "by_op"}|null, "flops_note": str|null}  (flops.py)
+           -> {"signature": {"inputs", "draws", "scalars", "params", "outputs"}, "degenerate": str|null,
+               "output_stats": [{numel, zeros, zero_share, min, max, min_abs, ...}], "numerics": {"allow_tf32", ...},
+               "source_hash", "gpu_name", "torch", "flops": {"total", "by_op"}|null, "flops_note": str|null}  (flops.py)
 trial:     {"seed": int}  inputs made under the seed, the reference run on them, and again in float64
            where that fits (reference64.py); the tensors stay alive until the next trial or load,
            exported by CUDA IPC (kagent_wire/ipc.py)
            -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...],  (signature order, then
                "out@f64", ... for the floating outputs' fp64 twins)
-               "fp64_note": str|null}  (why there are no fp64 twins)
+               "fp64_note": str|null,  (why there are no fp64 twins)
+               "draws": {"seed", "rng_after"}}  only where forward draws random numbers (draws.py): the
+               seed of the generator state forward started from (one-way in the trial's seed; a
+               ModelNew worker starts each call from it) and the generators' states after it
+           The signature's "draws" are those numbers, named with their meaning ("dropout_mult":
+           drawn by nn.Dropout(p=0.2) in forward, call 1: ...): inputs of the operator, exported
+           after forward's tensors, fresh each trial.
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
            -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key",
                "precision", "numerics": {"allow_tf32", ...}}
@@ -103,7 +109,10 @@ class Server:
         self.exported = self.problem.named_tensors(self.args, self.outs) + named64
         torch.cuda.synchronize()  # the runner reads these as soon as it has the handles
         _release_cached_memory()
-        return {"tensors": [export(name, t) for name, t in self.exported], "fp64_note": note}
+        reply = {"tensors": [export(name, t) for name, t in self.exported], "fp64_note": note}
+        if self.problem.draws:
+            reply["draws"] = {"seed": self.problem.draw_seed, "rng_after": self.problem.rng_after}
+        return reply
 
     def baselines(self, req):
         import torch

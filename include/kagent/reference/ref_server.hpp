@@ -34,6 +34,7 @@ struct RefOutputStats {
 
 struct RefSignature {
   std::vector<TensorSpec> inputs;            // forward's tensor parameters, by name
+  std::vector<TensorSpec> draws;             // what forward draws (tools/kagent_ref/draws.py), .drawn set
   std::vector<RefScalar> scalars;            // forward's non-tensor parameters
   std::vector<TensorSpec> params;            // state_dict entries, '.' replaced by '_'
   std::vector<TensorSpec> outputs;           // out, or out0, out1, ...
@@ -76,8 +77,10 @@ class RefServer {
   RefBaselines baselines(bool refresh, const StopRule& rule);
   // Makes a trial's inputs under `seed`, runs the reference on them (and in float64 where that
   // fits) and returns {"tensors": the tensors as CUDA IPC references (IpcTensorRef JSON, signature
-  // order, then the outputs' fp64 twins "NAME@f64"), "fp64_note": why there are no twins, or null}:
-  // the runner's answer to its "trial" need. They stay valid until the next trial or load.
+  // order, then the outputs' fp64 twins "NAME@f64"), "fp64_note": why there are no twins, or null,
+  // "draws": {"seed", "rng_after"} where forward draws random numbers (the generator state its
+  // forward started from and ended in, for a ModelNew worker)}: the runner's answer to its "trial"
+  // need. They stay valid until the next trial or load.
   nlohmann::json trial(uint64_t seed);
 
   static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/

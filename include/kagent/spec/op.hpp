@@ -40,6 +40,11 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   DType dtype = DType::f32;
   InitSpec init;  // inputs only
+  // A PyTorch reference's input that forward draws itself (a dropout's multiplier, torch.randn's
+  // h0): what it is, for the tensor table and the task ("drawn by nn.Dropout(p=0.2) in forward,
+  // call 1: ..."). Empty for every other tensor. (Initialized, so aggregate initializations that
+  // stop at `init` stay complete.)
+  std::string drawn{};
   int64_t numel() const;
   int64_t bytes() const;
 };
