@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/saturate.hpp"
-#include "kagent/eval/candidate_kinds.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 
 namespace kagent::agent {
 

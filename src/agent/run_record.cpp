@@ -4,7 +4,7 @@
 
 #include "kagent/agent/transcript_events.hpp"
 #include "kagent/common/files.hpp"
-#include "kagent/eval/candidate_kinds.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/report_score.hpp"
 
 namespace kagent::agent {
