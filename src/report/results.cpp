@@ -87,6 +87,7 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
   if (!r.device.empty()) j["device"] = r.device;
   if (!r.stop_rule.empty()) j["stop_rule"] = r.stop_rule;
+  if (!r.sample.empty()) j["sample"] = r.sample;
   j["kagent_version"] = r.kagent_version.empty() ? std::string(KAGENT_VERSION) : r.kagent_version;
   j["record_version"] = kRecordVersion;
 }
@@ -115,6 +116,7 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.stop_rule = j.value("stop_rule", "");
   r.kagent_version = j.value("kagent_version", "");
   r.precision = j.value("precision", "");
+  r.sample = j.value("sample", "");
   if (auto it = j.find("tolerance"); it != j.end() && it->is_object()) {
     r.atol = opt_number(*it, "atol");
     r.rtol = opt_number(*it, "rtol");
@@ -184,7 +186,8 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
         [&](JsonlLine&& line) {
           try {
             ResultRecord r = line.value.get<ResultRecord>();
-            by_problem[r.problem] = std::move(r);
+            // One record per problem, or per sample of a problem (bench --samples).
+            by_problem[r.sample.empty() ? r.problem : r.problem + '\n' + r.sample] = std::move(r);
           } catch (const nlohmann::json::exception& e) {
             throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), line.number, e.what()));
           } catch (const InputError& e) {
@@ -195,8 +198,10 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
   }
   std::vector<ResultRecord> out;
   for (auto& [p, r] : by_problem) out.push_back(std::move(r));
-  std::sort(out.begin(), out.end(),
-            [](const ResultRecord& a, const ResultRecord& b) { return natural_less(a.problem, b.problem); });
+  std::sort(out.begin(), out.end(), [](const ResultRecord& a, const ResultRecord& b) {
+    if (a.problem != b.problem) return natural_less(a.problem, b.problem);
+    return natural_less(a.sample, b.sample);
+  });
   return out;
 }
 

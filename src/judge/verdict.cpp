@@ -1,0 +1,88 @@
+// The record's verdict, by the same rules as bench's records (bench/solution_job.cpp): compile
+// failure first, then correct, then the failure stage (timeout, crash, anything else incorrect).
+#include "kagent/judge/verdict.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/protocol/protocol.hpp"
+
+namespace kagent::judge {
+
+namespace {
+
+std::optional<double> number_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string string_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return {};
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string first_line(const std::string& text) {
+  const size_t start = text.find_first_not_of(" \n");
+  if (start == std::string::npos) return {};
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+}  // namespace
+
+Verdict verdict_of(const nlohmann::json& record) {
+  if (!record.is_object() || !record.contains("tier") || !record["tier"].is_number_integer())
+    throw InputError("evaluation record: \"tier\" missing or not an integer");
+  if (!record.contains("compile") || !record["compile"].is_object())
+    throw InputError("evaluation record: \"compile\" missing or not an object");
+  Verdict v;
+  v.tier = record["tier"].get<int>();
+  v.precision = string_at(record, "precision");
+  if (record.contains("tolerance")) {
+    v.atol = number_at(record["tolerance"], "atol");
+    v.rtol = number_at(record["tolerance"], "rtol");
+  }
+  if (record.contains("baselines")) {
+    v.eager_ms = number_at(record["baselines"], "eager_ms");
+    v.compile_ms = number_at(record["baselines"], "compile_ms");
+  }
+  const nlohmann::json outcome = record.value("outcome", nlohmann::json::object());
+  if (outcome.contains("candidate_time")) v.candidate_ms = number_at(outcome["candidate_time"], "median_ms");
+  if (outcome.contains("device")) v.device = string_at(outcome["device"], "name");
+  if (v.candidate_ms && outcome.contains("stop_rule") && outcome["stop_rule"].is_object()) {
+    try {
+      v.stop_rule = stop_rule_text(outcome["stop_rule"].get<StopRule>());
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  if (!record["compile"].value("ok", false)) {
+    v.status = "compile_error";
+    v.message = string_at(record["compile"], "log");
+  } else if (outcome.value("correct", false)) {
+    v.status = "correct";
+    v.speedup_vs_eager = number_at(record, "speedup_vs_eager");
+    v.speedup_vs_compile = number_at(record, "speedup_vs_compile");
+  } else {
+    const std::string stage = string_at(outcome, "failure_stage");
+    v.status = stage == "timeout" ? "timeout" : stage == "crash" ? "crash" : "incorrect";
+    const std::string message = string_at(outcome, "message");
+    v.message = message.empty()                    ? string_at(record, "reason")
+                : stage.empty() || stage == "none" ? message
+                                                   : fmt::format("{}: {}", stage, message);
+  }
+  return v;
+}
+
+std::string verdict_line(const nlohmann::json& record) {
+  const Verdict v = verdict_of(record);
+  std::string line = fmt::format("{}: tier {}, {}", string_at(record, "candidate"), v.tier, v.status);
+  if (v.status != "correct") return line + (v.message.empty() ? "" : ": " + first_line(v.message));
+  if (v.candidate_ms) line += fmt::format(", {:.4g} ms", *v.candidate_ms);
+  if (v.speedup_vs_eager) line += fmt::format(", {:.2f}x eager", *v.speedup_vs_eager);
+  if (v.speedup_vs_compile) line += fmt::format(", {:.2f}x torch.compile", *v.speedup_vs_compile);
+  return line;
+}
+
+}  // namespace kagent::judge
