@@ -266,6 +266,14 @@ class AgainstKagentServe(unittest.TestCase):
 
 
 class Packaging(unittest.TestCase):
+    def test_verl_loads_the_reward_file_by_path(self):
+        import importlib.util
+        path = os.path.join(os.path.dirname(kagent_client.__file__), "verl.py")
+        spec = importlib.util.spec_from_file_location("custom_module", path)  # as verl does
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.assertIs(module.compute_score, compute_score)
+
     def test_pyproject(self):
         try:
             import tomllib
