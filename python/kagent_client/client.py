@@ -1,7 +1,7 @@
 """HTTP client of `kagent serve` over one or several endpoints.
 
 Requests go round-robin over the endpoints. An endpoint that cannot be reached, answers 503 (no
-GPU, GPU busy), 504 (waited past the request's timeout), 429 (queue full) or 5xx is skipped for
+GPU, GPU busy), 504 (waited too long for a GPU), 429 (queue full) or 5xx is skipped for
 the next one; when every endpoint refused, the client waits (the largest Retry-After asked for, at
 most `max_wait_s`) and goes round again, `rounds` times in all, then raises Unavailable. A 4xx
 answer about the request itself (400 naming the field, 401, 404, 413, 422) is raised at once as

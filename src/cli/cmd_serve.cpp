@@ -32,7 +32,7 @@ struct ServeArgs {
   int queue = 64;
   double max_body_mb = 8, max_source_mb = 1;
   int max_batch = 64;
-  double timeout_s = 60, max_timeout_s = 600;
+  double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
 };
 
 std::atomic<bool> g_serve_stop{false};
@@ -51,6 +51,7 @@ int run_serve(const ServeArgs& a) {
   o.port = a.port;
   o.problems_root = std::filesystem::absolute(a.problems_root).lexically_normal();
   o.queue_capacity = static_cast<size_t>(a.queue);
+  o.queue_timeout_s = a.queue_timeout_s;
   o.limits.max_body_bytes = static_cast<size_t>(a.max_body_mb * (1 << 20));
   o.limits.max_source_bytes = static_cast<size_t>(a.max_source_mb * (1 << 20));
   o.limits.max_batch = static_cast<size_t>(a.max_batch);
@@ -133,11 +134,13 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 64.0));
   sub->add_option("--max-batch", a->max_batch, "Most requests in one batch (default 64)")->check(CLI::Range(1, 100000));
   sub->add_option("--timeout", a->timeout_s,
-                  "Seconds: a request's limit for the GPU part when it gives no timeout_s, and for waiting in the "
-                  "queue (default 60)")
+                  "Seconds: a request's limit for the GPU part when it gives no timeout_s (default 60)")
       ->check(CLI::Range(1.0, 86400.0));
   sub->add_option("--max-timeout", a->max_timeout_s, "The largest timeout_s a request may ask for (default 600)")
       ->check(CLI::Range(1.0, 86400.0));
+  sub->add_option("--queue-timeout", a->queue_timeout_s,
+                  "Seconds a request may wait for a GPU worker; longer: 504, not evaluated (default 600)")
+      ->check(CLI::Range(0.001, 86400.0));
   return {sub, [a]() { return run_serve(*a); }};
 }
 

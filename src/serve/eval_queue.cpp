@@ -120,13 +120,13 @@ void EvalQueue::work(int gpu) {
     }
     const auto start = Clock::now();
     const double waited_s = std::chrono::duration<double>(start - job.admitted).count();
-    const double limit_s = std::chrono::duration<double>(job.request.timeout).count();
+    const double limit_s = options_.max_wait_s;
     Answer answer;
     std::string outcome;
     if (waited_s > limit_s) {
       outcome = "expired";
       answer = {504,
-                error_body(504, fmt::format("waited {:.1f} s for a GPU, past the request's timeout_s {:g}: not "
+                error_body(504, fmt::format("waited {:.1f} s for a GPU, past the service's --queue-timeout {:g} s: not "
                                             "evaluated",
                                             waited_s, limit_s)),
                 0};

@@ -49,6 +49,7 @@ struct Service::Impl {
       EvalQueue::Options qo;
       qo.gpus = opt.gpus;
       qo.capacity = opt.queue_capacity;
+      qo.max_wait_s = opt.queue_timeout_s;
       queue = std::make_unique<EvalQueue>(qo, std::move(backends), &metrics);
     }
     const size_t threads =

@@ -219,16 +219,16 @@ TEST_F(ServeTest, AFailingEvaluationCostsOnlyItsRequest) {
   EXPECT_EQ(state.made.load(), 2);  // a fresh backend after the environment failure
 }
 
-TEST_F(ServeTest, WaitingPastTheTimeoutIs504) {
+TEST_F(ServeTest, WaitingPastTheQueueTimeoutIs504) {
   ServeOptions o;
   o.queue_capacity = 4;
+  o.queue_timeout_s = 0.05;
   start(o);
   auto first =
       std::async(std::launch::async, [&] { return client().Post("/v1/evaluate", body("block"), "application/json"); });
   ASSERT_TRUE(state.wait_blocked(1));
-  auto late = std::async(std::launch::async, [&] {
-    return client().Post("/v1/evaluate", body("tier 1", R"({"timeout_s": 0.05})"), "application/json");
-  });
+  auto late =
+      std::async(std::launch::async, [&] { return client().Post("/v1/evaluate", body("tier 1"), "application/json"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   state.release();
   EXPECT_EQ(first.get()->status, 200);

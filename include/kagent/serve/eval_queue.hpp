@@ -37,6 +37,9 @@ class EvalQueue {
   struct Options {
     std::vector<int> gpus = {0};  // a worker each
     size_t capacity = 64;         // evaluations waiting (not counting those being evaluated)
+    // A request that waits longer for a worker is answered 504, unevaluated: its client has
+    // likely given up, and the GPU time is better spent on requests still awaited.
+    double max_wait_s = 600;
   };
   EvalQueue(Options options, judge::BackendFactory backends, Metrics* metrics);
   ~EvalQueue();  // stop()
@@ -44,7 +47,7 @@ class EvalQueue {
   EvalQueue& operator=(const EvalQueue&) = delete;
 
   // Admits every request, or none (nullopt: the queue lacks room for them all). A request that
-  // waits longer than its own timeout before a worker takes it is answered 504 unevaluated.
+  // waits longer than Options::max_wait_s before a worker takes it is answered 504 unevaluated.
   std::optional<std::vector<std::future<Answer>>> submit(std::vector<judge::CandidateRequest> requests);
 
   size_t depth() const;

@@ -7,7 +7,7 @@
 // Errors are {"error": {"status", "field", "message"}}: 400 a bad request (naming the field), 401
 // no or a wrong bearer token, 404 no such problem, 413 too large, 422 the problem or a plan that
 // does not fit it, 429 the queue is full (Retry-After), 503 no GPU (naming why) or the GPU busy,
-// 504 waited past the request's timeout for a GPU. A request is parsed before anything else, so a
+// 504 waited longer than --queue-timeout for a GPU. A request is parsed before anything else, so a
 // service without a GPU still says what is wrong with a request.
 #include <filesystem>
 #include <memory>
@@ -30,6 +30,7 @@ struct ServeOptions {
   std::vector<int> gpus;                // a worker each
   std::string unavailable;              // non-empty: no GPU to evaluate on; evaluations answer 503 with it
   size_t queue_capacity = 64;
+  double queue_timeout_s = 600;  // waiting longer for a worker: 504
   RequestLimits limits;
   int http_threads = 0;  // 0: enough for the queue, the workers and a few more (health, metrics, refusals)
 };
