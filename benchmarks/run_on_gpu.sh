@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent draws all
+#   modelnew modelnew-bench containment concurrent draws serve all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -174,6 +174,14 @@ fi
 if want concurrent; then
   step concurrent 500 bash benchmarks/concurrent_evals.sh $B/kagent ${CONCURRENT_EVALS:-10}
 fi
+if want serve; then
+  # kagent serve under load: 4 clients, honest and cheating candidates mixed, each verdict compared
+  # with kagent eval; the service killed with SIGKILL halfway and restarted. 300 requests fit the
+  # step's limit on one GPU (about 1-2 evaluations/s); SERVE_REQUESTS=1000 for the full goal.
+  step serve 590 python3 benchmarks/serve_load.py --kagent $B/kagent --clients 4 --requests ${SERVE_REQUESTS:-300} \
+    --kill-restart --out $OUT/serve-load.json
+  step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
+fi
 if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -195,6 +203,7 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
+[ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
 [ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }

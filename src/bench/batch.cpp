@@ -20,6 +20,10 @@ report::ResultRecord error_record(const Problem& p, const std::string& message, 
   r.status = "error";
   r.error = message;
   r.gpu = gpu;
+  if (!p.sample.empty()) {  // bench --samples: the sample's own record, not the problem's
+    r.sample = p.sample.filename().string();
+    r.candidate = p.sample.string();
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 // kagent bench PATH...: a whole suite (KernelBench level folders, problem files, folders of
-// op.json) through the existing solutions (--solutions DIR) or the agent (--agent), one worker per
+// op.json) through the existing solutions (--solutions DIR), N samples per problem (--samples DIR:
+// a record per sample, then pass@k, fast_p@k and best-of-k) or the agent (--agent), one worker per
 // GPU, records appended to results.jsonl as each problem finishes; --resume skips what is done,
 // --shard I/N (or the Slurm / Kubernetes index in the environment) takes a deterministic share.
 // Exit 0 every problem of this shard has a record, 1 interrupted before that (run again with
@@ -18,10 +19,13 @@
 #include "kagent/agent/optimize_run.hpp"
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
+#include "kagent/bench/samples.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/judge/evaluator_backend.hpp"
 #include "kagent/llm/config.hpp"
 #include "kagent/llm/tool_choice.hpp"
+#include "kagent/report/sampling.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "progress.hpp"
 
@@ -34,6 +38,7 @@ namespace fs = std::filesystem;
 struct BenchArgs {
   std::vector<std::string> paths;
   std::string solutions;
+  std::string samples;  // --samples DIR
   bool agent = false;
   std::string gpus, shard, out, filter, runs, arch, precision;
   int jobs = 1;
@@ -67,9 +72,17 @@ nlohmann::json summary_array(const std::vector<report::ResultRecord>& records) {
   return j;
 }
 
+// A sample's key in the results file (the problem's id alone without samples).
+std::string key_of(const bench::Problem& p) {
+  return bench::sample_key(p.id, p.sample.empty() ? std::string() : p.sample.filename().string());
+}
+
 int run_bench(BenchArgs a) {
-  if (a.agent == !a.solutions.empty())
-    throw InputError("bench: give either --solutions DIR (evaluate existing kernels) or --agent (run the agent)");
+  if (static_cast<int>(a.agent) + !a.solutions.empty() + !a.samples.empty() != 1)
+    throw InputError(
+        "bench: give one of --solutions DIR (evaluate existing kernels), --samples DIR (N samples per problem) "
+        "or --agent (run the agent)");
+  const bool sampling = !a.samples.empty();
   if (a.agent && (nlohmann::json(a.measure.stop_rule) != nlohmann::json(StopRule{}) ||
                   nlohmann::json(a.measure.knobs) != nlohmann::json(MeasureKnobs{})))
     throw InputError(
@@ -86,14 +99,20 @@ int run_bench(BenchArgs a) {
   else
     shard = bench::shard_from_env();
   std::vector<bench::Problem> mine = shard ? bench::take_shard(all, *shard) : all;
+  // --samples: a work item per sample (a problem's samples stay in this shard).
+  std::vector<bench::Problem> items = sampling ? bench::expand_samples(mine, a.samples) : mine;
 
   if (a.list) {
     if (a.json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& p : mine) j.push_back({{"problem", p.id}, {"path", p.path.string()}});
+      for (const auto& p : items) {
+        j.push_back({{"problem", p.id}, {"path", p.path.string()}});
+        if (sampling) j.back()["sample"] = p.sample.string();
+      }
       print_json(j);
     } else {
-      for (const auto& p : mine) fmt::print("{}\t{}\n", p.id, p.path.string());
+      for (const auto& p : items)
+        fmt::print("{}\t{}{}\n", p.id, p.path.string(), sampling ? "\t" + p.sample.string() : std::string());
     }
     return 0;
   }
@@ -110,11 +129,11 @@ int run_bench(BenchArgs a) {
       throw InputError(
           fmt::format("{} already holds results: continue it with --resume, or choose another --out", out.string()));
     for (const auto& r : report::read_results({out}))
-      if (r.status != "error") done.insert(r.problem);
+      if (r.status != "error") done.insert(bench::sample_key(r.problem, r.sample));
   }
   std::vector<bench::Problem> todo;
   int already = 0;
-  for (const auto& p : mine) (done.count(p.id) ? ++already : (todo.push_back(p), 0));
+  for (const auto& p : items) (done.count(key_of(p)) ? ++already : (todo.push_back(p), 0));
 
   // GPUs: --gpus, else every GPU the driver reports.
   GpuInventory inv = query_gpus();
@@ -125,12 +144,15 @@ int run_bench(BenchArgs a) {
     for (const auto& g : inv.gpus) gpus.push_back(g.index);
   }
   int with_solution = 0;
-  if (!a.agent)
+  if (sampling)
+    for (const auto& p : todo) with_solution += !p.sample.empty();
+  else if (!a.agent)
     for (const auto& p : todo) with_solution += bench::find_solution(a.solutions, p).has_value();
   if (gpus.empty()) {
     // A batch with nothing to evaluate (every problem unsolved) needs no GPU.
     if (!a.agent && with_solution > 0)
-      throw EnvError(fmt::format("no GPU to evaluate {} solution(s) on: {}", with_solution,
+      throw EnvError(fmt::format("no GPU to evaluate {} {} on: {}", with_solution,
+                                 sampling ? "sample(s)" : "solution(s)",
                                  inv.problem.empty() ? "no CUDA device" : inv.problem));
     gpus = {0};
     if (a.agent) spdlog::warn("no GPU: the agent's evaluations will be unavailable ({})", inv.problem);
@@ -146,6 +168,8 @@ int run_bench(BenchArgs a) {
   if (a.agent)
     fmt::print(info, "  agent: kagent optimize per problem, run folders in {}\n",
                (a.runs.empty() ? out.parent_path() / "runs" : fs::path(a.runs)).string());
+  else if (sampling)
+    fmt::print(info, "  samples: {} ({} sample(s) of {} problem(s) to run)\n", a.samples, with_solution, mine.size());
   else
     fmt::print(info, "  solutions: {} ({} of {} to run have one)\n", a.solutions, with_solution, todo.size());
   std::string gpu_names;
@@ -193,6 +217,25 @@ int run_bench(BenchArgs a) {
     fmt::print(info, "  optimize options: {}\n",
                given.empty() ? "(none: the ops' budgets and the LLM config)" : given.dump());
     factory = [ao](int gpu) { return bench::make_agent_job(ao, gpu); };
+  } else if (sampling) {
+    // Every sample judged as `kagent eval SAMPLE --op PROBLEM` with these flags, through the judge's
+    // backend on each worker's GPU.
+    bench::SampleJobOptions so;
+    so.samples = a.samples;
+    judge::CandidateRequest& rq = so.request;
+    rq.arch = a.arch;
+    if (!a.precision.empty()) rq.precision = precision_option(a.precision);
+    rq.overrides = a.overrides;
+    rq.refresh_baselines = a.refresh_baselines;
+    rq.timeout = std::chrono::milliseconds(static_cast<int64_t>((a.timeout_s > 0 ? a.timeout_s : 120) * 1000));
+    a.measure.validate();
+    rq.stop_rule = a.measure.stop_rule;
+    rq.knobs = a.measure.knobs;
+    rq.allow_torch_ops = a.measure.allow_torch_ops;
+    so.backends = judge::evaluator_backends(std::make_shared<CompileCache>(CompileCache::default_dir()));
+    fmt::print(info, "  evaluation: full protocol per sample, {} s limit each{}\n", rq.timeout.count() / 1000,
+               a.refresh_baselines ? ", baselines re-measured" : "");
+    factory = [so](int gpu) { return bench::make_sample_job(so, gpu); };
   } else {
     bench::SolutionJobOptions so;
     so.solutions = a.solutions;
@@ -212,9 +255,11 @@ int run_bench(BenchArgs a) {
     factory = [so](int gpu) { return bench::make_solution_job(so, gpu); };
   }
 
-  BatchProgress progress(static_cast<int>(mine.size()), already, !a.json && ::isatty(2), stderr);
+  BatchProgress progress(static_cast<int>(items.size()), already, !a.json && ::isatty(2), stderr);
   bench::BatchEvents events;
-  events.started = [&](const bench::Problem& p, int gpu) { progress.started(p.id, gpu); };
+  events.started = [&](const bench::Problem& p, int gpu) {
+    progress.started(p.sample.empty() ? p.id : p.id + "/" + p.sample.filename().string(), gpu);
+  };
   events.finished = [&](const report::ResultRecord& r) {
     writer.append(r);
     progress.finished(r);
@@ -241,9 +286,13 @@ int run_bench(BenchArgs a) {
   const int code = !res.env_failure.empty() ? static_cast<int>(ExitCode::environment)
                    : res.not_run > 0        ? static_cast<int>(ExitCode::failed)
                                             : 0;
+  // Samples: the summary of each problem's best sample, and the sampling metrics beside it.
+  const bool samples_recorded = report::has_samples(recorded);
+  const std::vector<report::ResultRecord> per_problem =
+      samples_recorded ? report::best_sample_per_problem(recorded) : recorded;
   if (a.json) {
     // The last line of the JSON-lines stream: one object, on one line like the records.
-    nlohmann::json end = {{"summary", summary_array(recorded)},
+    nlohmann::json end = {{"summary", summary_array(per_problem)},
                           {"out", out.string()},
                           {"problems", mine.size()},
                           {"recorded", recorded.size()},
@@ -251,11 +300,18 @@ int run_bench(BenchArgs a) {
                           {"not_run", res.not_run},
                           {"wall_s", wall},
                           {"environment_failure", res.env_failure}};
+    if (samples_recorded) {
+      end["sampling"] = nlohmann::json::array();
+      for (const auto& s : report::summarize_samples(recorded)) end["sampling"].push_back(s);
+    }
     fmt::print("{}\n", end.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
-    fmt::print("{} of {} problem(s) recorded in {} ({} this run, {}); merge shards with `kagent report`\n{}",
-               recorded.size(), mine.size(), out.string(), res.finished, BatchProgress::clock(wall),
-               report::render_summary(report::summarize(recorded), false));
+    fmt::print("{} of {} {} recorded in {} ({} this run, {}); merge shards with `kagent report`\n{}", recorded.size(),
+               items.size(), sampling ? "sample(s)" : "problem(s)", out.string(), res.finished,
+               BatchProgress::clock(wall), report::render_summary(report::summarize(per_problem), false));
+    if (samples_recorded)
+      fmt::print("each problem's best sample above; over the samples:\n{}",
+                 report::render_sampling(report::summarize_samples(recorded), false));
   }
   if (!res.env_failure.empty()) fmt::print(stderr, "kagent bench: workers stopped: {}\n", res.env_failure);
   if (res.not_run > 0 && res.env_failure.empty())
@@ -276,6 +332,10 @@ Command add_bench_command(CLI::App& app) {
                   "Evaluate the kernels in DIR (DIR/<level>/<problem>.cu or DIR/<problem>.cu, or a ModelNew solution "
                   "<problem>.py in their place)")
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--samples", a->samples,
+                  "Evaluate N samples per problem: DIR/<level>/<problem>/*.cu|*.py (or DIR/<problem>/), a record "
+                  "each; the summary adds pass@k, fast_p@k and best-of-k")
+      ->check(CLI::ExistingDirectory);
   sub->add_flag("--agent", a->agent, "Run kagent optimize on each problem (budget and LLM flags below)");
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all)");
   sub->add_option("--jobs", a->jobs,
@@ -287,8 +347,9 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--out", a->out, "Results file (default results.jsonl, or results.shard-I-of-N.jsonl)");
   sub->add_flag("--resume", a->resume, "Continue: skip the problems the results file already has");
   sub->add_option("--filter", a->filter, "Only problems whose id (level/name) matches this regex");
-  sub->add_option("--timeout", a->timeout_s,
-                  "Seconds: per evaluation on the GPU (solutions; default 120), per agent run (--agent; default none)")
+  sub->add_option(
+         "--timeout", a->timeout_s,
+         "Seconds: per evaluation on the GPU (solutions, samples; default 120), per agent run (--agent; default none)")
       ->check(CLI::Range(1.0, 1e6));
   sub->add_option("--arch", a->arch, "Compile target (default: each GPU's)");
   sub->add_option("--precision", a->precision, "fp32, tf32, fp16 or bf16 for every problem (default: each op's)");

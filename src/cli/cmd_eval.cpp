@@ -1,6 +1,9 @@
 // kagent eval CAND.cu --op OP : the verdict on a candidate: compile, correctness, timing, reward.
-// Exit 0 correct, 1 not correct or not compiled, 2 bad input (including an error in a PyTorch
-// problem file), 3 environment (no GPU; for a PyTorch reference no python3 or torch).
+// kagent eval A.cu B.cu C.py ... --op OP : each candidate in turn through the judge's backend (one
+// GPU, the problem kept between candidates), one line each, or with --json one record per line.
+// Exit 0 correct (every candidate), 1 not correct or not compiled (any), 2 bad input (including an
+// error in a PyTorch problem file; with several candidates, a plan that does not fit the problem),
+// 3 environment (no GPU; for a PyTorch reference no python3 or torch).
 #include <memory>
 
 #include <fmt/format.h>
@@ -9,6 +12,9 @@
 #include "compile_report.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/judge/each.hpp"
+#include "kagent/judge/evaluator_backend.hpp"
+#include "kagent/judge/verdict.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::cli {
@@ -16,7 +22,8 @@ namespace kagent::cli {
 namespace {
 
 struct EvalArgs {
-  std::string candidate;
+  std::vector<std::string> candidates;
+  std::string candidate;  // the one, when there is one
   std::string op;
   std::string arch;
   std::string precision;  // empty: the op's
@@ -30,12 +37,55 @@ struct EvalArgs {
   MeasureFlags measure;
 };
 
+// Several candidates: each as `kagent eval CAND --op OP` with the same flags would judge it.
+int eval_many(const EvalArgs& a) {
+  judge::CandidateRequest base;
+  base.problem = a.op;
+  if (!a.precision.empty()) base.precision = precision_option(a.precision);
+  a.overrides.validate();
+  base.overrides = a.overrides;
+  base.arch = a.arch;
+  base.trials = a.trials;
+  base.timing = !a.no_timing;
+  base.refresh_baselines = a.refresh_baselines;
+  base.timeout = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000));
+  a.measure.validate();
+  base.stop_rule = a.measure.stop_rule;
+  base.knobs = a.measure.knobs;
+  base.allow_torch_ops = a.measure.allow_torch_ops;
+  load_op(a.op);  // a bad problem is said once, before any candidate
+  std::vector<judge::CandidateRequest> requests;
+  for (const auto& c : a.candidates) {
+    judge::CandidateRequest r = base;
+    r.file = c;
+    r.name = c;
+    requests.push_back(std::move(r));
+  }
+  judge::EvaluatorBackend backend(a.gpu, std::make_shared<CompileCache>(CompileCache::default_dir()));
+  if (std::string why = backend.unavailable(); !why.empty()) throw EnvError(why);
+  const judge::EachOutcome out = judge::evaluate_each(backend, requests, [&](const nlohmann::json& record) {
+    if (a.json)
+      fmt::print("{}\n", record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    else if (record.contains("error"))
+      fmt::print("{}: error: {}\n", record.value("candidate", ""), record.value("error", ""));
+    else
+      fmt::print("{}\n", judge::verdict_line(record));
+    std::fflush(stdout);
+  });
+  if (!a.json)
+    fmt::print("{} candidate(s): {} correct, {} not{}\n", requests.size(), out.correct, out.failed,
+               out.refused > 0 ? fmt::format(", {} refused (bad input)", out.refused) : "");
+  return static_cast<int>(out.refused > 0 ? ExitCode::bad_input : out.failed > 0 ? ExitCode::failed : ExitCode::ok);
+}
+
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* sub = app.add_subcommand("eval", "Evaluate a candidate against an operator: correctness, timing, reward");
-  sub->add_option("candidate", args->candidate, "Candidate .cu file, or a KernelBench ModelNew solution .py")
+  sub->add_option("candidates", args->candidates,
+                  "Candidate .cu file, or a KernelBench ModelNew solution .py; several: one line (or --json record) "
+                  "each")
       ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("--op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
@@ -53,7 +103,7 @@ Command add_eval_command(CLI::App& app) {
   add_op_flags(sub, &args->overrides);
   add_measure_flags(sub, &args->measure);
 
-  return {
+  const Command one = {
       sub, [args]() {
         Op op = load_op(args->op);
         if (!args->precision.empty()) op = with_precision(std::move(op), precision_option(args->precision));
@@ -88,6 +138,12 @@ Command add_eval_command(CLI::App& app) {
           fmt::print("{}", render_report(rep));
         return static_cast<int>(rep.reward.tier > 0 ? ExitCode::ok : ExitCode::failed);
       }};
+  // Several candidates go through the judge's backend; one keeps its full report.
+  return {sub, [args, run_one = one.run]() {
+            if (args->candidates.size() > 1) return eval_many(*args);
+            args->candidate = args->candidates.front();
+            return run_one();
+          }};
 }
 
 }  // namespace kagent::cli

@@ -4,6 +4,8 @@
 // the summary is still printed. Results measured under different settings (GPU, precision and
 // tolerance, stopping rule, kagent version) are not summed up together: the command refuses them
 // (exit 2, naming each setting) unless --separate, which prints one summary per setting.
+// Results of several samples per problem (bench --samples) are summarized by each problem's best
+// sample, and pass@k, fast_p@k and best-of-k over the samples are printed beside (--k, --fast-p).
 // Exit 0, 2 for unreadable or mixed input, 3 when an output cannot be written.
 #include <memory>
 
@@ -14,6 +16,7 @@
 #include "kagent/report/html.hpp"
 #include "kagent/report/junit.hpp"
 #include "kagent/report/results.hpp"
+#include "kagent/report/sampling.hpp"
 
 namespace kagent::cli {
 
@@ -45,7 +48,8 @@ void print_separately(const std::vector<report::ResultRecord>& records,
     j.push_back({{"setting", "nothing measured"}, {"problems", unmeasured.size()}});
     print_json(j);
   } else if (!unmeasured.empty()) {
-    fmt::print("== nothing measured ({} problem{}: failed before any timing)\n", unmeasured.size(), unmeasured.size() == 1 ? "" : "s");
+    fmt::print("== nothing measured ({} problem{}: failed before any timing)\n", unmeasured.size(),
+               unmeasured.size() == 1 ? "" : "s");
   }
 }
 
@@ -56,6 +60,7 @@ Command add_report_command(CLI::App& app) {
     std::vector<std::string> files;
     bool md = false, json = false, separate = false;
     std::string html, junit;
+    report::SamplingOptions sampling;
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("report", "Summarize results.jsonl files: pass rate, speedups, fast_p per level");
@@ -67,19 +72,32 @@ Command add_report_command(CLI::App& app) {
                 "version): one summary per setting instead of refusing them");
   sub->add_option("--html", a->html, "Also write a self-contained HTML report (tables and charts) to this file");
   sub->add_option("--junit", a->junit, "Also write JUnit XML (one test case per problem) to this file");
+  sub->add_option("--k", a->sampling.ks,
+                  "Samples (bench --samples): the k of pass@k, fast_p@k, best-of-k (default 1,5,10)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--fast-p", a->sampling.ps, "Samples: the thresholds p of fast_p@k, speedups vs eager (default 1.0)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1e9));
   return {sub, [a]() {
             std::vector<std::filesystem::path> files(a->files.begin(), a->files.end());
             auto records = report::read_results(files);
+            // Several samples per problem: the per-problem summary is of each problem's best sample.
+            const bool samples = report::has_samples(records);
+            const std::vector<report::ResultRecord> all_samples =
+                samples ? records : std::vector<report::ResultRecord>{};
+            if (samples) records = report::best_sample_per_problem(all_samples);
             auto settings = report::measurement_settings(records);
             if (settings.size() > 1) {
               std::string list;
               for (const auto& [s, n] : settings)
                 list += fmt::format("\n  {} problem{}: {}", n, n == 1 ? "" : "s", report::setting_text(s));
               if (!a->separate)
-                throw InputError(fmt::format("these results were measured under {} different settings, so their "
-                                             "speedups and pass rates are not comparable:{}\nReport them one "
-                                             "setting at a time, or pass --separate for one summary per setting",
-                                             settings.size(), list));
+                throw InputError(
+                    fmt::format("these results were measured under {} different settings, so their "
+                                "speedups and pass rates are not comparable:{}\nReport them one "
+                                "setting at a time, or pass --separate for one summary per setting",
+                                settings.size(), list));
             }
             auto summary = report::summarize(records);
             if (settings.size() > 1) {
@@ -87,10 +105,18 @@ Command add_report_command(CLI::App& app) {
             } else if (a->json) {
               nlohmann::json j = nlohmann::json::array();
               for (const auto& s : summary) j.push_back(s);
+              if (samples) {  // an object only for samples: the array stays what it was otherwise
+                nlohmann::json sampling = nlohmann::json::array();
+                for (const auto& s : report::summarize_samples(all_samples, a->sampling)) sampling.push_back(s);
+                j = {{"summary", j}, {"sampling", sampling}};
+              }
               print_json(j);
             } else {
-              fmt::print("{} problems from {} file(s)\n{}", records.size(), files.size(),
+              fmt::print("{} problems from {} file(s){}\n{}", records.size(), files.size(),
+                         samples ? fmt::format(", {} samples (each problem's best below)", all_samples.size()) : "",
                          report::render_summary(summary, a->md));
+              if (samples)
+                fmt::print("\n{}", report::render_sampling(report::summarize_samples(all_samples, a->sampling), a->md));
             }
             // The page title and suite name say which results they show.
             std::string names;

@@ -33,6 +33,7 @@ Command add_report_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 // Shared output helpers.
 void print_json(const nlohmann::json& j);
@@ -48,7 +49,7 @@ void add_op_flags(CLI::App* sub, OpOverrides* o);
 struct MeasureFlags {
   StopRule stop_rule;
   MeasureKnobs knobs;
-  bool allow_torch_ops = false;  // --allow-torch-ops (ModelNew solutions)
+  bool allow_torch_ops = false;      // --allow-torch-ops (ModelNew solutions)
   void validate() const;             // InputError for contradictory bounds (max below min)
   void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs and o.allow_torch_ops
 };

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       kagent::cli::add_doctor_command(app),   kagent::cli::add_ref_command(app),
       kagent::cli::add_optimize_command(app), kagent::cli::add_report_command(app),
       kagent::cli::add_bench_command(app),    kagent::cli::add_check_command(app),
-      kagent::cli::add_profile_command(app),
+      kagent::cli::add_profile_command(app),  kagent::cli::add_serve_command(app),
   };
 
   try {

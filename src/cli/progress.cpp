@@ -20,7 +20,8 @@ double BatchProgress::eta_s(double elapsed_s, int finished_now, int remaining) {
 }
 
 std::string BatchProgress::record_line(const report::ResultRecord& r) {
-  std::string line = fmt::format("{:<48} {:<13}", r.problem, r.status);
+  // bench --samples: the problem's sample, "level1/19_ReLU/3.cu"
+  std::string line = fmt::format("{:<48} {:<13}", r.sample.empty() ? r.problem : r.problem + "/" + r.sample, r.status);
   if (r.correct()) {
     line += fmt::format(" tier {}", r.score.tier);
     if (r.score.speedup_vs_eager) line += fmt::format("  {:.2f}x eager", *r.score.speedup_vs_eager);
@@ -41,7 +42,7 @@ void BatchProgress::started(const std::string& problem, int gpu) {
 }
 
 void BatchProgress::finished(const report::ResultRecord& r) {
-  running_.erase(r.problem);
+  running_.erase(r.sample.empty() ? r.problem : r.problem + "/" + r.sample);
   ++done_;
   ++done_now_;
   if (!r.correct()) ++failed_;

@@ -15,6 +15,7 @@ class BatchProgress {
  public:
   // total: problems of this batch including `already_done` (records kept from a resumed run).
   BatchProgress(int total, int already_done, bool live, std::FILE* out);
+  // `problem`: the problem's id, or "id/sample" for a sample (bench --samples).
   void started(const std::string& problem, int gpu);
   void finished(const report::ResultRecord& r);
   void close();  // ends the live bar's line

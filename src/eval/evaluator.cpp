@@ -1,4 +1,5 @@
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/report_score.hpp"
 
 #include "fresh_seed.hpp"
 
@@ -411,6 +412,8 @@ nlohmann::json report_json(const EvalReport& r) {
   }
   if (!r.sandbox_warning.empty()) j["sandbox_warning"] = r.sandbox_warning;
   if (!r.baseline_error.empty()) j["baseline_error"] = r.baseline_error;
+  // The same result as every record keeps it (common/score.hpp): what the judge's front ends read.
+  j["score"] = report_score(r);
   return j;
 }
 

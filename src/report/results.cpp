@@ -75,6 +75,7 @@ void to_json(nlohmann::json& j, const ResultRecord& r) {
   if (r.wall_s) j["wall_s"] = *r.wall_s;
   if (r.gpu) j["gpu"] = *r.gpu;
   if (!r.best_by_turn.empty()) j["best_by_turn"] = r.best_by_turn;
+  if (!r.sample.empty()) j["sample"] = r.sample;
   j["kagent_version"] = r.kagent_version.empty() ? std::string(KAGENT_VERSION) : r.kagent_version;
   j["record_version"] = kRecordVersion;
 }
@@ -96,6 +97,7 @@ void from_json(const nlohmann::json& j, ResultRecord& r) {
   r.gpu = integer(j, "gpu", 0, std::numeric_limits<int>::max());
   r.kagent_version = j.value("kagent_version", "");
   if (auto it = j.find("best_by_turn"); it != j.end() && it->is_array()) r.best_by_turn = best_by_turn_from_json(*it);
+  r.sample = j.value("sample", "");
 }
 
 ResultsWriter::ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {
@@ -151,7 +153,8 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
         [&](JsonlLine&& line) {
           try {
             ResultRecord r = line.value.get<ResultRecord>();
-            by_problem[r.problem] = std::move(r);
+            // One record per problem, or per sample of a problem (bench --samples).
+            by_problem[r.sample.empty() ? r.problem : r.problem + '\n' + r.sample] = std::move(r);
           } catch (const nlohmann::json::exception& e) {
             throw InputError(fmt::format("{}:{}: not a result record ({})", path.string(), line.number, e.what()));
           } catch (const InputError& e) {
@@ -162,8 +165,10 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
   }
   std::vector<ResultRecord> out;
   for (auto& [p, r] : by_problem) out.push_back(std::move(r));
-  std::sort(out.begin(), out.end(),
-            [](const ResultRecord& a, const ResultRecord& b) { return natural_less(a.problem, b.problem); });
+  std::sort(out.begin(), out.end(), [](const ResultRecord& a, const ResultRecord& b) {
+    if (a.problem != b.problem) return natural_less(a.problem, b.problem);
+    return natural_less(a.sample, b.sample);
+  });
   return out;
 }
 

@@ -15,6 +15,9 @@ struct Problem {
   std::string level;           // "level1" (the folder the problem sits in)
   std::string name;            // "19_ReLU"
   std::filesystem::path path;  // the .py problem file or op.json
+  // `kagent bench --samples`: the sample this work item evaluates (one item per sample of the
+  // problem; bench/samples.hpp). Empty otherwise, and for a problem none was found for.
+  std::filesystem::path sample{};  // (a default, so that {id, level, name, path} still initializes all)
 };
 
 // Problems under each PATH: a file is one problem (.py or .json); a folder contributes every .py

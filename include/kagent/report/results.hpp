@@ -44,6 +44,9 @@ struct ResultRecord {
   std::string kagent_version;    // the kagent that wrote the record ("" not recorded)
   // Agent runs: the best speedup vs eager reached by each turn, as (turn, speedup) steps.
   BestByTurn best_by_turn;
+  // `kagent bench --samples`: which of the problem's samples this record judges (its file name in
+  // the problem's folder); "" for one candidate per problem. A problem has a record per sample.
+  std::string sample;
   bool correct() const { return status == "correct"; }
   Status kind() const { return parse_status(status); }
 };
@@ -100,8 +103,8 @@ inline constexpr size_t kMaxResultLineBytes = size_t{1} << 20;
 inline constexpr size_t kMaxResultLineValues = size_t{1} << 16;
 inline constexpr size_t kMaxRecordErrorBytes = size_t{64} << 10;
 
-// Reads results files (shards, resumed runs) into one set: a problem seen twice keeps its last
-// record. Lines are parsed one at a time, each within the bounds above. A torn last line is
+// Reads results files (shards, resumed runs) into one set: a problem (a problem's sample) seen
+// twice keeps its last record. Lines are parsed one at a time, each within the bounds above. A torn last line is
 // skipped; any other malformed or oversized line is InputError naming file:line.
 std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files);
 

@@ -1,0 +1,61 @@
+#pragma once
+// The one question every front end of many candidates asks (`kagent eval` with several candidates,
+// `kagent bench --samples`, `kagent serve`): evaluate this candidate against this problem on this
+// worker's GPU, and answer with `kagent eval --json`'s record. Behind it today: an Evaluator per
+// worker (evaluator_backend.hpp); a backend that keeps a problem warm across candidates drops in
+// behind the same interface, and the front ends do not change.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/protocol/stats.hpp"
+#include "kagent/spec/candidate.hpp"
+#include "kagent/spec/op.hpp"
+#include "kagent/spec/op_overrides.hpp"
+
+namespace kagent::judge {
+
+// One candidate and how to judge it: what `kagent eval`'s arguments and flags say.
+struct CandidateRequest {
+  // The candidate: a file that holds it (`kagent eval`, bench), read from there and named as given;
+  // or, with `file` empty, its text (`kagent serve`), written where the backend's children read it.
+  std::filesystem::path file;
+  std::string source;
+  CandidateKind kind = CandidateKind::plan;  // with `source` (a file's kind is its name's)
+  std::string name;                          // the record's "candidate" (default: the file, or "candidate.cu"/".py")
+  std::filesystem::path problem;             // op.json or KernelBench .py
+  std::optional<Precision> precision;        // nullopt: the op's
+  OpOverrides overrides;                     // atol, rtol
+  int trials = 0;                            // 0: the op's correctness_trials
+  bool timing = true;
+  std::chrono::milliseconds timeout{60000};  // the GPU part's wall-clock limit (`kagent eval --timeout`)
+  StopRule stop_rule;
+  MeasureKnobs knobs;
+  bool allow_torch_ops = false;
+  std::string arch;  // "": the GPU's
+  bool refresh_baselines = false;
+};
+
+// Evaluates candidates on one GPU. Made and used by one thread (the runner a backend starts is
+// tied to the thread that started it), one request at a time.
+class EvalBackend {
+ public:
+  virtual ~EvalBackend() = default;
+  // Why this backend cannot evaluate ("no GPU to evaluate on: ..."), "" when it can. Starts nothing.
+  virtual std::string unavailable() = 0;
+  // `kagent eval --json`'s record. The candidate's own failures (compile errors, faults, hangs,
+  // wrong results, a plan block that does not parse) are in the record, with tier -1. Throws
+  // InputError for the problem (or a plan that does not fit it), EnvError for the environment (no
+  // GPU, no python3/torch; GpuBusyError when another process held the GPU's memory).
+  virtual nlohmann::json evaluate(const CandidateRequest& request) = 0;
+};
+
+// A backend for the worker of one GPU, made in that worker's thread.
+using BackendFactory = std::function<std::unique_ptr<EvalBackend>(int gpu)>;
+
+}  // namespace kagent::judge

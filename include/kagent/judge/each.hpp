@@ -1,0 +1,25 @@
+#pragma once
+// Several candidates of one problem in turn on one backend (`kagent eval A.cu B.cu ... --op X`):
+// each record is handed on as it comes, and a candidate refused as bad input (a plan that does not
+// fit the problem) does not stop the others.
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/judge/backend.hpp"
+
+namespace kagent::judge {
+
+struct EachOutcome {
+  int correct = 0;  // tier > 0
+  int failed = 0;   // a record with tier -1
+  int refused = 0;  // InputError: {"candidate", "error"} in place of a record
+};
+
+// `sink` gets each candidate's record, or {"candidate": name, "error": message} for an InputError.
+// EnvError (no GPU, GPU busy) ends it: the rest would fail the same way.
+EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateRequest>& requests,
+                          const std::function<void(const nlohmann::json&)>& sink);
+
+}  // namespace kagent::judge

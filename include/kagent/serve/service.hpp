@@ -1,0 +1,60 @@
+#pragma once
+// `kagent serve`: evaluations over HTTP (cpp-httplib) for sampling and RL training (docs/serve.md).
+//   POST /v1/evaluate        one candidate (serve/request.hpp) -> `kagent eval --json`'s record
+//   POST /v1/evaluate_batch  {"requests": [...]} -> {"results": [record or {"error": ...}, ...]}
+//   GET  /health             200 {"status": "ok", ...}, or 503 {"status": "unavailable", "reason"}
+//   GET  /metrics            Prometheus text (serve/metrics.hpp)
+// Errors are {"error": {"status", "field", "message"}}: 400 a bad request (naming the field), 401
+// no or a wrong bearer token, 404 no such problem, 413 too large, 422 the problem or a plan that
+// does not fit it, 429 the queue is full (Retry-After), 503 no GPU (naming why) or the GPU busy,
+// 504 waited longer than --queue-timeout for a GPU. A request is parsed before anything else, so a
+// service without a GPU still says what is wrong with a request.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kagent/judge/backend.hpp"
+#include "kagent/serve/eval_queue.hpp"
+#include "kagent/serve/metrics.hpp"
+#include "kagent/serve/request.hpp"
+
+namespace kagent::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (bind() says which)
+  // Non-empty: every request but GET /health must carry "Authorization: Bearer <token>".
+  std::string token;
+  std::filesystem::path problems_root;  // requests name problems under it
+  std::vector<int> gpus;                // a worker each
+  std::string unavailable;              // non-empty: no GPU to evaluate on; evaluations answer 503 with it
+  size_t queue_capacity = 64;
+  double queue_timeout_s = 600;  // waiting longer for a worker: 504
+  RequestLimits limits;
+  int http_threads = 0;  // 0: enough for the queue, the workers and a few more (health, metrics, refusals)
+};
+
+// Whether the address reaches only this machine (127.0.0.0/8, ::1, localhost).
+bool is_loopback(const std::string& host);
+
+class Service {
+ public:
+  Service(ServeOptions options, judge::BackendFactory backends);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+  // Binds the address; returns the port. EnvError when it cannot.
+  int bind();
+  // Serves until stop() (from another thread or a signal's watcher).
+  void run();
+  // Evaluations waiting are answered 503, those in progress finish, then the server stops.
+  void stop();
+  Metrics& metrics();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kagent::serve

@@ -1,0 +1,15 @@
+"""Client of `kagent serve`: evaluate CUDA kernel candidates on remote GPUs (docs/serve.md).
+
+    from kagent_client import Client
+    c = Client("http://gpu1:8080,http://gpu2:8080")
+    record = c.evaluate(open("cand.cu").read(), problem="level1/19")   # `kagent eval --json`'s record
+
+RL rewards: `compute_score` (verl) and `python -m kagent_client.reward_proxy` (OpenRLHF's /get_reward).
+"""
+from .client import Client, KagentError, RequestRefused, Unavailable, evaluate, evaluate_batch
+from .rewards import REWARDS, compute_score, kind_of, last_code_block, reward_of
+
+__all__ = [
+    "Client", "KagentError", "RequestRefused", "Unavailable", "evaluate", "evaluate_batch",
+    "REWARDS", "compute_score", "kind_of", "last_code_block", "reward_of",
+]

@@ -1,0 +1,147 @@
+// kagent serve: evaluations over HTTP, one worker per GPU (docs/serve.md). Binds 127.0.0.1 unless
+// --host says otherwise, and then needs a bearer token (--token-env VAR names the variable that
+// holds it). Without a GPU it still starts and answers 503 naming why, so that a readiness probe
+// on /health keeps it out of a load balancer. Runs until SIGINT or SIGTERM: exit 0; 2 bad flags,
+// 3 the address cannot be bound.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/gpu/devices.hpp"
+#include "kagent/judge/evaluator_backend.hpp"
+#ifdef KAGENT_HAVE_HTTPLIB
+#include "kagent/serve/service.hpp"
+#endif
+
+namespace kagent::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string token_env, problems_root, gpus;
+  int queue = 64;
+  double max_body_mb = 8, max_source_mb = 1;
+  int max_batch = 64;
+  double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
+};
+
+std::atomic<bool> g_serve_stop{false};
+
+void on_serve_signal(int) {
+  g_serve_stop.store(true);
+}
+
+int run_serve(const ServeArgs& a) {
+#ifndef KAGENT_HAVE_HTTPLIB
+  (void)a;
+  throw EnvError("this kagent was built without cpp-httplib (Debian: libcpp-httplib-dev): kagent serve is unavailable");
+#else
+  serve::ServeOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.problems_root = std::filesystem::absolute(a.problems_root).lexically_normal();
+  o.queue_capacity = static_cast<size_t>(a.queue);
+  o.queue_timeout_s = a.queue_timeout_s;
+  o.limits.max_body_bytes = static_cast<size_t>(a.max_body_mb * (1 << 20));
+  o.limits.max_source_bytes = static_cast<size_t>(a.max_source_mb * (1 << 20));
+  o.limits.max_batch = static_cast<size_t>(a.max_batch);
+  o.limits.default_timeout_s = a.timeout_s;
+  o.limits.max_timeout_s = a.max_timeout_s;
+  if (a.timeout_s > a.max_timeout_s)
+    throw InputError(fmt::format("--timeout {:g} is above --max-timeout {:g}", a.timeout_s, a.max_timeout_s));
+  if (!a.token_env.empty()) {
+    const char* t = std::getenv(a.token_env.c_str());
+    if (t == nullptr || *t == '\0')
+      throw InputError(
+          fmt::format("--token-env {}: the variable is not set or empty (it holds the bearer token)", a.token_env));
+    o.token = t;
+  }
+  if (!serve::is_loopback(o.host) && o.token.empty())
+    throw InputError(
+        fmt::format("--host {} reaches other machines: give --token-env VAR, VAR holding the bearer token "
+                    "every client must send",
+                    o.host));
+
+  // The GPUs of the existing selection: --gpus, else every GPU the driver reports.
+  GpuInventory inv = query_gpus();
+  o.gpus = a.gpus.empty() ? std::vector<int>{} : parse_gpus(a.gpus, inv);
+  if (a.gpus.empty())
+    for (const auto& g : inv.gpus) o.gpus.push_back(g.index);
+  auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  if (o.gpus.empty())
+    o.unavailable = fmt::format("no GPU to evaluate on: {}", inv.problem.empty() ? "no CUDA device" : inv.problem);
+  else
+    o.unavailable = judge::EvaluatorBackend(o.gpus.front(), cache).unavailable();
+
+  serve::Service service(o, judge::evaluator_backends(cache));
+  const int port = service.bind();
+  std::string gpu_text;
+  for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
+  fmt::print("kagent serve: listening on http://{}:{} (GPUs {}, queue {}, problems under {}{})\n", o.host, port,
+             gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, o.problems_root.string(),
+             o.token.empty() ? "" : ", bearer token required");
+  if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
+  std::fflush(stdout);
+
+  g_serve_stop.store(false);
+  auto prev_int = std::signal(SIGINT, on_serve_signal);
+  auto prev_term = std::signal(SIGTERM, on_serve_signal);  // Kubernetes and Slurm stop with SIGTERM
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load() && !g_serve_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    service.stop();
+  });
+  service.run();
+  done.store(true);
+  watcher.join();
+  std::signal(SIGINT, prev_int);
+  std::signal(SIGTERM, prev_term);
+  fmt::print(stderr, "kagent serve: stopped\n");
+  return 0;
+#endif
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Evaluate candidates over HTTP (JSON): one worker per GPU, a bounded queue, health and metrics");
+  sub->add_option("--problems-root", a->problems_root,
+                  "Folder of the problems requests may name (KernelBench levels, op.json folders)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--host", a->host, "Address to bind (default 127.0.0.1; any other needs --token-env)");
+  sub->add_option("--port", a->port, "Port (default 8080; 0: any free port, printed)")->check(CLI::Range(0, 65535));
+  sub->add_option("--token-env", a->token_env,
+                  "Environment variable holding the bearer token clients must send (required off 127.0.0.1)");
+  sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all): a worker each");
+  sub->add_option("--queue", a->queue, "Evaluations waiting at most; beyond, 429 with Retry-After (default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body, MiB; beyond, 413 (default 8)")
+      ->check(CLI::Range(0.001, 1024.0));
+  sub->add_option("--max-source-mb", a->max_source_mb, "Largest candidate source, MiB; beyond, 413 (default 1)")
+      ->check(CLI::Range(0.001, 64.0));
+  sub->add_option("--max-batch", a->max_batch, "Most requests in one batch (default 64)")->check(CLI::Range(1, 100000));
+  sub->add_option("--timeout", a->timeout_s,
+                  "Seconds: a request's limit for the GPU part when it gives no timeout_s (default 60)")
+      ->check(CLI::Range(1.0, 86400.0));
+  sub->add_option("--max-timeout", a->max_timeout_s, "The largest timeout_s a request may ask for (default 600)")
+      ->check(CLI::Range(1.0, 86400.0));
+  sub->add_option("--queue-timeout", a->queue_timeout_s,
+                  "Seconds a request may wait for a GPU worker; longer: 504, not evaluated (default 600)")
+      ->check(CLI::Range(0.001, 86400.0));
+  return {sub, [a]() { return run_serve(*a); }};
+}
+
+}  // namespace kagent::cli

@@ -1,0 +1,122 @@
+// EvaluatorBackend: `kagent eval`'s own path (load the op, lay the flags over it, Evaluator::evaluate,
+// report_json) for each request, with the Evaluator kept between requests of the same options.
+#include "kagent/judge/evaluator_backend.hpp"
+
+#include <stdlib.h>
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/spec/candidate.hpp"
+
+namespace kagent::judge {
+
+namespace fs = std::filesystem;
+
+EvalOptions eval_options_of(const CandidateRequest& r, int gpu) {
+  EvalOptions o;
+  o.gpu = gpu;
+  o.arch = r.arch;
+  o.trials = r.trials;
+  o.timing = r.timing;
+  o.timeout = r.timeout;
+  o.stop_rule = r.stop_rule;
+  o.knobs = r.knobs;
+  o.allow_torch_ops = r.allow_torch_ops;
+  o.refresh_baselines = r.refresh_baselines;
+  return o;
+}
+
+namespace {
+
+// Everything of EvalOptions a request can change: an Evaluator made for one set serves every
+// request that asks for the same.
+std::string options_key(const EvalOptions& o) {
+  return nlohmann::json{{"arch", o.arch},
+                        {"trials", o.trials},
+                        {"timing", o.timing},
+                        {"timeout_ms", o.timeout.count()},
+                        {"stop_rule", o.stop_rule},
+                        {"knobs", o.knobs},
+                        {"allow_torch_ops", o.allow_torch_ops},
+                        {"refresh_baselines", o.refresh_baselines}}
+      .dump();
+}
+
+fs::path make_text_dir() {
+  std::string templ = (fs::temp_directory_path() / "kagent-judge-XXXXXX").string();
+  if (mkdtemp(templ.data()) == nullptr) throw EnvError(fmt::format("cannot create a temporary folder in {}", templ));
+  return templ;
+}
+
+}  // namespace
+
+EvaluatorBackend::EvaluatorBackend(int gpu, std::shared_ptr<CompileCache> cache)
+    : gpu_(gpu), cache_(std::move(cache)) {}
+
+EvaluatorBackend::~EvaluatorBackend() {
+  ev_.reset();  // its runner and reference server first: they may read the candidates' files
+  std::error_code ec;
+  if (!text_dir_.empty()) fs::remove_all(text_dir_, ec);
+}
+
+std::string EvaluatorBackend::unavailable() {
+  if (ev_) return ev_->gpu_problem();
+  EvalOptions o;
+  o.gpu = gpu_;
+  Evaluator probe(o, cache_);  // starts nothing
+  return probe.gpu_problem();
+}
+
+Candidate EvaluatorBackend::candidate_of(const CandidateRequest& r) {
+  if (!r.file.empty()) return load_candidate(r.file);
+  if (text_dir_.empty()) text_dir_ = make_text_dir();
+  // One request at a time: the file is rewritten for each.
+  const fs::path path = text_dir_ / (r.kind == CandidateKind::modelnew ? "candidate.py" : "candidate.cu");
+  write_file_atomic(path, r.source);
+  return r.kind == CandidateKind::modelnew ? parse_modelnew_candidate(r.source, path) : parse_candidate(r.source, path);
+}
+
+nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
+  Op op = load_op(r.problem);
+  if (r.precision) op = with_precision(std::move(op), *r.precision);
+  r.overrides.apply(op);
+  const std::string shown = !r.name.empty() ? r.name
+                            : !r.file.empty()
+                                ? r.file.string()
+                                : std::string(r.kind == CandidateKind::modelnew ? "candidate.py" : "candidate.cu");
+  Candidate cand;
+  try {
+    cand = candidate_of(r);
+  } catch (const InputError& e) {
+    // The plan block is part of the candidate: it fails as a compile error does, with tier -1.
+    return {{"candidate", shown},
+            {"tier", -1},
+            {"reason", "the candidate does not parse"},
+            {"compile", {{"ok", false}, {"log", e.what()}}}};
+  }
+  const EvalOptions options = eval_options_of(r, gpu_);
+  const std::string key = options_key(options);
+  if (!ev_ || key != ev_options_) {
+    ev_.reset();
+    ev_ = std::make_unique<Evaluator>(options, cache_);
+    ev_options_ = key;
+  }
+  try {
+    nlohmann::json record = report_json(ev_->evaluate(op, cand));
+    record["candidate"] = shown;
+    return record;
+  } catch (const InputError&) {
+    throw;  // the problem or a plan that does not fit it: the Evaluator is still sound
+  } catch (...) {
+    ev_.reset();  // its runner or reference server may be gone: the next request starts afresh
+    throw;
+  }
+}
+
+BackendFactory evaluator_backends(std::shared_ptr<CompileCache> cache) {
+  return [cache](int gpu) -> std::unique_ptr<EvalBackend> { return std::make_unique<EvaluatorBackend>(gpu, cache); };
+}
+
+}  // namespace kagent::judge

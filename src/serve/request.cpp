@@ -1,0 +1,188 @@
+// Reading a request's JSON: each field by name, with its type and range checked and any other
+// field refused, so that a typo ("tolerence") is an error naming it rather than a default silently
+// used.
+#include "kagent/serve/request.hpp"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "kagent/common/json_parse.hpp"
+#include "kagent/common/json_text.hpp"
+
+namespace kagent::serve {
+
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& field, const std::string& message) {
+  throw RequestError(400, field, message);
+}
+
+Json parse_body(std::string_view body, const RequestLimits& limits) {
+  if (body.size() > limits.max_body_bytes)
+    throw RequestError(413, "body", fmt::format("{} bytes, over the limit of {}", body.size(), limits.max_body_bytes));
+  JsonLimits jl;
+  jl.max_depth = 16;
+  jl.max_keys = 256;
+  jl.max_values = size_t{1} << 16;
+  try {
+    return parse_json<Json>(body, jl);
+  } catch (const JsonTextError& e) {
+    if (e.byte() != std::string_view::npos)
+      bad("body", fmt::format("not valid JSON at byte {}: {}", e.byte(), e.what()));
+    bad(e.path().empty() ? "body" : e.path(), e.what());
+  }
+}
+
+// Reads one object's fields, each at most once; unknown() names the first field nobody asked for.
+class Fields {
+ public:
+  Fields(const Json& j, std::string prefix) : j_(j), prefix_(std::move(prefix)) {
+    if (!j.is_object())
+      bad(prefix_.empty() ? "body" : prefix_, fmt::format("expected a JSON object, got {}", show_json(j)));
+  }
+  std::string name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  const Json* get(const std::string& key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void unknown() const {
+    for (const auto& [key, v] : j_.items())
+      if (!seen_.count(key)) bad(name(key), "unknown field");
+  }
+
+  std::string string(const std::string& key, bool required, size_t max_bytes, int too_long_status = 400) {
+    const Json* v = get(key);
+    if (!v) {
+      if (required) bad(name(key), "missing (a string is required)");
+      return {};
+    }
+    if (!v->is_string()) bad(name(key), fmt::format("expected a string, got {}", show_json(*v)));
+    const auto& s = v->get_ref<const std::string&>();
+    if (s.size() > max_bytes)
+      throw RequestError(too_long_status, name(key),
+                         fmt::format("{} bytes, over the limit of {}", s.size(), max_bytes));
+    return s;
+  }
+  std::optional<bool> boolean(const std::string& key) {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) bad(name(key), fmt::format("expected true or false, got {}", show_json(*v)));
+    return v->get<bool>();
+  }
+  std::optional<double> number(const std::string& key, double lo, double hi, bool lo_open = false) {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) bad(name(key), fmt::format("expected a number, got {}", show_json(*v)));
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+      bad(name(key),
+          fmt::format("{} is out of range: expected {}{:g} to {:g}", show_json(*v), lo_open ? "above " : "", lo, hi));
+    return x;
+  }
+  std::optional<int> integer(const std::string& key, int lo, int hi) {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) bad(name(key), fmt::format("expected an integer, got {}", show_json(*v)));
+    // An unsigned value above int64's range is out of range as any other too large one.
+    const bool huge = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+    const int64_t x = huge ? int64_t{hi} + 1 : v->get<int64_t>();
+    if (x < lo || x > hi) bad(name(key), fmt::format("{} is out of range: expected {} to {}", show_json(*v), lo, hi));
+    return static_cast<int>(x);
+  }
+
+ private:
+  const Json& j_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+void read_measure(const Json& j, const std::string& field, judge::CandidateRequest& c) {
+  Fields f(j, field);
+  StopRule& s = c.stop_rule;
+  MeasureKnobs& k = c.knobs;
+  constexpr int kMaxCount = 1000000;
+  if (auto v = f.integer("min_samples", 1, kMaxCount)) s.min_samples = *v;
+  if (auto v = f.integer("max_samples", 1, kMaxCount)) s.max_samples = *v;
+  if (auto v = f.number("min_gpu_s", 0, 3600)) s.min_gpu_s = *v;
+  if (auto v = f.number("max_gpu_s", 0, 3600, true)) s.max_gpu_s = *v;
+  if (auto v = f.number("max_wall_s", 0, 3600, true)) s.max_wall_s = *v;
+  if (auto v = f.number("target_rse", 0, 1)) s.target_rse = *v;
+  if (auto v = f.integer("warmup_samples", 0, kMaxCount)) k.warmup_runs = *v;
+  if (auto v = f.number("warmup_ms", 0, 3.6e6)) k.warmup_ms = *v;
+  if (auto v = f.integer("check_every", 1, kMaxCount)) k.check_every = *v;
+  if (auto v = f.integer("cupti_samples", 1, kMaxCount)) k.cupti_samples = *v;
+  if (auto v = f.integer("launch_samples", 1, kMaxCount)) k.per_launch_samples = *v;
+  if (auto v = f.boolean("allow_torch_ops")) c.allow_torch_ops = *v;
+  f.unknown();
+  // The same contradictions `kagent eval`'s flags refuse (MeasureFlags::validate).
+  if (s.max_samples < s.min_samples)
+    bad(f.name("max_samples"), fmt::format("{} is below min_samples {}", s.max_samples, s.min_samples));
+  if (s.max_gpu_s < s.min_gpu_s)
+    bad(f.name("max_gpu_s"), fmt::format("{:g} is below min_gpu_s {:g}", s.max_gpu_s, s.min_gpu_s));
+}
+
+EvaluateRequest read_request(const Json& j, const std::string& prefix, const RequestLimits& limits) {
+  Fields f(j, prefix);
+  EvaluateRequest r;
+  judge::CandidateRequest& c = r.candidate;
+  c.source = f.string("source", true, limits.max_source_bytes, 413);
+  const std::string kind = f.string("kind", true, 64);
+  if (kind == "plan")
+    c.kind = CandidateKind::plan;
+  else if (kind == "modelnew")
+    c.kind = CandidateKind::modelnew;
+  else
+    bad(f.name("kind"), fmt::format("\"{}\": expected \"plan\" (a .cu candidate) or \"modelnew\" (a ModelNew .py)",
+                                    show_json(Json(kind))));
+  r.problem = f.string("problem", true, 4096);
+  if (r.problem.empty()) bad(f.name("problem"), "empty");
+  c.name = f.string("name", false, 256);
+  if (const std::string p = f.string("precision", false, 64); !p.empty()) {
+    auto parsed = parse_precision(p);
+    if (!parsed) bad(f.name("precision"), fmt::format("{}: expected one of {}", show_json(Json(p)), kPrecisionChoices));
+    c.precision = *parsed;
+  }
+  const auto atol = f.number("atol", 0, 1e30);
+  const auto rtol = f.number("rtol", 0, 1e30);
+  const auto both = f.number("tolerance", 0, 1e30);
+  if (both && (atol || rtol)) bad(f.name("tolerance"), "give either tolerance or atol/rtol, not both");
+  c.overrides.atol = both ? both : atol;
+  c.overrides.rtol = both ? both : rtol;
+  if (auto v = f.integer("trials", 1, 100)) c.trials = *v;
+  if (auto v = f.boolean("timing")) c.timing = *v;
+  const double timeout_s = f.number("timeout_s", 0, limits.max_timeout_s, true).value_or(limits.default_timeout_s);
+  c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (const Json* m = f.get("measure")) read_measure(*m, f.name("measure"), c);
+  f.unknown();
+  return r;
+}
+
+}  // namespace
+
+EvaluateRequest parse_evaluate_request(std::string_view body, const RequestLimits& limits) {
+  return read_request(parse_body(body, limits), "", limits);
+}
+
+std::vector<EvaluateRequest> parse_batch_request(std::string_view body, const RequestLimits& limits) {
+  const Json j = parse_body(body, limits);
+  Fields f(j, "");
+  const Json* list = f.get("requests");
+  f.unknown();
+  if (!list) bad("requests", "missing (an array of evaluate requests is required)");
+  if (!list->is_array()) bad("requests", fmt::format("expected an array, got {}", show_json(*list)));
+  if (list->empty()) bad("requests", "empty");
+  if (list->size() > limits.max_batch)
+    throw RequestError(413, "requests",
+                       fmt::format("{} requests, over the limit of {}", list->size(), limits.max_batch));
+  std::vector<EvaluateRequest> out;
+  for (size_t i = 0; i < list->size(); ++i)
+    out.push_back(read_request((*list)[i], fmt::format("requests[{}]", i), limits));
+  return out;
+}
+
+}  // namespace kagent::serve

@@ -1,0 +1,249 @@
+// The HTTP side of `kagent serve`: routes, the bearer token, body limits, and the answers of the
+// evaluation queue turned into responses.
+#include "kagent/serve/service.hpp"
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "kagent/common/error.hpp"
+#include "kagent/serve/problem_path.hpp"
+
+namespace kagent::serve {
+
+namespace {
+
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void send(httplib::Response& res, int status, const nlohmann::json& body, int retry_after_s = 0) {
+  res.status = status;
+  if (retry_after_s > 0) res.set_header("Retry-After", std::to_string(retry_after_s));
+  res.set_content(dump(body) + "\n", "application/json");
+}
+
+// Compares the whole length whatever the first difference, so the time taken says nothing of
+// how much of a guess was right.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+}  // namespace
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+struct Service::Impl {
+  ServeOptions opt;
+  Metrics metrics;
+  std::unique_ptr<EvalQueue> queue;  // none without a GPU
+  httplib::Server http;
+
+  Impl(ServeOptions o, judge::BackendFactory backends) : opt(std::move(o)), metrics(opt.gpus) {
+    if (opt.unavailable.empty()) {
+      EvalQueue::Options qo;
+      qo.gpus = opt.gpus;
+      qo.capacity = opt.queue_capacity;
+      qo.max_wait_s = opt.queue_timeout_s;
+      queue = std::make_unique<EvalQueue>(qo, std::move(backends), &metrics);
+    }
+    const size_t threads =
+        opt.http_threads > 0 ? static_cast<size_t>(opt.http_threads) : opt.queue_capacity + opt.gpus.size() + 8;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_payload_max_length(opt.limits.max_body_bytes);
+    http.set_read_timeout(60, 0);
+    http.set_write_timeout(60, 0);
+    http.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics.http_answer(res.status); });
+    routes();
+  }
+
+  // The request's candidates admitted, evaluated and answered; refusals as their status.
+  std::vector<Answer> evaluate(std::vector<EvaluateRequest> requests, int* refusal, int* retry_after) {
+    std::vector<judge::CandidateRequest> cands;
+    for (auto& r : requests) cands.push_back(std::move(r.candidate));
+    auto futures = queue->submit(std::move(cands));
+    if (!futures && queue->stopping()) {
+      *refusal = 503;
+      return {};
+    }
+    if (!futures) {
+      *refusal = 429;
+      *retry_after = queue->retry_after_s();
+      return {};
+    }
+    std::vector<Answer> out;
+    for (auto& f : *futures) out.push_back(f.get());
+    return out;
+  }
+
+  // Parses (and resolves the problems of) a body, or answers the refusal.
+  template <class Parse>
+  bool read(const httplib::Request& req, httplib::Response& res, Parse parse) {
+    try {
+      parse(req.body);
+      return true;
+    } catch (const RequestError& e) {
+      send(res, e.status(), error_body(e.status(), e.what(), e.field()));
+    }
+    return false;
+  }
+
+  bool refuse_unavailable(httplib::Response& res) {
+    if (opt.unavailable.empty()) return false;
+    send(res, 503, error_body(503, opt.unavailable));
+    return true;
+  }
+
+  void routes() {
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (opt.token.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+      const std::string auth = req.get_header_value("Authorization");
+      if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), opt.token))
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer");
+      send(res, 401,
+           error_body(
+               401,
+               auth.empty() ? "missing: this service needs \"Authorization: Bearer <token>\"" : "wrong bearer token",
+               "Authorization"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    // Answers httplib makes itself (413 for a body over the limit, 404, 400 for a malformed
+    // request line) get a JSON body naming what is wrong.
+    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
+      if (res.status == 413)
+        send(res, 413, error_body(413, fmt::format("over the limit of {} bytes", opt.limits.max_body_bytes), "body"));
+      else if (res.status == 404)
+        send(res, 404, error_body(404, fmt::format("no such endpoint: {} {}", req.method, req.path), "path"));
+      else
+        send(res, res.status, error_body(res.status, fmt::format("HTTP {}", res.status)));
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send(res, 500, error_body(500, "internal error: " + what));
+    });
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      if (!opt.unavailable.empty()) {
+        send(res, 503, {{"status", "unavailable"}, {"reason", opt.unavailable}});
+        return;
+      }
+      send(res, 200,
+           {{"status", "ok"},
+            {"gpus", opt.gpus},
+            {"queue_depth", queue->depth()},
+            {"queue_capacity", queue->capacity()},
+            {"version", KAGENT_VERSION}});
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.render(queue ? queue->depth() : 0, opt.queue_capacity, opt.unavailable.empty()),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Post("/v1/evaluate", [this](const httplib::Request& req, httplib::Response& res) {
+      std::vector<EvaluateRequest> rs;
+      if (!read(req, res, [&](const std::string& body) {
+            rs.push_back(parse_evaluate_request(body, opt.limits));
+            rs.back().candidate.problem = resolve_problem(opt.problems_root, rs.back().problem);
+          }))
+        return;
+      if (refuse_unavailable(res)) return;
+      int refusal = 0, retry_after = 0;
+      auto answers = evaluate(std::move(rs), &refusal, &retry_after);
+      if (refusal == 503) {
+        send(res, 503, error_body(503, "the service is stopping"));
+        return;
+      }
+      if (refusal) {
+        send(res, refusal,
+             error_body(refusal, fmt::format("the queue is full ({} evaluations waiting): try again in {} s",
+                                             opt.queue_capacity, retry_after)),
+             retry_after);
+        return;
+      }
+      send(res, answers[0].status, answers[0].body, answers[0].retry_after_s);
+    });
+    http.Post("/v1/evaluate_batch", [this](const httplib::Request& req, httplib::Response& res) {
+      std::vector<EvaluateRequest> rs;
+      if (!read(req, res, [&](const std::string& body) {
+            rs = parse_batch_request(body, opt.limits);
+            for (size_t i = 0; i < rs.size(); ++i)
+              rs[i].candidate.problem =
+                  resolve_problem(opt.problems_root, rs[i].problem, fmt::format("requests[{}].problem", i));
+          }))
+        return;
+      if (refuse_unavailable(res)) return;
+      if (rs.size() > opt.queue_capacity) {
+        send(res, 413,
+             error_body(413, fmt::format("{} requests, more than the queue holds ({})", rs.size(), opt.queue_capacity),
+                        "requests"));
+        return;
+      }
+      int refusal = 0, retry_after = 0;
+      auto answers = evaluate(std::move(rs), &refusal, &retry_after);
+      if (refusal == 503) {
+        send(res, 503, error_body(503, "the service is stopping"));
+        return;
+      }
+      if (refusal) {
+        send(res, refusal,
+             error_body(refusal, fmt::format("the queue has no room for the batch: try again in {} s", retry_after)),
+             retry_after);
+        return;
+      }
+      nlohmann::json results = nlohmann::json::array();
+      for (auto& a : answers) results.push_back(std::move(a.body));  // a record, or {"error": ...}
+      send(res, 200, {{"results", results}});
+    });
+  }
+};
+
+Service::Service(ServeOptions options, judge::BackendFactory backends)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(backends))) {}
+
+Service::~Service() {
+  stop();
+}
+
+int Service::bind() {
+  ServeOptions& o = impl_->opt;
+  if (o.port == 0) {
+    const int port = impl_->http.bind_to_any_port(o.host);
+    if (port <= 0) throw EnvError(fmt::format("kagent serve: cannot bind {} (any port)", o.host));
+    o.port = port;
+  } else if (!impl_->http.bind_to_port(o.host, o.port)) {
+    throw EnvError(
+        fmt::format("kagent serve: cannot bind {}:{} (in use, or not an address of this machine)", o.host, o.port));
+  }
+  return o.port;
+}
+
+void Service::run() {
+  impl_->http.listen_after_bind();
+}
+
+// The queue first: requests still waiting are answered 503 and the evaluations in progress end,
+// so that the HTTP threads waiting on them can answer before the server stops.
+void Service::stop() {
+  if (impl_->queue) impl_->queue->stop();
+  impl_->http.stop();
+}
+
+Metrics& Service::metrics() {
+  return impl_->metrics;
+}
+
+}  // namespace kagent::serve

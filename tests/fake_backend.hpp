@@ -1,0 +1,114 @@
+#pragma once
+// A judge backend for tests without a GPU: answers each request with a record made from the
+// candidate's source text ("tier 2 speedup 1.5", "compile_error", "crash", "throw input",
+// "throw env", "block"), counts its calls, and (for "block") waits until released, so that a test
+// can hold a worker busy and fill a queue deterministically.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
+#include "kagent/common/score.hpp"
+#include "kagent/judge/backend.hpp"
+#include "kagent/protocol/protocol.hpp"
+
+namespace kagent::test {
+
+// Shared by a test and the backends its factory makes.
+struct FakeBackendState {
+  std::mutex mu;
+  std::condition_variable cv;
+  int blocked = 0;        // evaluations waiting in "block"
+  bool released = false;  // lets them go
+  std::atomic<int> calls{0};
+  std::atomic<int> made{0};  // backends made
+  std::string unavailable;
+
+  void release() {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  // Waits (bounded) until n evaluations are blocked.
+  bool wait_blocked(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(20), [&] { return blocked >= n; });
+  }
+};
+
+class FakeBackend : public judge::EvalBackend {
+ public:
+  explicit FakeBackend(FakeBackendState* s) : s_(s) { ++s_->made; }
+  std::string unavailable() override { return s_->unavailable; }
+  nlohmann::json evaluate(const judge::CandidateRequest& r) override {
+    ++s_->calls;
+    const std::string text = r.file.empty() ? r.source : read_text_file(r.file);
+    if (text.find("block") != std::string::npos) {
+      std::unique_lock<std::mutex> lock(s_->mu);
+      ++s_->blocked;
+      s_->cv.notify_all();
+      s_->cv.wait_for(lock, std::chrono::seconds(30), [&] { return s_->released; });
+    }
+    if (text.find("throw input") != std::string::npos) throw InputError("launch[0]: unknown kernel k");
+    if (text.find("throw env") != std::string::npos) throw EnvError("the runner is gone");
+    const std::string name = !r.name.empty() ? r.name : r.file.string();
+    nlohmann::json rec = {
+        {"candidate", name},
+        {"op", r.problem.filename().string()},
+        {"precision", "fp32"},
+        {"tolerance", {{"atol", 1e-4}, {"rtol", 1e-4}}},
+        {"compile", {{"ok", text.find("compile_error") == std::string::npos}, {"log", "x.cu(1): error"}}},
+        {"baselines", {{"eager_ms", 1.0}, {"compile_ms", 0.8}}}};
+    if (!rec["compile"]["ok"].get<bool>()) {
+      rec["tier"] = -1;
+      return rec;
+    }
+    const bool crash = text.find("crash") != std::string::npos;
+    int tier = 1;
+    double speedup = 1.0;
+    if (auto at = text.find("tier "); at != std::string::npos) tier = std::stoi(text.substr(at + 5));
+    if (auto at = text.find("speedup "); at != std::string::npos) speedup = std::stod(text.substr(at + 8));
+    if (crash) tier = -1;
+    rec["tier"] = tier;
+    rec["speedup_vs_eager"] = tier > 0 ? nlohmann::json(speedup) : nlohmann::json();
+    rec["speedup_vs_compile"] = tier > 0 ? nlohmann::json(speedup * 0.8) : nlohmann::json();
+    rec["outcome"] = nlohmann::json{{"correct", tier > 0},
+                                    {"failure_stage", crash      ? "crash"
+                                                      : tier > 0 ? "none"
+                                                                 : "correctness"},
+                                    {"message", crash      ? "the runner died (SIGSEGV)"
+                                                : tier > 0 ? ""
+                                                           : "output y differs"},
+                                    {"device", {{"name", "Fake GPU"}}},
+                                    {"stop_rule", StopRule{}}};
+    if (tier > 0) rec["outcome"]["candidate_time"] = nlohmann::json{{"median_ms", 1.0 / speedup}};
+    Score score;  // as report_json writes it (eval/report_score.hpp)
+    score.tier = tier;
+    score.precision = "fp32";
+    score.tolerance = Tolerance{1e-4, 1e-4};
+    score.eager_ms = 1.0;
+    score.compile_ms = 0.8;
+    score.device = "Fake GPU";
+    if (tier > 0) {
+      score.candidate_ms = 1.0 / speedup;
+      score.speedup_vs_eager = speedup;
+      score.speedup_vs_compile = speedup * 0.8;
+      score.stop_rule = stop_rule_text(StopRule{});
+    }
+    rec["score"] = score;
+    return rec;
+  }
+
+ private:
+  FakeBackendState* s_;
+};
+
+inline judge::BackendFactory fake_backends(FakeBackendState* s) {
+  return [s](int) -> std::unique_ptr<judge::EvalBackend> { return std::make_unique<FakeBackend>(s); };
+}
+
+}  // namespace kagent::test

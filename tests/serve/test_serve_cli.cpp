@@ -1,0 +1,156 @@
+// `kagent serve` as a process: without a GPU it starts and answers 503 naming why (health and
+// evaluations), still says what is wrong with a bad request, stops on SIGTERM with exit 0, and
+// refuses to listen beyond this machine without a bearer token.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kagent/common/files.hpp"
+#include "kagent/sandbox/process.hpp"
+#include "test_util.hpp"
+
+extern char** environ;
+
+using namespace kagent;
+using namespace std::chrono_literals;
+
+namespace {
+
+// `kagent serve ARGS` in the background with its output in a file; the port it printed.
+class ServeProcess {
+ public:
+  ServeProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
+               const std::filesystem::path& log)
+      : log_(log) {
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back((test::binary_dir() / "kagent").string());
+    argv.push_back("serve");
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // The port from "listening on http://HOST:PORT", waiting up to 60 s; 0 if it never came.
+  int port() {
+    static const std::regex re(R"(listening on http://[^:]+:([0-9]+))");
+    for (int i = 0; i < 600; ++i) {
+      std::string text = output();
+      std::smatch m;
+      if (std::regex_search(text, m, re)) return std::stoi(m[1].str());
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return 0;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return 0;
+  }
+  std::string output() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // SIGTERM, then the exit code (-1 if it did not end within 30 s or ended by a signal).
+  int terminate() {
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 300; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return -1;
+  }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+}  // namespace
+
+TEST(ServeCli, WithoutAGpuAnswers503NamingWhy) {
+  test::TempDir tmp;
+  tmp.write("root/level1/19_ReLU.py", "# problem\n");
+  // CUDA_VISIBLE_DEVICES empty hides every GPU, so a machine with one behaves as CI's does.
+  ServeProcess p({"--problems-root", (tmp / "root").string(), "--port", "0"},
+                 {"CUDA_VISIBLE_DEVICES=", "KAGENT_CACHE_DIR=" + (tmp / "cache").string()}, tmp / "serve.log");
+  const int port = p.port();
+  ASSERT_GT(port, 0) << p.output();
+  httplib::Client c("127.0.0.1", port);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h) << httplib::to_string(h.error());
+  EXPECT_EQ(h->status, 503);
+  auto hj = nlohmann::json::parse(h->body);
+  EXPECT_EQ(hj["status"], "unavailable");
+  EXPECT_NE(hj["reason"].get<std::string>().find("no GPU"), std::string::npos) << h->body;
+  auto r = c.Post("/v1/evaluate", R"({"source": "x", "kind": "plan", "problem": "level1/19"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("no GPU"), std::string::npos) << r->body;
+  auto bad = c.Post("/v1/evaluate", R"({"source": "x", "kind": "plan", "problem": "../x"})", "application/json");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(c.Get("/metrics")->body.find("kagent_up 0"), std::string::npos);
+  EXPECT_EQ(p.terminate(), 0) << p.output();
+  EXPECT_NE(p.output().find("answering 503"), std::string::npos) << p.output();
+}
+
+TEST(ServeCli, ListeningBeyondThisMachineNeedsAToken) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "root");
+  const std::string kagent = (test::binary_dir() / "kagent").string();
+  auto open = run_capture({kagent, "serve", "--problems-root", (tmp / "root").string(), "--host", "0.0.0.0"}, 60s);
+  EXPECT_EQ(open.exit_code, 2) << open.output;
+  EXPECT_NE(open.output.find("--token-env"), std::string::npos) << open.output;
+  auto unset = run_capture({"/usr/bin/env", "-u", "KAGENT_TEST_NO_SUCH_TOKEN", kagent, "serve", "--problems-root",
+                            (tmp / "root").string(), "--token-env", "KAGENT_TEST_NO_SUCH_TOKEN"},
+                           60s);
+  EXPECT_EQ(unset.exit_code, 2) << unset.output;
+  EXPECT_NE(unset.output.find("KAGENT_TEST_NO_SUCH_TOKEN"), std::string::npos) << unset.output;
+  auto no_root = run_capture({kagent, "serve"}, 60s);
+  EXPECT_EQ(no_root.exit_code, 2) << no_root.output;
+}
+
+TEST(ServeCli, TokenFromTheEnvironment) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "root");
+  ServeProcess p({"--problems-root", (tmp / "root").string(), "--port", "0", "--token-env", "KAGENT_TEST_TOKEN"},
+                 {"CUDA_VISIBLE_DEVICES=", "KAGENT_TEST_TOKEN=tok-123", "KAGENT_CACHE_DIR=" + (tmp / "cache").string()},
+                 tmp / "serve.log");
+  const int port = p.port();
+  ASSERT_GT(port, 0) << p.output();
+  httplib::Client c("127.0.0.1", port);
+  EXPECT_EQ(c.Get("/metrics")->status, 401);
+  c.set_bearer_token_auth("tok-123");
+  EXPECT_EQ(c.Get("/metrics")->status, 200);
+  EXPECT_EQ(p.terminate(), 0) << p.output();
+}
