@@ -59,7 +59,7 @@ test: test-build
 test-asan:
 	$(MAKE) BUILD=$(BUILD)-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DKAGENT_SANITIZE=ON" test-build
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests|kagent_llm_tests|kagent_tools_tests|kagent_agent_tests'
+	  ctest --output-on-failure -j $(JOBS) -L 'kagent_unit_tests|kagent_nvrtc_tests|kagent_llm_tests|kagent_model_tools_tests|kagent_agent_tests'
 
 bench: build
 	$(BUILD)/benchmarks/compile_latency

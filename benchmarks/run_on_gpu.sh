@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent draws serve all
+#   modelnew modelnew-bench containment concurrent draws serve house floors all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -182,6 +182,38 @@ if want serve; then
     --kill-restart --out $OUT/serve-load.json
   step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
 fi
+if want house; then
+  # The code reorganized around one evaluator (candidate kinds, one score record, the child client)
+  # measured beside the tree before it: KAGENT_BEFORE_TREE (a `git archive` of the older commit,
+  # carried to the machine) built here too; evaluation latency in alternation, then the verdicts of
+  # the same candidates by both (`kagent eval --json`: tier, status, stage), side by side.
+  BT=${KAGENT_BEFORE_TREE:-build-before/src}
+  step house-build 300 cmake -S "$BT" -B build-before/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKAGENT_BUILD_TESTS=OFF
+  step house-build 300 cmake --build build-before/build -j 16 --target kagent kagent-runner kagent-jail-init \
+    kagent-sandbox-exec kagent-compile eval_latency
+  for round in 1 2; do
+    echo "== before (round $round)" >> "$OUT/house.log"
+    step house 200 build-before/build/benchmarks/eval_latency --reps 3 --repeat 5
+    echo "== after (round $round)" >> "$OUT/house.log"
+    step house 200 $B/benchmarks/eval_latency --reps 3 --repeat 5
+  done
+  step house-verdicts 500 python3 benchmarks/verdicts_side_by_side.py --before build-before/build/kagent \
+    --after $B/kagent --kernelbench "$KB"
+fi
+if want floors; then
+  # Compute floors and tensor-core roofs, counters of graph plans and library steps, the operand
+  # offsets of library steps (the RNN example), the judge's backend and several candidates at once.
+  step floors 400 $B/tests/kagent_gpu_tests --gtest_filter='FloorsGpu.*:JudgeBackendGpu.*:CuptiGpu.*'
+  step floors 120 $B/kagent profile --compact tests/gpu/kernels/graph_three_launches.cu --op examples/vector_add/op.json
+  for f in level3/33_VanillaRNN level2/66_Matmul_Dropout_Softmax level2/83_Conv3d_GroupNorm_Min_Clamp_Dropout \
+           level3/35_LSTM; do
+    echo "== $f" >> "$OUT/floors.log"
+    step floors 200 $B/kagent eval examples/kernelbench_library/$f.cu --op "$KB/$f.py" --precision fp32
+  done
+  step floors 200 $B/kagent eval examples/vector_add/cand_naive.cu examples/vector_add/cand_vec4.cu \
+    tests/gpu/kernels/wrong.cu --op examples/vector_add/op.json
+fi
 if want all ncu; then
   step ncu 400 python3 benchmarks/ncu_agreement.py --kagent $B/kagent --evals 3
 fi
@@ -206,6 +238,9 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
+[ -f "$OUT/house.log" ] && { echo "== house"; grep -v "^warning\|^\[" "$OUT/house.log" | tail -n 48; }
+[ -f "$OUT/house-verdicts.log" ] && { echo "== house verdicts"; tail -n 40 "$OUT/house-verdicts.log"; }
+[ -f "$OUT/floors.log" ] && { echo "== floors"; grep -E "^== |^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|reward|^tier|tier [-0-9]|counters|flag: |error|correctness" "$OUT/floors.log" | cut -c1-300 | tail -n 60; }
 [ -f "$OUT/before-after.log" ] && { echo "== before-after"; grep -v "^warning\|^\[" "$OUT/before-after.log" | tail -n 48; }
 [ -f "$OUT/before-after-ncu.log" ] && { echo "== before-after ncu"; grep -v "^==PROF==\|^warning" "$OUT/before-after-ncu.log" | tail -n 30; }
 [ -f "$OUT/roofline.log" ] && { echo "== roofline"; grep -v "^==PROF==" "$OUT/roofline.log" | tail -n 45; }

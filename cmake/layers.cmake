@@ -4,7 +4,7 @@
 set(KAGENT_LAYER_TARGETS
   common=kagent_common sandbox=kagent_sandbox spec=kagent_spec gpu=kagent_gpu compile=kagent_compile
   protocol=kagent_protocol profile=kagent_profile reference=kagent_reference eval=kagent_eval llm=kagent_llm
-  tools=kagent_tools agent=kagent_agent report=kagent_report judge=kagent_judge bench=kagent_bench check=kagent_check
+  model_tools=kagent_model_tools agent=kagent_agent report=kagent_report judge=kagent_judge bench=kagent_bench check=kagent_check
   serve=kagent_serve
   cli=kagent runner=kagent-runner sandbox_exec=kagent-sandbox-exec)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for kagent-runner that speaks its JSON-lines protocol (see
-include/kagent/protocol/runner_client.hpp) without a GPU, so RunnerClient's timeouts, crashes,
+include/kagent/protocol/child_client.hpp) without a GPU, so ChildClient's timeouts, crashes,
 restarts and sandbox can be tested in CI. Commands are chosen by the tests, one per behaviour."""
 import json
 import os

@@ -47,7 +47,7 @@ RunState RunState::from_transcript(const std::vector<nlohmann::json>& events) {
   return s;
 }
 
-Agent::Agent(llm::Provider& provider, tools::ToolSet& tools, Transcript& transcript, RunRecord& record,
+Agent::Agent(llm::Provider& provider, model_tools::ToolSet& tools, Transcript& transcript, RunRecord& record,
              AgentOptions options, std::function<void(const TurnStatus&)> on_turn)
     : provider_(provider),
       tools_(tools),
@@ -66,7 +66,7 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
   out.tool_call_id = call.id;
   out.tool_name = call.name;
   nlohmann::json record;
-  tools::Tool* tool = nullptr;
+  model_tools::Tool* tool = nullptr;
   for (auto& t : tools_)
     if (t->spec().name == call.name) tool = t.get();
   std::string names;
@@ -90,17 +90,17 @@ Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& f
   } else {
     try {
       tool->set_deadline(deadline_);
-      tools::ToolResult r = tool->run(call.arguments);
+      model_tools::ToolResult r = tool->run(call.arguments);
       // A file or a program's output may hold any bytes (`cat` of a binary): valid UTF-8 before
       // the cut, which keeps it so and then counts what the model reads.
       // At most a quarter of the window's bytes: one result must not crowd out the rest.
       const size_t cap = std::min(opt_.tool_output_cap, std::max<size_t>(budget_.limit_bytes() / 4, 2048));
-      out.content = tools::cut_middle(valid_utf8(r.text), cap);
+      out.content = model_tools::cut_middle(valid_utf8(r.text), cap);
       out.is_error = r.is_error;
       record = std::move(r.record);
       if (r.ends_run && !r.is_error) finished = true;
       if (r.tier) last_tier_ = *r.tier;
-    } catch (const tools::ToolError& e) {
+    } catch (const model_tools::ToolError& e) {
       out.is_error = true;
       out.content = fmt::format("error: {}", e.what());
     }

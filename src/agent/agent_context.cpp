@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/utf8.hpp"
-#include "kagent/tools/tool.hpp"
+#include "kagent/model_tools/tool.hpp"
 
 namespace kagent::agent {
 
@@ -178,7 +178,7 @@ size_t compact_conversation(std::vector<Message>& messages, size_t limit_bytes, 
     std::string& text = messages[largest].content;
     const size_t over = size() - limit_bytes;
     const size_t target = text.size() > over + kSmallestCut ? text.size() - over : kSmallestCut;
-    std::string cut = tools::cut_middle(text, target);
+    std::string cut = model_tools::cut_middle(text, target);
     if (cut.size() >= text.size()) break;
     text = std::move(cut);
   }

@@ -20,10 +20,10 @@
 #include "kagent/compile/options.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/llm/context_window.hpp"
+#include "kagent/model_tools/file_tools.hpp"
+#include "kagent/model_tools/kernel_tools.hpp"
+#include "kagent/model_tools/shell_tool.hpp"
 #include "kagent/spec/precision_option.hpp"
-#include "kagent/tools/file_tools.hpp"
-#include "kagent/tools/kernel_tools.hpp"
-#include "kagent/tools/shell_tool.hpp"
 
 namespace kagent::agent {
 
@@ -46,7 +46,7 @@ std::string timestamp() {
 
 // A tool choice that names a tool must name one this run offers (the shell is off with --no-shell):
 // a server would refuse the request, or force a call of a tool kagent cannot run, on every turn.
-void check_tool_choice_names_a_tool(const llm::LlmConfig& c, const tools::ToolSet& tools) {
+void check_tool_choice_names_a_tool(const llm::LlmConfig& c, const model_tools::ToolSet& tools) {
   if (c.tool_choice == "auto" || c.tool_choice == "required") return;
   std::vector<std::string> names;
   for (const auto& t : tools) {
@@ -227,7 +227,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   // The GPU side is optional: without one, compile still works and evaluations say why not.
   auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   Compiler compiler(find_cuda_paths(), cache);
-  tools::KernelToolContext ktx;
+  model_tools::KernelToolContext ktx;
   ktx.op = op;
   ktx.compiler = &compiler;
   EvalOptions eo;
@@ -277,20 +277,20 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   }
   ktx.evaluator = evaluator.get();
 
-  tools::Workspace ws(out / "workspace");
+  model_tools::Workspace ws(out / "workspace");
   if (!resuming && op.start) write_file_atomic(ws.root() / op.start->filename(), read_text_file(*op.start));
-  tools::ToolSet tools = tools::make_file_tools(ws);
+  model_tools::ToolSet tools = model_tools::make_file_tools(ws);
   std::string shell_note = "shell is off (--no-shell)";
   if (!a.no_shell) {
-    tools::ShellSandbox sb = tools::probe_shell_sandbox();
-    if (auto shell = tools::make_shell_tool(ws, sb)) {
+    model_tools::ShellSandbox sb = model_tools::probe_shell_sandbox();
+    if (auto shell = model_tools::make_shell_tool(ws, sb)) {
       tools.push_back(std::move(shell));
       shell_note = "";
     } else {
       shell_note = "shell is off: " + sb.reason;
     }
   }
-  for (auto& t : tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
+  for (auto& t : model_tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
   check_tool_choice_names_a_tool(llm_config, tools);
 
   Transcript transcript(out / "transcript.jsonl");

@@ -305,7 +305,7 @@ extern "C" __global__ void second_pass({6}) {{ ... }}
   return s;
 }
 
-std::string tools_text(const tools::ToolSet& tools, const std::string& shell_note) {
+std::string tools_text(const model_tools::ToolSet& tools, const std::string& shell_note) {
   std::string out;
   for (const auto& t : tools) {
     const auto spec = t->spec();
@@ -359,7 +359,7 @@ std::string gpu_text(int index) {
 
 std::map<std::string, std::string> task_values(const Op& op, const Op& with_signature, const TimingFacts& timing,
                                                const std::string& gpu, const AgentOptions& budget,
-                                               const tools::ToolSet& tools, const std::string& shell_note) {
+                                               const model_tools::ToolSet& tools, const std::string& shell_note) {
   std::map<std::string, std::string> v = {
       {"op_name", op.name},
       {"signature", signature_text(with_signature)},

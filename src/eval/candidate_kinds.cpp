@@ -56,11 +56,22 @@ const CandidateKind& kind_of_file(const std::filesystem::path& path) {
   return *built_in_kinds().front();
 }
 
-const CandidateKind& kind_of(const Candidate& cand) {
+const CandidateKind* find_kind(std::string_view name) {
   for (const CandidateKind* k : candidate_kinds())
-    if (k->name() == cand.kind) return *k;
+    if (k->name() == name) return k;
+  return nullptr;
+}
+
+std::vector<std::string> candidate_kind_names() {
+  std::vector<std::string> out;
+  for (const CandidateKind* k : candidate_kinds()) out.emplace_back(k->name());
+  return out;
+}
+
+const CandidateKind& kind_of(const Candidate& cand) {
+  if (const CandidateKind* k = find_kind(cand.kind)) return *k;
   std::string known;
-  for (const CandidateKind* k : candidate_kinds()) known += (known.empty() ? "" : ", ") + std::string(k->name());
+  for (const std::string& name : candidate_kind_names()) known += (known.empty() ? "" : ", ") + name;
   throw InputError(
       fmt::format("{}: no candidate kind is named '{}' (the kinds: {})", cand.path.string(), cand.kind, known));
 }

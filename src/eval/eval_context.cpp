@@ -32,7 +32,7 @@ std::string EvalContext::harness_cubin() {
   return ev_.harness_cubin();
 }
 
-RunnerClient& EvalContext::runner() {
+ChildClient& EvalContext::runner() {
   return ev_.runner();
 }
 

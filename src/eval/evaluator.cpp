@@ -96,10 +96,10 @@ void Evaluator::require_gpu() {
   if (!gpu_problem_.empty()) throw EnvError(gpu_problem_);
   if (runner_) return;
   work_dir_ = make_work_dir();
-  RunnerOptions ro;
+  ChildOptions ro;
   ro.runner_path = runner_path(opt_);
   ro.gpu = opt_.gpu;
-  runner_ = std::make_unique<RunnerClient>(ro);
+  runner_ = std::make_unique<ChildClient>(ro);
 }
 
 const std::string& Evaluator::gpu_problem() {
@@ -124,7 +124,7 @@ CompileResult Evaluator::compile(const Candidate& cand, const Op& op) {
   return kind.compile(cand, &op, compiler_, arch());
 }
 
-RunnerClient& Evaluator::runner() {
+ChildClient& Evaluator::runner() {
   require_gpu();
   return *runner_;
 }
@@ -157,7 +157,7 @@ std::optional<DevicePeaks> Evaluator::device_peaks(std::string* why) {
   if (!opt_.refresh_peaks)
     if (auto cached = profile::read_peaks(file)) return peaks_ = cached;
   nlohmann::json rq = {{"cmd", "peaks"}, {"gpu", opt_.gpu}, {"harness_cubin_path", harness_cubin()}};
-  RunnerReply reply = runner_->request(rq, std::chrono::seconds(120));
+  ChildReply reply = runner_->request(rq, std::chrono::seconds(120));
   std::optional<RunnerResult> result;
   if (!reply.ok())
     peaks_error_ = "measuring the GPU's peaks: " + reply.message;

@@ -280,7 +280,7 @@ class ModelNewEvaluation : public KindEvaluation {
     cr.trial = trial;
     cr.when = when;
     cr.first_check = first;
-    RunnerReply rr = ctx_.runner().request(nlohmann::json(cr), timeout_);
+    ChildReply rr = ctx_.runner().request(nlohmann::json(cr), timeout_);
     if (!rr.ok())
       throw Error(ExitCode::environment, "kagent-runner failed comparing a solution's outputs: " + rr.message);
     RunnerResult res = rr.body.get<RunnerResult>();
@@ -326,7 +326,7 @@ class ModelNewEvaluation : public KindEvaluation {
     cp.gpu = ctx_.options().gpu;
     cp.from = forward_inputs(server_tensors, ref_.signature.inputs);
     cp.to = b->second;
-    RunnerReply rr = ctx_.runner().request(nlohmann::json(cp), timeout_);
+    ChildReply rr = ctx_.runner().request(nlohmann::json(cp), timeout_);
     if (!rr.ok()) throw Error(ExitCode::environment, "kagent-runner failed copying a trial's inputs: " + rr.message);
     RunnerResult res = rr.body.get<RunnerResult>();
     if (res.environment) throw EnvError(res.error);

@@ -19,8 +19,8 @@ namespace {
 
 constexpr const char* kExecWarning = "kagent-sandbox-exec: warning: ";
 
-RunnerOptions worker_options(const ModelNewWorkerOptions& o) {
-  RunnerOptions r;
+ChildOptions worker_options(const ModelNewWorkerOptions& o) {
+  ChildOptions r;
   r.gpu = o.gpu;
   r.hello_name = "kagent-modelnew";
   r.policy = sandbox::modelnew_worker_policy();
@@ -63,7 +63,7 @@ ModelNewWorker::ModelNewWorker(ModelNewWorkerOptions o)
 
 WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
   WorkerReply out;
-  RunnerReply r = client_.request(std::move(req), timeout);
+  ChildReply r = client_.request(std::move(req), timeout);
   if (const std::string& w = client_.sandbox_warning(); !w.empty() && warning_.find(w) == std::string::npos)
     warning_ += (warning_.empty() ? "" : "; ") + w;
   // kagent-sandbox-exec's warnings (no Landlock, no network namespace) reach its stderr once.
@@ -76,9 +76,9 @@ WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::millisecond
     throw EnvError(fmt::format("python3 cannot import torch ({}): ModelNew solutions need it",
                                hello.value("error", std::string("unknown"))));
   if (!r.ok()) {
-    if (r.failure == RunnerReply::Failure::start) throw EnvError("the ModelNew worker did not start: " + r.message);
+    if (r.failure == ChildReply::Failure::start) throw EnvError("the ModelNew worker did not start: " + r.message);
     out.failure.kind =
-        r.failure == RunnerReply::Failure::timeout ? WorkerFailure::Kind::timeout : WorkerFailure::Kind::crash;
+        r.failure == ChildReply::Failure::timeout ? WorkerFailure::Kind::timeout : WorkerFailure::Kind::crash;
     out.failure.message = fmt::format("{}: {}", what, r.message);
     return out;
   }

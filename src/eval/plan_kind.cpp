@@ -117,17 +117,17 @@ class PlanEvaluation : public KindEvaluation {
       }
       return answer;
     };
-    RunnerClient& runner = ctx_.runner();
-    RunnerReply reply = runner.request(rq_, ctx_.timeout(), on_need);
+    ChildClient& runner = ctx_.runner();
+    ChildReply reply = runner.request(rq_, ctx_.timeout(), on_need);
     if (server_failure) std::rethrow_exception(server_failure);
     rep.sandbox_warning = runner.sandbox_warning();
     if (!reply.ok()) {
       // The runner hung or died: the candidate's doing (the runner restarts for the next one).
       rep.ran = true;
       rep.outcome.failure_stage =
-          reply.failure == RunnerReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
+          reply.failure == ChildReply::Failure::timeout ? FailureStage::timeout : FailureStage::crash;
       rep.outcome.message = reply.message;
-      if (reply.failure == RunnerReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
+      if (reply.failure == ChildReply::Failure::start) throw EnvError("kagent-runner did not start: " + reply.message);
     } else if (RunnerResult result = reply.body.get<RunnerResult>(); !result.ok) {
       std::string err = result.error.empty() ? std::string("unknown runner error") : result.error;
       if (result.environment) throw EnvError(err);

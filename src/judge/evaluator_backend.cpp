@@ -8,6 +8,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/eval/candidate_kind.hpp"
 #include "kagent/spec/candidate.hpp"
 
 namespace kagent::judge {
@@ -69,23 +70,37 @@ std::string EvaluatorBackend::unavailable() {
   return probe.gpu_problem();
 }
 
+namespace {
+
+// The kind a request's text is of; InputError naming the kinds there are.
+const CandidateKind& kind_named(const std::string& name) {
+  if (const CandidateKind* k = find_kind(name)) return *k;
+  std::string known;
+  for (const std::string& n : candidate_kind_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(fmt::format("kind: no candidate kind is named '{}' (the kinds: {})", name, known));
+}
+
+// candidate.cu, candidate.py: the text's file, named with its kind's extension.
+std::string text_file_name(const CandidateRequest& r) {
+  return "candidate" + kind_named(r.kind).extensions().front();
+}
+
+}  // namespace
+
 Candidate EvaluatorBackend::candidate_of(const CandidateRequest& r) {
   if (!r.file.empty()) return load_candidate(r.file);
   if (text_dir_.empty()) text_dir_ = make_text_dir();
   // One request at a time: the file is rewritten for each.
-  const fs::path path = text_dir_ / (r.kind == CandidateKind::modelnew ? "candidate.py" : "candidate.cu");
+  const fs::path path = text_dir_ / text_file_name(r);
   write_file_atomic(path, r.source);
-  return r.kind == CandidateKind::modelnew ? parse_modelnew_candidate(r.source, path) : parse_candidate(r.source, path);
+  return kind_named(r.kind).parse(r.source, path);
 }
 
 nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
   Op op = load_op(r.problem);
   if (r.precision) op = with_precision(std::move(op), *r.precision);
   r.overrides.apply(op);
-  const std::string shown = !r.name.empty() ? r.name
-                            : !r.file.empty()
-                                ? r.file.string()
-                                : std::string(r.kind == CandidateKind::modelnew ? "candidate.py" : "candidate.cu");
+  const std::string shown = !r.name.empty() ? r.name : !r.file.empty() ? r.file.string() : text_file_name(r);
   Candidate cand;
   try {
     cand = candidate_of(r);

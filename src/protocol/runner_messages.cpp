@@ -11,7 +11,7 @@ void to_json(nlohmann::json& j, const RunnerResult& r) {
   j = {{"version", r.version}, {"ok", r.ok}};
   if (!r.error.empty()) j["error"] = r.error;
   if (r.environment) j["environment"] = true;
-  if (r.restart) j["restart"] = true;  // runner_client.cpp reads this key itself
+  if (r.restart) j["restart"] = true;  // child_client.cpp reads this key itself
   if (r.outcome) j["outcome"] = *r.outcome;
   if (r.peaks) j["peaks"] = *r.peaks;
 }

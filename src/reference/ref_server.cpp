@@ -19,9 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-RunnerOptions server_options(int gpu, const fs::path& problem, const fs::path& cache) {
+ChildOptions server_options(int gpu, const fs::path& problem, const fs::path& cache) {
   for (const char* sub : {"tmp", "home"}) fs::create_directories(cache / sub);
-  RunnerOptions o;
+  ChildOptions o;
   o.runner_path = "python3";
   o.args = {"-m", "kagent_ref"};
   o.gpu = gpu;
@@ -86,7 +86,7 @@ RefServer::RefServer(int gpu, const fs::path& problem)
       cache_dir_(cache_dir_for(problem_)),
       client_(server_options(gpu, problem_, cache_dir_)) {
   if (find_in_path("python3").empty()) throw EnvError("python3 not found: PyTorch references need python3 with torch");
-  RunnerReply r = client_.request({{"cmd", "ping"}}, 120s);
+  ChildReply r = client_.request({{"cmd", "ping"}}, 120s);
   if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
   const auto& hello = client_.hello();
   if (hello.value("torch", nlohmann::json()).is_null())
@@ -95,7 +95,7 @@ RefServer::RefServer(int gpu, const fs::path& problem)
 }
 
 nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
-  RunnerReply r = client_.request(std::move(req), timeout);
+  ChildReply r = client_.request(std::move(req), timeout);
   if (!r.ok()) throw EnvError(fmt::format("reference server failed {}: {}", what, r.message));
   if (r.body.value("ok", false)) return r.body;
   std::string err = r.body.value("error", std::string("unknown error"));

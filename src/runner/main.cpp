@@ -1,5 +1,5 @@
 // kagent-runner: the sandboxed GPU evaluator. kagent starts one per GPU and talks to it in JSON
-// lines (include/kagent/protocol/runner_client.hpp has the protocol). Only kagent's own host code
+// lines (include/kagent/protocol/child_client.hpp has the protocol). Only kagent's own host code
 // runs here; candidates are device code loaded from cubins.
 #include <unistd.h>
 

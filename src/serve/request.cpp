@@ -3,6 +3,7 @@
 // used.
 #include "kagent/serve/request.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -132,13 +133,14 @@ EvaluateRequest read_request(const Json& j, const std::string& prefix, const Req
   judge::CandidateRequest& c = r.candidate;
   c.source = f.string("source", true, limits.max_source_bytes, 413);
   const std::string kind = f.string("kind", true, 64);
-  if (kind == "plan")
-    c.kind = CandidateKind::plan;
-  else if (kind == "modelnew")
-    c.kind = CandidateKind::modelnew;
-  else
-    bad(f.name("kind"), fmt::format("\"{}\": expected \"plan\" (a .cu candidate) or \"modelnew\" (a ModelNew .py)",
-                                    show_json(Json(kind))));
+  if (kind.empty() ||
+      (!limits.kinds.empty() && std::find(limits.kinds.begin(), limits.kinds.end(), kind) == limits.kinds.end())) {
+    std::string known;
+    for (const std::string& k : limits.kinds) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", k);
+    bad(f.name("kind"), fmt::format("{}: expected one of the candidate kinds ({})", show_json(Json(kind)),
+                                    known.empty() ? "\"plan\", \"modelnew\"" : known));
+  }
+  c.kind = kind;
   r.problem = f.string("problem", true, 4096);
   if (r.problem.empty()) bad(f.name("problem"), "empty");
   c.name = f.string("name", false, 256);

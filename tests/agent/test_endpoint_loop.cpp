@@ -24,8 +24,8 @@
 #include "kagent/agent/nudges.hpp"
 #include "kagent/agent/optimize_run.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/model_tools/file_tools.hpp"
 #include "kagent/sandbox/process.hpp"
-#include "kagent/tools/file_tools.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -513,8 +513,8 @@ class SilentProvider : public llm::Provider {
 // The limit is an option like the malformed-call limit; the request carries the loop's tool choice.
 TEST(AgentLoop, EmptyReplyLimitIsAnOption) {
   test::TempDir dir;
-  tools::Workspace ws(dir.path() / "ws");
-  tools::ToolSet set = tools::make_file_tools(ws);
+  model_tools::Workspace ws(dir.path() / "ws");
+  model_tools::ToolSet set = model_tools::make_file_tools(ws);
   agent::Transcript transcript(dir.path() / "transcript.jsonl");
   agent::RunRecord record(dir.path(), transcript);
   agent::AgentOptions opt;

@@ -22,8 +22,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/model_tools/file_tools.hpp"
 #include "kagent/sandbox/process.hpp"
-#include "kagent/tools/file_tools.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -421,21 +421,21 @@ class ReadingProvider : public llm::Provider {
 };
 
 // Stands in for evaluate: a result the compaction must keep (the latest evaluation of a path).
-class FakeEvaluate : public tools::Tool {
+class FakeEvaluate : public model_tools::Tool {
  public:
   llm::ToolSpec spec() const override { return {"evaluate", "fake", {{"type", "object"}}}; }
-  tools::ToolResult run(const json&) override { return {std::string(3000, 'e'), false, {{"tier", 1}}}; }
+  model_tools::ToolResult run(const json&) override { return {std::string(3000, 'e'), false, {{"tier", 1}}}; }
 };
 
 }  // namespace
 
 TEST(AgentLoop, OldToolOutputsAreSummarizedNearTheContextBudget) {
   test::TempDir dir;
-  tools::Workspace ws(dir.path() / "ws");
+  model_tools::Workspace ws(dir.path() / "ws");
   std::string big;
   for (int i = 0; i < 300; ++i) big += "line " + std::to_string(i) + " of a large file\n";
   write_file_atomic(ws.root() / "big.txt", big);
-  tools::ToolSet set = tools::make_file_tools(ws);
+  model_tools::ToolSet set = model_tools::make_file_tools(ws);
   set.push_back(std::make_unique<FakeEvaluate>());
   agent::Transcript transcript(dir.path() / "transcript.jsonl");
   agent::RunRecord record(dir.path(), transcript);
@@ -486,17 +486,17 @@ class TwoCallsProvider : public llm::Provider {
 };
 
 // Sleeps until the deadline the loop gave it (as the shell and evaluate tools are cut off then).
-class SlowTool : public tools::Tool {
+class SlowTool : public model_tools::Tool {
  public:
   llm::ToolSpec spec() const override { return {"slow", "sleeps", {{"type", "object"}}}; }
-  tools::ToolResult run(const json&) override {
+  model_tools::ToolResult run(const json&) override {
     ++runs;
     seen = deadline();
     if (seen) std::this_thread::sleep_until(*seen + std::chrono::milliseconds(50));
     return {"slept", false, {}};
   }
   int runs = 0;
-  std::optional<tools::Deadline> seen;
+  std::optional<model_tools::Deadline> seen;
 };
 
 }  // namespace
@@ -505,7 +505,7 @@ class SlowTool : public tools::Tool {
 // end as their deadline, and calls after it are answered without running.
 TEST(AgentLoop, TheTimeBudgetIsEnforcedInsideToolCalls) {
   test::TempDir dir;
-  tools::ToolSet set;
+  model_tools::ToolSet set;
   auto slow = std::make_unique<SlowTool>();
   SlowTool* slow_tool = slow.get();
   set.push_back(std::move(slow));

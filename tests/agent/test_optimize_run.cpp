@@ -94,11 +94,11 @@ class CallingProvider : public llm::Provider {
 };
 
 // A tool whose result may end the run, whatever its name.
-class NamedTool : public tools::Tool {
+class NamedTool : public model_tools::Tool {
  public:
   NamedTool(std::string name, bool ends_run) : name_(std::move(name)), ends_run_(ends_run) {}
   llm::ToolSpec spec() const override { return {name_, "test", {{"type", "object"}}}; }
-  tools::ToolResult run(const json&) override { return {"ok", false, {}, ends_run_, std::nullopt}; }
+  model_tools::ToolResult run(const json&) override { return {"ok", false, {}, ends_run_, std::nullopt}; }
 
  private:
   std::string name_;
@@ -107,7 +107,7 @@ class NamedTool : public tools::Tool {
 
 agent::RunResult run_with(const std::vector<std::pair<std::string, bool>>& tools, std::vector<std::string> calls) {
   test::TempDir dir;
-  tools::ToolSet set;
+  model_tools::ToolSet set;
   for (const auto& [name, ends] : tools) set.push_back(std::make_unique<NamedTool>(name, ends));
   agent::Transcript transcript(dir.path() / "transcript.jsonl");
   agent::RunRecord record(dir.path(), transcript);

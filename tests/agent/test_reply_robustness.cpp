@@ -24,8 +24,8 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/utf8.hpp"
 #include "kagent/llm/provider.hpp"
-#include "kagent/tools/file_tools.hpp"
-#include "kagent/tools/shell_tool.hpp"
+#include "kagent/model_tools/file_tools.hpp"
+#include "kagent/model_tools/shell_tool.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -102,13 +102,13 @@ llm::LlmConfig config(llm::ProviderKind kind, const std::string& base_url, bool 
 // One run of the loop in a fresh folder: the file tools, and the shell where a sandbox works.
 struct Loop {
   test::TempDir dir;
-  tools::Workspace ws{dir.path() / "ws"};
-  tools::ToolSet tools = tools::make_file_tools(ws);
+  model_tools::Workspace ws{dir.path() / "ws"};
+  model_tools::ToolSet tools = model_tools::make_file_tools(ws);
   bool shell = false;
 
   void add_shell() {
-    tools::ShellSandbox sb = tools::probe_shell_sandbox();
-    if (auto t = tools::make_shell_tool(ws, sb)) {
+    model_tools::ShellSandbox sb = model_tools::probe_shell_sandbox();
+    if (auto t = model_tools::make_shell_tool(ws, sb)) {
       tools.push_back(std::move(t));
       shell = true;
     }

@@ -76,8 +76,8 @@ TEST_F(SamplingCli, ReportPrintsPassAtK) {
       r.status = ok ? "correct" : "incorrect";
       r.score.tier = ok ? 2 : -1;
       if (ok) r.score.speedup_vs_eager = speedup;
-      r.device = "GPU";
-      r.precision = "fp32";
+      r.score.device = "GPU";
+      r.score.precision = "fp32";
       w.append(r);
     };
     for (int i = 0; i < 5; ++i) add("level1/1_p1", fmt::format("{}.cu", i), i < 2, 1.5);

@@ -4,7 +4,7 @@
 
 #include "fuzz_util.hpp"
 #include "kagent/common/json_parse.hpp"
-#include "kagent/tools/tool.hpp"
+#include "kagent/model_tools/tool.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json args;
@@ -15,12 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const char* name : {"path", "command", "timeout_s", "old", "new"}) {
     try {
-      kagent::tools::arg_string(args, name);
-    } catch (const kagent::tools::ToolError&) {
+      kagent::model_tools::arg_string(args, name);
+    } catch (const kagent::model_tools::ToolError&) {
     }
     try {
-      kagent::tools::arg_int(args, name, 1, 600);
-    } catch (const kagent::tools::ToolError&) {
+      kagent::model_tools::arg_int(args, name, 1, 600);
+    } catch (const kagent::model_tools::ToolError&) {
     }
   }
   args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

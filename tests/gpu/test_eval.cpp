@@ -218,7 +218,7 @@ TEST_F(GpuEval, RunnerChecksArgumentsAgainstTheDriversParameterList) {
   rq.candidate = {"bad.cu", bad_source, write(compiler.compile(good, arch), "cand.cubin")};
   rq.harness_cubin_path = write(compiler.compile(harness_kernels(), arch), "harness.cubin");
   rq.timing = false;
-  RunnerReply reply = ev().runner().request(rq, 60s);
+  ChildReply reply = ev().runner().request(rq, 60s);
   ASSERT_TRUE(reply.ok()) << reply.message;
   auto o = reply.body.at("outcome").get<EvalOutcome>();
   EXPECT_EQ(failure_stage_name(o.failure_stage), "plan");
@@ -233,7 +233,7 @@ TEST_F(GpuEval, RunnerRefusesARequestForAnotherGpu) {
   rq.gpu = opts.gpu + 1;
   rq.inputs = op.inputs;
   rq.outputs = op.outputs;
-  RunnerReply reply = ev().runner().request(rq, 60s);
+  ChildReply reply = ev().runner().request(rq, 60s);
   ASSERT_TRUE(reply.ok()) << reply.message;
   EXPECT_FALSE(reply.body.value("ok", true));
   EXPECT_TRUE(has(reply.body.value("error", ""), "serves GPU")) << reply.body.dump();

@@ -143,8 +143,8 @@ TEST_F(FloorsGpu, KernelBenchGemmProblemsShowAComputeFloor) {
     t.peaks = peaks;
     t.bandwidth_gbs = peaks->copy_gbs;
     t.bandwidth_source = "this GPU's measured copy bandwidth";
-    auto values =
-        agent::task_values(loaded, resolved.op, t, agent::gpu_text(0), agent::AgentOptions{}, tools::ToolSet{}, "");
+    auto values = agent::task_values(loaded, resolved.op, t, agent::gpu_text(0), agent::AgentOptions{},
+                                     model_tools::ToolSet{}, "");
     auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
     const std::string& task = opening[1].content;
     std::printf("%s\n", agent::baselines_text(resolved.op, t).c_str());

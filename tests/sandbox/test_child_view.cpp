@@ -21,14 +21,14 @@
 
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/gpu/memory_users.hpp"
-#include "kagent/protocol/runner_client.hpp"
+#include "kagent/model_tools/shell_tool.hpp"
+#include "kagent/model_tools/workspace.hpp"
+#include "kagent/protocol/child_client.hpp"
 #include "kagent/reference/python_child.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "kagent/sandbox/spawn.hpp"
-#include "kagent/tools/shell_tool.hpp"
-#include "kagent/tools/workspace.hpp"
 #include "test_util.hpp"
 
 namespace kagent {
@@ -144,7 +144,7 @@ TEST_F(ChildView, TheReferenceServerIsJailed) {
   if (find_in_path("python3").empty()) GTEST_SKIP() << "no python3";
   const fs::path cache = RefServer::cache_dir_for(problem);
   fs::create_directories(cache);
-  RunnerOptions o;
+  ChildOptions o;
   o.runner_path = "python3";
   o.args = {"-m", "kagent_ref"};
   o.hello_name = "kagent-ref";
@@ -152,8 +152,8 @@ TEST_F(ChildView, TheReferenceServerIsJailed) {
   o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
   o.launch =
       python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
-  RunnerClient c(o);
-  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ChildClient c(o);
+  ChildReply r = c.request({{"cmd", "ping"}}, 60s);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_TRUE(c.sandbox_warning().empty()) << c.sandbox_warning();
   expect_jailed(c.pid(), {problem, fs::path(RefServer::tools_dir()) / "kagent_ref" / "server.py", cache});
@@ -165,7 +165,7 @@ TEST_F(ChildView, TheModelNewWorkerIsJailed) {
   fs::create_directories(build);
   const fs::path solution = dir.path() / "solution.py";
   std::ofstream(solution) << "class ModelNew: pass\n";
-  RunnerOptions o;
+  ChildOptions o;
   o.runner_path = "python3";
   o.args = {"-m", "kagent_modelnew.worker"};
   o.hello_name = "kagent-modelnew";
@@ -173,8 +173,8 @@ TEST_F(ChildView, TheModelNewWorkerIsJailed) {
   o.env = {"PYTHONPATH=" + RefServer::tools_dir()};
   o.launch = python_child_launcher(
       {"ModelNew worker", {RefServer::tools_dir(), problem.string(), solution.string()}, {build.string()}, ""});
-  RunnerClient c(o);
-  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ChildClient c(o);
+  ChildReply r = c.request({{"cmd", "ping"}}, 60s);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_TRUE(c.sandbox_warning().empty()) << c.sandbox_warning();
   expect_jailed(c.pid(), {problem, solution, build});
@@ -183,10 +183,10 @@ TEST_F(ChildView, TheModelNewWorkerIsJailed) {
 TEST_F(ChildView, TheRunnerHasNoKeyNoPrivilegesAndItsOwnNetwork) {
   const fs::path runner = test::binary_dir() / "kagent-runner";
   if (!fs::exists(runner)) GTEST_SKIP() << "no kagent-runner in this build";
-  RunnerOptions o;
+  ChildOptions o;
   o.runner_path = runner.string();
-  RunnerClient c(o);
-  RunnerReply r = c.request({{"cmd", "ping"}}, 60s);
+  ChildClient c(o);
+  ChildReply r = c.request({{"cmd", "ping"}}, 60s);
   ASSERT_TRUE(r.ok()) << r.message;
   const pid_t pid = c.pid();
   EXPECT_EQ(status_field(pid, "NoNewPrivs"), "1");
@@ -245,10 +245,10 @@ TEST_F(ChildView, TheCompileWorkerSeesOnlyTheToolkit) {
 
 // The model's shell, read from outside while a command runs in it.
 TEST_F(ChildView, TheShellIsJailed) {
-  tools::ShellSandbox sb = tools::probe_shell_sandbox();
+  model_tools::ShellSandbox sb = model_tools::probe_shell_sandbox();
   if (!sb.available || sb.method != "namespaces") GTEST_SKIP() << "no namespaced shell here: " << sb.reason;
-  tools::Workspace ws(dir.path() / "ws");
-  auto shell = tools::make_shell_tool(ws, sb);
+  model_tools::Workspace ws(dir.path() / "ws");
+  auto shell = model_tools::make_shell_tool(ws, sb);
   auto done = std::async(std::launch::async, [&] { return shell->run({{"command", "exec sleep 5"}}); });
   pid_t sleeper = 0;
   for (int i = 0; i < 500 && sleeper == 0; ++i) {

@@ -13,8 +13,15 @@ using namespace kagent::serve;
 
 namespace {
 
+// Limits as kagent serve fills them in: the candidate kinds by name.
+RequestLimits served() {
+  RequestLimits l;
+  l.kinds = {"plan", "modelnew"};
+  return l;
+}
+
 // The status and field of the refusal, or {0, ""} when the body is accepted.
-std::pair<int, std::string> refusal(const std::string& body, const RequestLimits& limits = {}) {
+std::pair<int, std::string> refusal(const std::string& body, const RequestLimits& limits = served()) {
   try {
     parse_evaluate_request(body, limits);
     return {0, ""};
@@ -49,7 +56,7 @@ TEST(ServeRequest, ReadsEveryField) {
       {});
   const judge::CandidateRequest& c = r.candidate;
   EXPECT_EQ(r.problem, "level1/19");
-  EXPECT_EQ(c.kind, CandidateKind::plan);
+  EXPECT_EQ(c.kind, "plan");
   EXPECT_EQ(c.name, "s3.cu");
   ASSERT_TRUE(c.precision.has_value());
   EXPECT_EQ(*c.precision, Precision::bf16);
@@ -75,7 +82,7 @@ TEST(ServeRequest, ReadsEveryField) {
   EXPECT_EQ(parse_evaluate_request(with(R"("tolerance": 0.01)"), {}).candidate.overrides.rtol, 0.01);
   EXPECT_EQ(parse_evaluate_request(R"({"source": "class ModelNew: pass", "kind": "modelnew", "problem": "x"})", {})
                 .candidate.kind,
-            CandidateKind::modelnew);
+            "modelnew");
 }
 
 TEST(ServeRequest, BadRequestsNameTheField) {
@@ -90,6 +97,8 @@ TEST(ServeRequest, BadRequestsNameTheField) {
   EXPECT_EQ(refusal(R"({"source": "x", "kind": "plan"})"), P(400, "problem"));
   EXPECT_EQ(refusal(R"({"source": 7, "kind": "plan", "problem": "x"})"), P(400, "source"));  // wrong types
   EXPECT_EQ(refusal(R"({"source": "x", "kind": "cuda", "problem": "x"})"), P(400, "kind"));
+  EXPECT_EQ(refusal(R"({"source": "x", "kind": "", "problem": "x"})", {}), P(400, "kind"));
+  EXPECT_EQ(refusal(R"({"source": "x", "kind": "toy", "problem": "x"})", {}), P(0, ""));  // the backend judges it
   EXPECT_EQ(refusal(R"({"source": "x", "kind": "plan", "problem": ""})"), P(400, "problem"));
   EXPECT_EQ(refusal(with(R"("precision": "fp8")")), P(400, "precision"));
   EXPECT_EQ(refusal(with(R"("precision": 16)")), P(400, "precision"));

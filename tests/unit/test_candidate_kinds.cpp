@@ -178,7 +178,7 @@ TEST(CandidateKinds, TheRunFolderKeepsAThirdKindsExtension) {
   agent::CandidateScore s = record.evaluated("ws/k.toy", "toy 1 2\n", first);
   EXPECT_EQ(s.file(), "candidates/001.toy");
   EXPECT_EQ(read_text_file(dir.path() / "best.toy"), "toy 1 2\n");
-  EXPECT_EQ(agent::CandidateScore::from_json(s.to_json()).best_file(), "best.toy");  // a resumed run
+  EXPECT_EQ(nlohmann::json(s).get<agent::CandidateScore>().best_file(), "best.toy");  // a resumed run
   EvalReport better;
   better.reward.tier = 2;
   record.evaluated("ws/k.cu", "/*kagent {} */", better);

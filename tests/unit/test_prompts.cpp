@@ -13,11 +13,11 @@
 #include "kagent/agent/task_text.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
+#include "kagent/model_tools/file_tools.hpp"
+#include "kagent/model_tools/kernel_tools.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/plan_check.hpp"
 #include "kagent/spec/plan_limits.hpp"
-#include "kagent/tools/file_tools.hpp"
-#include "kagent/tools/kernel_tools.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -91,7 +91,7 @@ TEST_F(Prompts, BudgetNumbersAndPlurals) {
   agent::AgentOptions one;
   one.max_turns = 1;
   one.max_minutes = 1;
-  tools::ToolSet none;
+  model_tools::ToolSet none;
   auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", one, none, "");
   auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
   EXPECT_NE(opening[1].content.find("1 turn, 1 minute. A turn is one reply of yours"), std::string::npos)
@@ -128,7 +128,7 @@ TEST_F(Prompts, CandidateExampleUsesTheTasksNames) {
   EXPECT_NO_THROW(check_plan_tensors(c2, clash.tensor_names(), clash.scalar_names()));
 
   // In the task prompt, through the template.
-  auto values = agent::task_values(loss, loss, timing(1.0, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto values = agent::task_values(loss, loss, timing(1.0, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   EXPECT_NE(values.at("candidate_format").find("predictions"), std::string::npos);
 }
 
@@ -182,10 +182,10 @@ TEST_F(Prompts, MemoryFloorLineNextToTheBaselines) {
 // Each tool's line gives its arguments from the schema the endpoint receives, required ones
 // first and optional ones marked.
 TEST_F(Prompts, ToolArgumentsComeFromTheirSchemas) {
-  tools::Workspace ws(dir.path() / "ws");
-  tools::ToolSet set = tools::make_file_tools(ws);
-  tools::KernelToolContext ktx;
-  for (auto& t : tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
+  model_tools::Workspace ws(dir.path() / "ws");
+  model_tools::ToolSet set = model_tools::make_file_tools(ws);
+  model_tools::KernelToolContext ktx;
+  for (auto& t : model_tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
   const std::string text = agent::tools_text(set, "shell is off (--no-shell)");
   EXPECT_NE(text.find("- read_file(path, max_lines?, start_line?): Read a text file in the workspace."),
             std::string::npos)
@@ -210,7 +210,7 @@ TEST_F(Prompts, ToolArgumentsComeFromTheirSchemas) {
 // The headers and dtypes are named once, in the guide's section 6, rendered from the lists the
 // compiler and the plan parser use; no hand-written list is left in any prompt to drift.
 TEST_F(Prompts, HeadersAndDtypesHaveOneSource) {
-  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
   const std::string all = opening[0].content + opening[1].content;
   EXPECT_EQ(all.find("{{"), std::string::npos) << "every placeholder filled";
@@ -247,12 +247,12 @@ TEST(FillKnown, ReplacesKnownNamesOnly) {
 TEST_F(Prompts, ZeroDimensionalOutputIsExplained) {
   const Op loss =
       op_with({tensor("predictions", {128, 4096}), tensor("targets", {128, 4096})}, {tensor("out", {})}, ref);
-  auto values = agent::task_values(loss, loss, timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto values = agent::task_values(loss, loss, timing(1, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   const std::string& sig = values.at("signature");
   EXPECT_NE(sig.find("[]"), std::string::npos) << sig;
   EXPECT_NE(sig.find("Shape [] is a 0-d tensor: one element"), std::string::npos) << sig;
   EXPECT_NE(sig.find("set it to 0 in an earlier launch"), std::string::npos) << sig;
-  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   EXPECT_EQ(plain.at("signature").find("0-d"), std::string::npos) << "said only where it applies";
 }
 
@@ -265,7 +265,7 @@ TEST_F(Prompts, DrawnInputsAreMarkedWithTheirMeaning) {
       "dropout's input by this";
   const Op dropout = op_with({tensor("x", {128, 16384}), mult, tensor("matmul_weight", {16384, 16384})},
                              {tensor("out", {128, 16384})}, ref);
-  auto values = agent::task_values(dropout, dropout, timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto values = agent::task_values(dropout, dropout, timing(1, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   const std::string& sig = values.at("signature");
   auto row = [&](const std::string& name) {
     for (size_t at = 0; at < sig.size();) {
@@ -282,7 +282,7 @@ TEST_F(Prompts, DrawnInputsAreMarkedWithTheirMeaning) {
             std::string::npos)
       << sig;
   EXPECT_NE(sig.find("draw nothing yourself"), std::string::npos) << sig;
-  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   EXPECT_EQ(plain.at("signature").find("drawn"), std::string::npos) << "said only where it applies";
 }
 
@@ -295,10 +295,10 @@ TEST_F(Prompts, KernelBenchGeluReadsRight) {
   sig.inputs = {tensor("x", {8192, 8192})};
   sig.outputs = {tensor("out", {8192, 8192})};
   const double floor = 2.0 * 8192 * 8192 * 4 / (kCopyGbs * 1e9) * 1e3;
-  tools::Workspace ws(dir.path() / "ws");
-  tools::ToolSet set = tools::make_file_tools(ws);
-  tools::KernelToolContext ktx;
-  for (auto& t : tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
+  model_tools::Workspace ws(dir.path() / "ws");
+  model_tools::ToolSet set = model_tools::make_file_tools(ws);
+  model_tools::KernelToolContext ktx;
+  for (auto& t : model_tools::make_kernel_tools(ws, ktx)) set.push_back(std::move(t));
   auto values = agent::task_values(loaded, sig, timing(1.27 * floor, floor / 0.96),
                                    "NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, 50 MiB L2, 79 GiB memory.",
                                    agent::AgentOptions{}, set, "");
@@ -431,7 +431,7 @@ TEST_F(Prompts, TensorCoreRatesAreStatedAsMeasured) {
   agent::TimingFacts t = timing(2.1, 1.9);
   t.peaks = h100_peaks();
   auto values = agent::task_values(gemm_scale_bn(ref), gemm_scale_bn(ref), t, "NVIDIA H100 80GB HBM3 (sm_90).", {},
-                                   tools::ToolSet{}, "");
+                                   model_tools::ToolSet{}, "");
   const std::string& gpu = values.at("gpu");
   EXPECT_NE(gpu.find("NVIDIA H100 80GB HBM3 (sm_90).\nMeasured on this GPU by kagent (2026-12-01T10:00:00Z): copy "
                      "bandwidth 2975 GB/s"),
@@ -457,7 +457,7 @@ TEST_F(Prompts, TensorCoreRatesAreStatedAsMeasured) {
   EXPECT_NE(system.find("Accumulate each K slice"), std::string::npos);
 
   // Without measured peaks the GPU line is as given.
-  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 1), "a GPU", {}, tools::ToolSet{}, "");
+  auto plain = agent::task_values(gelu(ref), gelu(ref), timing(1, 1), "a GPU", {}, model_tools::ToolSet{}, "");
   EXPECT_EQ(plain.at("gpu"), "a GPU");
 }
 
@@ -467,7 +467,7 @@ TEST_F(Prompts, OneTurnMeansTheFirstCandidateIsTheAnswer) {
   agent::AgentOptions one;
   one.max_turns = 1;
   one.max_minutes = 10;
-  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", one, tools::ToolSet{}, "");
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", one, model_tools::ToolSet{}, "");
   auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
   const std::string& task = opening[1].content;
   EXPECT_NE(task.find("the first candidate is the answer"), std::string::npos) << task;
@@ -475,8 +475,8 @@ TEST_F(Prompts, OneTurnMeansTheFirstCandidateIsTheAnswer) {
   EXPECT_EQ(task.find("within the first few evaluations"), std::string::npos) << task;
   EXPECT_NE(opening[0].content.find("Iterate, when the budget has more than one turn"), std::string::npos);
 
-  auto many =
-      agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", agent::AgentOptions{}, tools::ToolSet{}, "");
+  auto many = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", agent::AgentOptions{},
+                                 model_tools::ToolSet{}, "");
   auto mopen = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", many);
   EXPECT_NE(mopen[1].content.find("Plan for a correct candidate within the first few evaluations"), std::string::npos);
   EXPECT_EQ(mopen[1].content.find("the first candidate is the answer"), std::string::npos);
@@ -486,7 +486,7 @@ TEST_F(Prompts, OneTurnMeansTheFirstCandidateIsTheAnswer) {
 // passes of their own that leave the algorithm choice alone, and fp32 algorithms are not screened
 // for accuracy; library-step operands take offsets; how the reference's parameters and inputs are made.
 TEST_F(Prompts, FormerlyUnstatedFactsAreStated) {
-  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", {}, tools::ToolSet{}, "");
+  auto values = agent::task_values(gelu(ref), gelu(ref), timing(1.0, 0.5), "a GPU", {}, model_tools::ToolSet{}, "");
   auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);
   const std::string& system = opening[0].content;
   const std::string& task = opening[1].content;

@@ -45,7 +45,7 @@ TEST(RunnerMessages, AnEvaluateReplyRoundTrips) {
   r.outcome->trials_run = 5;
   nlohmann::json j = r;
   EXPECT_EQ(j.at("version"), kRunnerMessageVersion);
-  EXPECT_EQ(j.at("restart"), true);  // runner_client.cpp reads this key itself
+  EXPECT_EQ(j.at("restart"), true);  // child_client.cpp reads this key itself
   RunnerResult back = j.get<RunnerResult>();
   EXPECT_TRUE(back.ok);
   EXPECT_TRUE(back.restart);
@@ -82,7 +82,7 @@ TEST(RunnerMessages, TheTrialExchangeRoundTrips) {
   need.trial = 3;
   need.seed = 0xFEEDFACECAFEBEEFull;
   nlohmann::json j = need;
-  EXPECT_EQ(j.at("need"), "trial");  // the enum by name: runner_client.cpp finds "need" messages by this key
+  EXPECT_EQ(j.at("need"), "trial");  // the enum by name: child_client.cpp finds "need" messages by this key
   TrialNeed nback = j.get<TrialNeed>();
   EXPECT_EQ(nback.need, RunnerNeed::trial);
   EXPECT_EQ(nback.trial, 3);

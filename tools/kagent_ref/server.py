@@ -1,4 +1,4 @@
-"""The JSON-lines loop (framing as kagent-runner's, include/kagent/protocol/runner_client.hpp):
+"""The JSON-lines loop (framing as kagent-runner's, include/kagent/protocol/child_client.hpp):
 
   server -> stdout, once:  {"hello": "kagent-ref", "version", "torch", "cuda", "pid"}
   kagent -> stdin:         {"id": N, "cmd": "load" | "baselines" | "ping", ...}

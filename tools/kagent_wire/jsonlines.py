@@ -1,5 +1,5 @@
 """The JSON-lines loop of kagent's Python children (the reference server, the ModelNew worker):
-framing as kagent-runner's (include/kagent/protocol/runner_client.hpp). One request per line on
+framing as kagent-runner's (include/kagent/protocol/child_client.hpp). One request per line on
 stdin, one reply per line on a private copy of stdout; everything else the process prints goes to
 stderr, so a problem or solution file that prints cannot corrupt the replies."""
 

@@ -21,7 +21,7 @@
 #include "kagent/agent/run_record.hpp"
 #include "kagent/agent/transcript.hpp"
 #include "kagent/llm/provider.hpp"
-#include "kagent/tools/tool.hpp"
+#include "kagent/model_tools/tool.hpp"
 
 namespace kagent::agent {
 
@@ -79,8 +79,8 @@ struct RunState {
 
 class Agent {
  public:
-  Agent(llm::Provider& provider, tools::ToolSet& tools, Transcript& transcript, RunRecord& record, AgentOptions options,
-        std::function<void(const TurnStatus&)> on_turn = {});
+  Agent(llm::Provider& provider, model_tools::ToolSet& tools, Transcript& transcript, RunRecord& record,
+        AgentOptions options, std::function<void(const TurnStatus&)> on_turn = {});
 
   // Runs from `state` (a fresh run: the system and task messages, already in the transcript).
   RunResult run(RunState state);
@@ -97,7 +97,7 @@ class Agent {
                                    const std::string& server_said) const;
 
   llm::Provider& provider_;
-  tools::ToolSet& tools_;
+  model_tools::ToolSet& tools_;
   Transcript& transcript_;
   RunRecord& record_;
   AgentOptions opt_;

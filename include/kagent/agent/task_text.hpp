@@ -8,9 +8,9 @@
 #include <string>
 
 #include "kagent/agent/agent.hpp"
+#include "kagent/model_tools/tool.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/spec/op.hpp"
-#include "kagent/tools/tool.hpp"
 
 namespace kagent::agent {
 
@@ -51,7 +51,7 @@ std::string candidate_example(const Op& with_signature);
 
 // One line per tool: its name, its arguments from its JSON schema (required first, optional ones
 // marked "?"), and the first sentence of its description.
-std::string tools_text(const tools::ToolSet& tools, const std::string& shell_note);
+std::string tools_text(const model_tools::ToolSet& tools, const std::string& shell_note);
 
 // "40 turns, 60 minutes" ("1 turn, 1 minute"; tokens when limited).
 std::string budget_text(const AgentOptions& budget);
@@ -65,7 +65,7 @@ std::map<std::string, std::string> skill_values();
 // `gpu` is gpu_text's line.
 std::map<std::string, std::string> task_values(const Op& op, const Op& with_signature, const TimingFacts& timing,
                                                const std::string& gpu, const AgentOptions& budget,
-                                               const tools::ToolSet& tools, const std::string& shell_note);
+                                               const model_tools::ToolSet& tools, const std::string& shell_note);
 
 // The GPU line of the task: name, architecture, SMs, L2, memory, datasheet peaks of known parts.
 std::string gpu_text(int index);

@@ -51,7 +51,7 @@ class EvalContext {
   // A compiled module in the evaluator's work folder, for the runner to load: its path.
   std::string write_cubin(const CompileResult& r);
   std::string harness_cubin();  // kagent's own kernels (comparison, L2 flush) for this GPU
-  RunnerClient& runner();
+  ChildClient& runner();
   RefServer& ref_server();  // the PyTorch reference's server (only when pytorch is set)
   // A native reference's timings measured by this evaluator, by key: timed once per (reference,
   // shapes, arch, stop rule), not again for every candidate.

@@ -5,6 +5,7 @@
 // src/eval/candidate_kinds.cpp, one line each; a program (a test) may register more while it runs.
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kagent/spec/candidate.hpp"
@@ -19,6 +20,10 @@ std::vector<const CandidateKind*> candidate_kinds();
 const CandidateKind& kind_of_file(const std::filesystem::path& path);
 // The kind named by cand.kind; InputError for a name no kind has.
 const CandidateKind& kind_of(const Candidate& cand);
+// The kind of this name (CandidateKind::name), nullptr when none has it.
+const CandidateKind* find_kind(std::string_view name);
+// Every kind's name, in candidate_kinds()' order: what a request naming a kind may say.
+std::vector<std::string> candidate_kind_names();
 
 // The file's text as a candidate of kind_of_file(path): InputError naming the file on any problem.
 Candidate parse_candidate(std::string source, const std::filesystem::path& path);

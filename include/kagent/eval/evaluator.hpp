@@ -17,8 +17,8 @@
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/reward.hpp"
+#include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/protocol.hpp"
-#include "kagent/protocol/runner_client.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -130,7 +130,7 @@ class Evaluator {
   // cached. nullopt with *why when they cannot be measured; a failure is not retried. Needs the
   // GPU (EnvError without one).
   std::optional<DevicePeaks> device_peaks(std::string* why);
-  RunnerClient& runner();                                // needs the GPU (EnvError without one)
+  ChildClient& runner();                                 // needs the GPU (EnvError without one)
   RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
 
   // A resolved PyTorch reference's eager and torch.compile baselines, measured now (or read from
@@ -163,9 +163,9 @@ class Evaluator {
   std::string gpu_problem_;  // after probe(): "" with a GPU
   std::string arch_;
   Compiler compiler_;
-  std::unique_ptr<RunnerClient> runner_;  // made by require_gpu()
-  std::filesystem::path work_dir_;        // cubins handed to the runner; removed at destruction
-  std::filesystem::path cache_dir_;       // the compile cache's folder: the peaks are cached beside it
+  std::unique_ptr<ChildClient> runner_;  // made by require_gpu()
+  std::filesystem::path work_dir_;       // cubins handed to the runner; removed at destruction
+  std::filesystem::path cache_dir_;      // the compile cache's folder: the peaks are cached beside it
   std::string gpu_uuid_;
   int driver_version_ = 0;
   std::optional<DevicePeaks> peaks_;

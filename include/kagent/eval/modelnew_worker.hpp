@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/protocol.hpp"
-#include "kagent/protocol/runner_client.hpp"
 
 namespace kagent {
 
@@ -58,7 +58,7 @@ class ModelNewWorker {
  private:
   ModelNewWorkerOptions opt_;
   std::string warning_;
-  RunnerClient client_;
+  ChildClient client_;
 };
 
 }  // namespace kagent

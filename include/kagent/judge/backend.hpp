@@ -26,12 +26,14 @@ struct CandidateRequest {
   // or, with `file` empty, its text (`kagent serve`), written where the backend's children read it.
   std::filesystem::path file;
   std::string source;
-  CandidateKind kind = CandidateKind::plan;  // with `source` (a file's kind is its name's)
-  std::string name;                          // the record's "candidate" (default: the file, or "candidate.cu"/".py")
-  std::filesystem::path problem;             // op.json or KernelBench .py
-  std::optional<Precision> precision;        // nullopt: the op's
-  OpOverrides overrides;                     // atol, rtol
-  int trials = 0;                            // 0: the op's correctness_trials
+  // With `source`: its kind's name (CandidateKind::name: "plan", "modelnew"); a file's kind is its
+  // name's (eval/candidate_kinds.hpp).
+  std::string kind = "plan";
+  std::string name;                    // the record's "candidate" (default: the file, or "candidate.cu"/".py")
+  std::filesystem::path problem;       // op.json or KernelBench .py
+  std::optional<Precision> precision;  // nullopt: the op's
+  OpOverrides overrides;               // atol, rtol
+  int trials = 0;                      // 0: the op's correctness_trials
   bool timing = true;
   std::chrono::milliseconds timeout{60000};  // the GPU part's wall-clock limit (`kagent eval --timeout`)
   StopRule stop_rule;

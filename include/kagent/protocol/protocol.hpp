@@ -1,6 +1,6 @@
 #pragma once
 // The evaluate request kagent sends to kagent-runner, and the outcome it gets back (see
-// runner_client.hpp for the framing). Both sides use these types, so the JSON has one definition.
+// child_client.hpp for the framing). Both sides use these types, so the JSON has one definition.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // The typed, versioned messages between kagent and kagent-runner besides the request itself
 // (protocol.hpp): the reply to "evaluate" and "peaks", and the trial exchange in the middle of an
-// evaluation of a PyTorch reference. runner_client.hpp has the framing (ids, JSON lines); both
+// evaluation of a PyTorch reference. child_client.hpp has the framing (ids, JSON lines); both
 // sides read and write these structs only, so the JSON has one definition. Each message carries
 // "version"; a reader refuses one it does not know (a stale kagent-runner beside a new kagent).
 #include <cstdint>

@@ -30,7 +30,7 @@ struct PythonChild {
   std::string exec_dir;                // where kagent-sandbox-exec is (the fallback); empty: beside kagent
 };
 
-// A RunnerOptions::launch for `child`.
+// A ChildOptions::launch for `child`.
 std::function<pid_t(const sandbox::SpawnRequest&, std::string* warning)> python_child_launcher(PythonChild child);
 
 // The jail's ceilings, documented in docs/sandbox.md.

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/protocol/runner_client.hpp"
+#include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/stats.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -95,7 +95,7 @@ class RefServer {
   nlohmann::json call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
   int gpu_;
   std::filesystem::path problem_, cache_dir_;
-  RunnerClient client_;
+  ChildClient client_;
 };
 
 }  // namespace kagent

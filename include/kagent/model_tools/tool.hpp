@@ -14,7 +14,7 @@
 
 #include "kagent/llm/message.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 // What the agent loop learns from a call is in its result, never in the tool's name: a tool that
 // ends the run says so (ends_run), one that evaluated a candidate gives its reward tier.
@@ -66,4 +66,4 @@ std::optional<int64_t> arg_int(const nlohmann::json& args, const std::string& na
 // many bytes and lines were left out; cuts fall on line boundaries where one is near.
 std::string cut_middle(const std::string& text, size_t max_bytes);
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

@@ -5,11 +5,11 @@
 //   edit_file  {path, old_text, new_text}       exact search/replace: an error when old_text is
 //                                               absent or occurs more than once (say which lines)
 //   list_files {path?}                          the tree under path (default the root), with sizes
-#include "kagent/tools/tool.hpp"
-#include "kagent/tools/workspace.hpp"
+#include "kagent/model_tools/tool.hpp"
+#include "kagent/model_tools/workspace.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 ToolSet make_file_tools(const Workspace& ws);
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

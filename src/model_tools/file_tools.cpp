@@ -1,4 +1,4 @@
-#include "kagent/tools/file_tools.hpp"
+#include "kagent/model_tools/file_tools.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -19,7 +19,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 namespace {
 
@@ -455,4 +455,4 @@ ToolSet make_file_tools(const Workspace& ws) {
   return tools;
 }
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

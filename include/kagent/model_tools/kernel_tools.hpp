@@ -14,11 +14,11 @@
 
 #include "kagent/compile/compiler.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/model_tools/tool.hpp"
+#include "kagent/model_tools/workspace.hpp"
 #include "kagent/spec/op.hpp"
-#include "kagent/tools/tool.hpp"
-#include "kagent/tools/workspace.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 struct KernelToolContext {
   Op op;  // the signature filled in (PyTorch references: from the server)
@@ -36,4 +36,4 @@ struct KernelToolContext {
 
 ToolSet make_kernel_tools(const Workspace& ws, KernelToolContext& ctx);
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

@@ -5,16 +5,16 @@
 #include <filesystem>
 #include <string>
 
-#include "kagent/tools/tool.hpp"
-#include "kagent/tools/workspace.hpp"
+#include "kagent/model_tools/tool.hpp"
+#include "kagent/model_tools/workspace.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
-using kagent::tools::arg_int;
-using kagent::tools::arg_string;
-using kagent::tools::cut_middle;
-using kagent::tools::ToolError;
-using kagent::tools::Workspace;
+using kagent::model_tools::arg_int;
+using kagent::model_tools::arg_string;
+using kagent::model_tools::cut_middle;
+using kagent::model_tools::ToolError;
+using kagent::model_tools::Workspace;
 using nlohmann::json;
 
 namespace {

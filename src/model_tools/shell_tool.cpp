@@ -1,4 +1,4 @@
-#include "kagent/tools/shell_tool.hpp"
+#include "kagent/model_tools/shell_tool.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -29,7 +29,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 namespace {
 
@@ -387,4 +387,4 @@ std::unique_ptr<Tool> make_shell_tool(const Workspace& ws, const ShellSandbox& s
   return std::make_unique<ShellTool>(ws, sandbox, options);
 }
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

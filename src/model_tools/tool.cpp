@@ -1,4 +1,4 @@
-#include "kagent/tools/tool.hpp"
+#include "kagent/model_tools/tool.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "kagent/common/saturate.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 namespace {
 
@@ -109,4 +109,4 @@ std::string cut_middle(const std::string& text, size_t max_bytes) {
   return out;
 }
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

@@ -11,15 +11,15 @@
 
 #include <fmt/format.h>
 
-#include "kagent/tools/file_tools.hpp"
+#include "kagent/model_tools/file_tools.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
-using kagent::tools::Tool;
-using kagent::tools::ToolError;
-using kagent::tools::ToolResult;
-using kagent::tools::ToolSet;
-using kagent::tools::Workspace;
+using kagent::model_tools::Tool;
+using kagent::model_tools::ToolError;
+using kagent::model_tools::ToolResult;
+using kagent::model_tools::ToolSet;
+using kagent::model_tools::Workspace;
 using nlohmann::json;
 
 namespace {
@@ -38,7 +38,7 @@ std::string slurp(const fs::path& p) {
 // A workspace in a temporary folder with the four tools.
 class FileToolsTest : public ::testing::Test {
  protected:
-  FileToolsTest() : ws_(tmp_ / "ws"), tools_(kagent::tools::make_file_tools(ws_)) {}
+  FileToolsTest() : ws_(tmp_ / "ws"), tools_(kagent::model_tools::make_file_tools(ws_)) {}
 
   Tool& tool(const std::string& name) {
     for (auto& t : tools_)

@@ -20,12 +20,12 @@
 
 #include <gtest/gtest.h>
 
+#include "kagent/model_tools/shell_tool.hpp"
 #include "kagent/sandbox/process.hpp"
-#include "kagent/tools/shell_tool.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using namespace kagent::tools;
+using namespace kagent::model_tools;
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "kagent/protocol/runner_client.hpp"
+#include "kagent/protocol/child_client.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,7 +26,7 @@ namespace kagent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Reply = RunnerReply;
+using Reply = ChildReply;
 
 constexpr size_t kTailLines = 20;
 constexpr std::string_view kPhasePrefix = "kagent-phase: ";
@@ -190,13 +190,13 @@ std::string excerpt(const std::string& s) {
 
 }  // namespace
 
-RunnerClient::RunnerClient(RunnerOptions options) : opt_(std::move(options)) {}
+ChildClient::ChildClient(ChildOptions options) : opt_(std::move(options)) {}
 
-RunnerClient::~RunnerClient() {
+ChildClient::~ChildClient() {
   stop(false);
 }
 
-bool RunnerClient::start(Reply& r) {
+bool ChildClient::start(Reply& r) {
   out_buf_.clear();
   err_buf_.clear();
   err_tail_.clear();
@@ -289,7 +289,7 @@ bool RunnerClient::start(Reply& r) {
   return true;
 }
 
-void RunnerClient::stop(bool kill_now) {
+void ChildClient::stop(bool kill_now) {
   close_fd(to_child_);  // EOF on stdin: a well-behaved runner exits on its own
   if (pid_ > 0) terminate_and_reap(pid_, kill_now ? std::chrono::milliseconds(0) : kGrace);
   pid_ = -1;
@@ -299,7 +299,7 @@ void RunnerClient::stop(bool kill_now) {
   err_buf_.clear();
 }
 
-bool RunnerClient::read_line(std::string& line, Clock::time_point deadline, Reply& r) {
+bool ChildClient::read_line(std::string& line, Clock::time_point deadline, Reply& r) {
   // Splits complete stderr lines into phases and the diagnostic tail.
   auto take_err_lines = [&](bool flush_partial) {
     size_t pos;
@@ -366,7 +366,7 @@ bool RunnerClient::read_line(std::string& line, Clock::time_point deadline, Repl
   }
 }
 
-void RunnerClient::take_stderr(Reply* r) {
+void ChildClient::take_stderr(Reply* r) {
   if (r != nullptr) {
     std::string tail;
     for (const auto& l : err_tail_) {
@@ -378,7 +378,7 @@ void RunnerClient::take_stderr(Reply* r) {
   err_tail_.clear();
 }
 
-Reply RunnerClient::request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need) {
+Reply ChildClient::request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need) {
   Reply r;
   if (!req.is_object()) {
     r.failure = Reply::Failure::protocol;

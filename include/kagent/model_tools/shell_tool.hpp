@@ -11,10 +11,10 @@
 #include <optional>
 #include <string>
 
-#include "kagent/tools/tool.hpp"
-#include "kagent/tools/workspace.hpp"
+#include "kagent/model_tools/tool.hpp"
+#include "kagent/model_tools/workspace.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 struct ShellOptions {
   std::chrono::seconds default_timeout{60};
@@ -45,4 +45,4 @@ ShellSandbox probe_shell_sandbox();
 // nullptr when !sandbox.available.
 std::unique_ptr<Tool> make_shell_tool(const Workspace& ws, const ShellSandbox& sandbox, ShellOptions options = {});
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

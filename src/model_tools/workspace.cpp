@@ -1,15 +1,15 @@
-#include "kagent/tools/workspace.hpp"
+#include "kagent/model_tools/workspace.hpp"
 
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
-#include "kagent/tools/tool.hpp"
+#include "kagent/model_tools/tool.hpp"
 
 namespace fs = std::filesystem;
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 namespace {
 
@@ -91,4 +91,4 @@ std::string Workspace::relative(const fs::path& absolute) const {
   return s.starts_with("..") && (s.size() == 2 || s[2] == '/') ? absolute.string() : s;
 }
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 class Workspace {
  public:
@@ -21,4 +21,4 @@ class Workspace {
   std::filesystem::path root_;
 };
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

@@ -1,9 +1,12 @@
 #pragma once
-// The orchestrator's handle on one kagent-runner process (one per GPU): starts it sandboxed,
-// sends JSON-line requests, enforces a wall-clock limit per request, and restarts it after a
-// hang, a crash or a sticky CUDA error. kagent itself never creates a CUDA context.
+// The orchestrator's handle on one child process that speaks JSON lines: kagent-runner (one per
+// GPU), the reference server (python3 -m kagent_ref) and a ModelNew worker. Starts it sandboxed
+// (ChildOptions::launch: the Python children in their jails), sends JSON-line requests, enforces a
+// wall-clock limit per request, and restarts it after a hang, a crash or a sticky CUDA error.
+// kagent itself never creates a CUDA context.
 //
-// Protocol (JSON lines):
+// Protocol (JSON lines; the runner's names, the Python children's the same with their own hello,
+// tools/kagent_wire/jsonlines.py):
 //   runner -> stdout, once at start: {"hello": "kagent-runner", "version": "...", "pid": N,
 //                                      "sandbox": {"no_new_privs": bool, "netns": bool, "warning": "..."}}
 //   kagent -> stdin:  {"id": N, "cmd": "...", ...}      one line per request
@@ -30,7 +33,7 @@
 
 namespace kagent {
 
-struct RunnerOptions {
+struct ChildOptions {
   std::string runner_path;                         // the kagent-runner executable
   std::vector<std::string> args;                   // extra arguments for it
   int gpu = 0;                                     // passed as KAGENT_GPU in its environment
@@ -46,7 +49,7 @@ struct RunnerOptions {
   std::function<pid_t(const sandbox::SpawnRequest&, std::string* warning)> launch;
 };
 
-struct RunnerReply {
+struct ChildReply {
   enum class Failure { none, timeout, crashed, protocol, start };
   Failure failure = Failure::none;
   nlohmann::json body;      // the reply line (when failure == none)
@@ -62,35 +65,35 @@ using NeedHandler = std::function<nlohmann::json(const nlohmann::json& need)>;
 
 // Not thread-safe: one client per GPU worker. The runner is started with PR_SET_PDEATHSIG, which
 // fires when the *thread* that started it exits: use a client from a thread that outlives it.
-class RunnerClient {
+class ChildClient {
  public:
-  explicit RunnerClient(RunnerOptions options);
-  ~RunnerClient();  // stops the runner (closes stdin, then SIGKILL after a grace period)
-  RunnerClient(const RunnerClient&) = delete;
-  RunnerClient& operator=(const RunnerClient&) = delete;
+  explicit ChildClient(ChildOptions options);
+  ~ChildClient();  // stops the runner (closes stdin, then SIGKILL after a grace period)
+  ChildClient(const ChildClient&) = delete;
+  ChildClient& operator=(const ChildClient&) = delete;
 
   // Sends one request (an "id" is added) and waits at most `timeout` for its reply. Starts the
   // runner first if none is running. On timeout the runner is killed (its whole process group)
   // and the failure names the last phase; on a crash, the signal or exit code and the stderr
   // tail. After any failure, or a reply with "restart": true, the next request starts afresh.
   // A "need" message in between is answered by `on_need` (a protocol failure without one).
-  RunnerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need = {});
+  ChildReply request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need = {});
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   int starts() const { return starts_; }                  // how many runners were started so far
   const nlohmann::json& hello() const { return hello_; }  // the last hello line
   const std::string& sandbox_warning() const { return sandbox_warning_; }
-  const RunnerOptions& options() const { return opt_; }
+  const ChildOptions& options() const { return opt_; }
 
  private:
-  bool start(RunnerReply& failure);
+  bool start(ChildReply& failure);
   void stop(bool kill_now);
   // Reads from stdout/stderr until a full stdout line arrives or the deadline passes.
-  bool read_line(std::string& line, std::chrono::steady_clock::time_point deadline, RunnerReply& r);
-  void take_stderr(RunnerReply* r);
+  bool read_line(std::string& line, std::chrono::steady_clock::time_point deadline, ChildReply& r);
+  void take_stderr(ChildReply* r);
 
-  RunnerOptions opt_;
+  ChildOptions opt_;
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1, err_child_ = -1;
   std::string out_buf_, err_buf_;

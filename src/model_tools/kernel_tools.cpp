@@ -1,4 +1,4 @@
-#include "kagent/tools/kernel_tools.hpp"
+#include "kagent/model_tools/kernel_tools.hpp"
 
 #include <algorithm>
 
@@ -13,7 +13,7 @@
 #include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/profile_table.hpp"
 
-namespace kagent::tools {
+namespace kagent::model_tools {
 
 namespace {
 
@@ -223,4 +223,4 @@ ToolSet make_kernel_tools(const Workspace& ws, KernelToolContext& ctx) {
   return out;
 }
 
-}  // namespace kagent::tools
+}  // namespace kagent::model_tools

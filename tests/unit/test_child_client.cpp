@@ -1,4 +1,4 @@
-// RunnerClient against tests/fake_runner.py, a stand-in that speaks the runner protocol without
+// ChildClient against tests/fake_runner.py, a stand-in that speaks the runner protocol without
 // a GPU: timeouts, crashes, restarts, protocol errors and the sandbox, all in CI.
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kagent/protocol/runner_client.hpp"
+#include "kagent/protocol/child_client.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
@@ -25,30 +25,30 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
-using Failure = RunnerReply::Failure;
+using Failure = ChildReply::Failure;
 using Clock = std::chrono::steady_clock;
 
 using test::ScopedEnv;
 
-class RunnerClientTest : public ::testing::Test {
+class ChildClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (find_in_path("python3").empty()) GTEST_SKIP() << "python3 not found: the fake runner needs it";
   }
 };
 
-RunnerOptions fake_options() {
-  RunnerOptions o;
+ChildOptions fake_options() {
+  ChildOptions o;
   o.runner_path = (test::source_dir() / "tests" / "fake_runner.py").string();
   o.start_timeout = 10s;
   return o;
 }
 
-RunnerReply send(RunnerClient& c, json req, std::chrono::milliseconds timeout = 10s) {
+ChildReply send(ChildClient& c, json req, std::chrono::milliseconds timeout = 10s) {
   return c.request(std::move(req), timeout);
 }
 
-RunnerReply ping(RunnerClient& c) {
+ChildReply ping(ChildClient& c) {
   return send(c, {{"cmd", "ping"}});
 }
 
@@ -80,8 +80,8 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST_F(RunnerClientTest, HelloParsedAndSandboxWarningTaken) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, HelloParsedAndSandboxWarningTaken) {
+  ChildClient c(fake_options());
   EXPECT_FALSE(c.running());
   auto r = ping(c);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -93,8 +93,8 @@ TEST_F(RunnerClientTest, HelloParsedAndSandboxWarningTaken) {
   EXPECT_EQ(c.sandbox_warning(), "fake runner: no namespace");
 }
 
-TEST_F(RunnerClientTest, PingRoundTripsWithIncreasingIds) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, PingRoundTripsWithIncreasingIds) {
+  ChildClient c(fake_options());
   auto a = ping(c);
   pid_t pid = c.pid();
   auto b = ping(c);
@@ -107,8 +107,8 @@ TEST_F(RunnerClientTest, PingRoundTripsWithIncreasingIds) {
   EXPECT_EQ(c.starts(), 1);
 }
 
-TEST_F(RunnerClientTest, NeedMessagesAreAnsweredInTheMiddleOfARequest) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, NeedMessagesAreAnsweredInTheMiddleOfARequest) {
+  ChildClient c(fake_options());
   std::vector<int> asked;
   auto r = c.request({{"cmd", "need"}, {"count", 3}}, 10s, [&](const nlohmann::json& need) -> nlohmann::json {
     asked.push_back(need.at("trial").get<int>());
@@ -124,17 +124,17 @@ TEST_F(RunnerClientTest, NeedMessagesAreAnsweredInTheMiddleOfARequest) {
   EXPECT_TRUE(ping(c).ok());  // still in step
 }
 
-TEST_F(RunnerClientTest, NeedWithoutHandlerIsProtocolFailure) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, NeedWithoutHandlerIsProtocolFailure) {
+  ChildClient c(fake_options());
   auto r = c.request({{"cmd", "need"}}, 10s);
-  EXPECT_EQ(r.failure, RunnerReply::Failure::protocol);
+  EXPECT_EQ(r.failure, ChildReply::Failure::protocol);
   EXPECT_TRUE(has(r.message, "asked for \"trial\"")) << r.message;
   EXPECT_FALSE(c.running());
   EXPECT_TRUE(ping(c).ok());  // a fresh runner
 }
 
-TEST_F(RunnerClientTest, TimeSpentAnsweringDoesNotCountAgainstTheRunner) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, TimeSpentAnsweringDoesNotCountAgainstTheRunner) {
+  ChildClient c(fake_options());
   auto r = c.request({{"cmd", "need"}, {"count", 2}}, 1s, [](const nlohmann::json&) -> nlohmann::json {
     std::this_thread::sleep_for(700ms);  // 1.4 s in all, over the 1 s limit
     return {{"tensors", 0}};
@@ -142,8 +142,8 @@ TEST_F(RunnerClientTest, TimeSpentAnsweringDoesNotCountAgainstTheRunner) {
   EXPECT_TRUE(r.ok()) << r.message;
 }
 
-TEST_F(RunnerClientTest, HandlerExceptionStopsTheWaitingRunner) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, HandlerExceptionStopsTheWaitingRunner) {
+  ChildClient c(fake_options());
   EXPECT_THROW(c.request({{"cmd", "need"}}, 10s,
                          [](const nlohmann::json&) -> nlohmann::json { throw std::runtime_error("server died"); }),
                std::runtime_error);
@@ -151,8 +151,8 @@ TEST_F(RunnerClientTest, HandlerExceptionStopsTheWaitingRunner) {
   EXPECT_TRUE(ping(c).ok());
 }
 
-TEST_F(RunnerClientTest, HangTimesOutNamesPhaseAndKillsTheGroup) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, HangTimesOutNamesPhaseAndKillsTheGroup) {
+  ChildClient c(fake_options());
   ASSERT_TRUE(ping(c).ok());
   pid_t old = c.pid();
   auto t0 = Clock::now();
@@ -179,15 +179,15 @@ TEST_F(RunnerClientTest, HangTimesOutNamesPhaseAndKillsTheGroup) {
   EXPECT_EQ(c.starts(), 2);
 }
 
-TEST_F(RunnerClientTest, HangWithoutPhaseSaysSo) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, HangWithoutPhaseSaysSo) {
+  ChildClient c(fake_options());
   auto r = send(c, {{"cmd", "hang"}}, 300ms);
   EXPECT_EQ(r.failure, Failure::timeout);
   EXPECT_TRUE(has(r.message, "timed out after 0.3 s before any phase was reported")) << r.message;
 }
 
-TEST_F(RunnerClientTest, CrashNamesSignalAndPhase) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, CrashNamesSignalAndPhase) {
+  ChildClient c(fake_options());
   ASSERT_TRUE(ping(c).ok());
   pid_t old = c.pid();
   auto r = send(c, {{"cmd", "crash"}, {"phase", "launch 1: bad_kernel"}});
@@ -202,8 +202,8 @@ TEST_F(RunnerClientTest, CrashNamesSignalAndPhase) {
   EXPECT_EQ(c.starts(), 2);
 }
 
-TEST_F(RunnerClientTest, ExitCodeReported) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, ExitCodeReported) {
+  ChildClient c(fake_options());
   auto r = send(c, {{"cmd", "exit"}, {"code", 3}});
   EXPECT_EQ(r.failure, Failure::crashed);
   EXPECT_TRUE(has(r.message, "exited with code 3")) << r.message;
@@ -212,8 +212,8 @@ TEST_F(RunnerClientTest, ExitCodeReported) {
   EXPECT_TRUE(ping(c).ok());
 }
 
-TEST_F(RunnerClientTest, StickyErrorRestartsOnNextRequest) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, StickyErrorRestartsOnNextRequest) {
+  ChildClient c(fake_options());
   auto r = send(c, {{"cmd", "sticky"}});
   ASSERT_TRUE(r.ok()) << r.message;  // the reply itself arrived: the runner's error is in the body
   EXPECT_EQ(r.body["ok"], false);
@@ -226,8 +226,8 @@ TEST_F(RunnerClientTest, StickyErrorRestartsOnNextRequest) {
   EXPECT_TRUE(reaped(old));
 }
 
-TEST_F(RunnerClientTest, BadJsonIsProtocolFailureThenRecovers) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, BadJsonIsProtocolFailureThenRecovers) {
+  ChildClient c(fake_options());
   ASSERT_TRUE(ping(c).ok());
   pid_t old = c.pid();
   auto r = send(c, {{"cmd", "badjson"}});
@@ -240,8 +240,8 @@ TEST_F(RunnerClientTest, BadJsonIsProtocolFailureThenRecovers) {
   EXPECT_EQ(c.starts(), 2);
 }
 
-TEST_F(RunnerClientTest, WrongIdIsProtocolFailureThenRecovers) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, WrongIdIsProtocolFailureThenRecovers) {
+  ChildClient c(fake_options());
   ASSERT_TRUE(ping(c).ok());
   pid_t old = c.pid();
   auto r = send(c, {{"cmd", "wrongid"}});
@@ -253,15 +253,15 @@ TEST_F(RunnerClientTest, WrongIdIsProtocolFailureThenRecovers) {
   EXPECT_EQ(next.body["id"], 3);
 }
 
-TEST_F(RunnerClientTest, NonObjectRequestIsRejectedWithoutStarting) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, NonObjectRequestIsRejectedWithoutStarting) {
+  ChildClient c(fake_options());
   auto r = send(c, json::array({1, 2}));
   EXPECT_EQ(r.failure, Failure::protocol);
   EXPECT_EQ(c.starts(), 0);
 }
 
-TEST_F(RunnerClientTest, StderrTailIsBoundedAndExcludesPhases) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, StderrTailIsBoundedAndExcludesPhases) {
+  ChildClient c(fake_options());
   auto r = send(c, {{"cmd", "log"}, {"lines", 25}, {"phase", "compare outputs"}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.last_phase, "compare outputs");
@@ -275,12 +275,12 @@ TEST_F(RunnerClientTest, StderrTailIsBoundedAndExcludesPhases) {
   EXPECT_EQ(quiet.last_phase, "");
 }
 
-TEST_F(RunnerClientTest, SandboxedEnvironmentIsScrubbed) {
+TEST_F(ChildClientTest, SandboxedEnvironmentIsScrubbed) {
   ScopedEnv key("OPENAI_API_KEY", "secret");
   ScopedEnv foo("FOO", "bar");
   auto o = fake_options();
   o.gpu = 5;
-  RunnerClient c(o);
+  ChildClient c(o);
   auto r = send(c, {{"cmd", "env"}});
   ASSERT_TRUE(r.ok()) << r.message;
   const json& env = r.body["env"];
@@ -291,13 +291,13 @@ TEST_F(RunnerClientTest, SandboxedEnvironmentIsScrubbed) {
   EXPECT_EQ(env.value("LANG", ""), "C");
 }
 
-TEST_F(RunnerClientTest, UnsandboxedRunnerInheritsEnvironmentButOwnsItsGroup) {
+TEST_F(ChildClientTest, UnsandboxedRunnerInheritsEnvironmentButOwnsItsGroup) {
   ScopedEnv foo("FOO", "bar");
   ScopedEnv gpu("KAGENT_GPU", "9");
   auto o = fake_options();
   o.sandbox = false;
   o.gpu = 1;
-  RunnerClient c(o);
+  ChildClient c(o);
   auto r = send(c, {{"cmd", "env"}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.body["env"].value("FOO", ""), "bar");
@@ -307,8 +307,8 @@ TEST_F(RunnerClientTest, UnsandboxedRunnerInheritsEnvironmentButOwnsItsGroup) {
   EXPECT_EQ(l.body["pgid"], l.body["pid"]);  // a timeout's kill(-pgid) must not reach kagent
 }
 
-TEST_F(RunnerClientTest, SandboxLimitsReachTheRunner) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, SandboxLimitsReachTheRunner) {
+  ChildClient c(fake_options());
   auto r = send(c, {{"cmd", "limits"}});
   ASSERT_TRUE(r.ok()) << r.message;
   const json& b = r.body;
@@ -327,11 +327,11 @@ TEST_F(RunnerClientTest, SandboxLimitsReachTheRunner) {
   EXPECT_EQ(c.hello()["sandbox"]["no_new_privs"], true);
 }
 
-TEST_F(RunnerClientTest, StartTimeoutWithoutHello) {
+TEST_F(ChildClientTest, StartTimeoutWithoutHello) {
   auto o = fake_options();
   o.args = {"--no-hello"};
   o.start_timeout = 300ms;
-  RunnerClient c(o);
+  ChildClient c(o);
   auto t0 = Clock::now();
   auto r = ping(c);
   EXPECT_LT(Clock::now() - t0, 2000ms);
@@ -341,22 +341,22 @@ TEST_F(RunnerClientTest, StartTimeoutWithoutHello) {
   EXPECT_EQ(c.starts(), 0);
 }
 
-TEST_F(RunnerClientTest, MissingRunnerIsStartFailure) {
+TEST_F(ChildClientTest, MissingRunnerIsStartFailure) {
   auto o = fake_options();
   o.runner_path = "/nonexistent/kagent-runner";
-  RunnerClient c(o);
+  ChildClient c(o);
   auto r = ping(c);
   EXPECT_EQ(r.failure, Failure::start);
   EXPECT_TRUE(has(r.message, "/nonexistent/kagent-runner")) << r.message;
 }
 
-TEST_F(RunnerClientTest, RunnerExitingBeforeHelloIsStartFailure) {
+TEST_F(ChildClientTest, RunnerExitingBeforeHelloIsStartFailure) {
   test::TempDir dir;
   auto script = dir.write("runner.sh", "#!/bin/sh\necho 'cannot open the driver' >&2\nexit 4\n");
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   auto o = fake_options();
   o.runner_path = script.string();
-  RunnerClient c(o);
+  ChildClient c(o);
   auto r = ping(c);
   EXPECT_EQ(r.failure, Failure::start);
   EXPECT_TRUE(has(r.message, "exited with code 4 before its hello line")) << r.message;
@@ -365,13 +365,13 @@ TEST_F(RunnerClientTest, RunnerExitingBeforeHelloIsStartFailure) {
   EXPECT_FALSE(c.running());
 }
 
-TEST_F(RunnerClientTest, MalformedHelloIsStartFailure) {
+TEST_F(ChildClientTest, MalformedHelloIsStartFailure) {
   test::TempDir dir;
   auto script = dir.write("runner.sh", "#!/bin/sh\necho '{\"hello\": \"someone-else\"}'\nsleep 100\n");
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   auto o = fake_options();
   o.runner_path = script.string();
-  RunnerClient c(o);
+  ChildClient c(o);
   auto r = ping(c);
   EXPECT_EQ(r.failure, Failure::start);
   EXPECT_TRUE(has(r.message, "malformed hello")) << r.message;
@@ -380,8 +380,8 @@ TEST_F(RunnerClientTest, MalformedHelloIsStartFailure) {
 
 // A runner that exited between requests: the next write meets a closed pipe. kagent must get
 // EPIPE (not die of SIGPIPE) and report the exit.
-TEST_F(RunnerClientTest, WriteToDeadRunnerIsACrashNotSigpipe) {
-  RunnerClient c(fake_options());
+TEST_F(ChildClientTest, WriteToDeadRunnerIsACrashNotSigpipe) {
+  ChildClient c(fake_options());
   ASSERT_TRUE(send(c, {{"cmd", "quit"}}).ok());
   pid_t old = c.pid();
   // Wait until it has exited (a zombie until the client reaps it).
@@ -398,12 +398,12 @@ TEST_F(RunnerClientTest, WriteToDeadRunnerIsACrashNotSigpipe) {
   EXPECT_TRUE(ping(c).ok());
 }
 
-TEST_F(RunnerClientTest, DestructorLeavesNoZombieAndNoFds) {
+TEST_F(ChildClientTest, DestructorLeavesNoZombieAndNoFds) {
   size_t before = open_fds();
   pid_t pid = -1;
   auto t0 = Clock::now();
   {
-    RunnerClient c(fake_options());
+    ChildClient c(fake_options());
     ASSERT_TRUE(ping(c).ok());
     pid = c.pid();
     EXPECT_GT(open_fds(), before);
@@ -414,10 +414,10 @@ TEST_F(RunnerClientTest, DestructorLeavesNoZombieAndNoFds) {
   EXPECT_EQ(open_fds(), before);
 }
 
-TEST_F(RunnerClientTest, NoFdLeakAcrossFailuresAndRestarts) {
+TEST_F(ChildClientTest, NoFdLeakAcrossFailuresAndRestarts) {
   size_t before = open_fds();
   {
-    RunnerClient c(fake_options());
+    ChildClient c(fake_options());
     EXPECT_EQ(send(c, {{"cmd", "hang"}}, 200ms).failure, Failure::timeout);
     EXPECT_EQ(send(c, {{"cmd", "crash"}}).failure, Failure::crashed);
     EXPECT_EQ(send(c, {{"cmd", "badjson"}}).failure, Failure::protocol);
@@ -429,7 +429,7 @@ TEST_F(RunnerClientTest, NoFdLeakAcrossFailuresAndRestarts) {
     auto o = fake_options();
     o.args = {"--no-hello"};
     o.start_timeout = 100ms;
-    RunnerClient c(o);
+    ChildClient c(o);
     EXPECT_EQ(ping(c).failure, Failure::start);
   }
   EXPECT_EQ(open_fds(), before);

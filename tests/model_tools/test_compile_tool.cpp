@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "kagent/compile/sass.hpp"
-#include "kagent/tools/kernel_tools.hpp"
+#include "kagent/model_tools/kernel_tools.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -23,20 +23,20 @@ class CompileToolTest : public ::testing::Test {
     ctx_.compiler = &compiler_;
     ctx_.arch = "sm_90a";
     std::filesystem::copy_file(test::examples_dir() / "vector_add/cand_naive.cu", tmp_.path() / "ws" / "cand.cu");
-    tools_ = tools::make_kernel_tools(ws_, ctx_);
+    tools_ = model_tools::make_kernel_tools(ws_, ctx_);
   }
-  tools::Tool& tool(const std::string& name) {
+  model_tools::Tool& tool(const std::string& name) {
     for (auto& t : tools_)
       if (t->spec().name == name) return *t;
     throw std::runtime_error("no tool " + name);
   }
-  tools::Tool& compile_tool() { return tool("compile"); }
+  model_tools::Tool& compile_tool() { return tool("compile"); }
 
   test::TempDir tmp_;
-  tools::Workspace ws_{(std::filesystem::create_directories(tmp_.path() / "ws"), tmp_.path() / "ws")};
+  model_tools::Workspace ws_{(std::filesystem::create_directories(tmp_.path() / "ws"), tmp_.path() / "ws")};
   Compiler compiler_{find_cuda_paths(), nullptr};
-  tools::KernelToolContext ctx_;
-  tools::ToolSet tools_;
+  model_tools::KernelToolContext ctx_;
+  model_tools::ToolSet tools_;
 };
 
 }  // namespace
@@ -59,7 +59,7 @@ TEST_F(CompileToolTest, ABadSassValueIsTheModelsMistake) {
   try {
     compile_tool().run(json{{"path", "cand.cu"}, {"sass", "everything"}});
     FAIL() << "no ToolError";
-  } catch (const tools::ToolError& e) {
+  } catch (const model_tools::ToolError& e) {
     EXPECT_NE(std::string(e.what()).find("sass is 'summary' or 'listing', not 'everything'"), std::string::npos);
   }
   auto schema = compile_tool().spec().parameters;
@@ -82,7 +82,7 @@ TEST_F(CompileToolTest, ACompileStoppedAtItsLimitIsAToolResult) {
   limits.seconds = std::chrono::seconds(2);
   compiler_.set_limits(limits);
   for (const char* name : {"compile", "profile"}) {
-    tools::ToolResult r;
+    model_tools::ToolResult r;
     ASSERT_NO_THROW(r = tool(name).run(json{{"path", "bomb.cu"}})) << name;
     EXPECT_TRUE(r.is_error) << name;
     EXPECT_NE(r.text.find("compile FAILED"), std::string::npos) << name << ": " << r.text;
