@@ -98,7 +98,7 @@ if want draws; then
   # The random numbers references draw in forward, as inputs: the reference server and `kagent ref`
   # on level2/66, level2/83 and level3/35, our native solutions of the three, ModelNew solutions
   # of level2/66 with torch's dropout (correct) and with draws of their own (not).
-  step draws 900 $B/tests/kagent_gpu_tests --gtest_filter='DrawnInputs.*'
+  step draws 420 $B/tests/kagent_gpu_tests --gtest_filter='DrawnInputs.*'
 fi
 if want multigpu; then
   # The level-1 fixture bench on GPU 0 alone, then on GPUs 0,1: same tiers, wall times, speedup.
