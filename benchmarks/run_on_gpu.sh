@@ -192,13 +192,13 @@ if want house; then
     -DKAGENT_BUILD_TESTS=OFF
   step house-build 300 cmake --build build-before/build -j 16 --target kagent kagent-runner kagent-jail-init \
     kagent-sandbox-exec kagent-compile eval_latency
-  for round in 1 2; do
+  for round in $(seq ${HOUSE_ROUNDS:-2}); do
     echo "== before (round $round)" >> "$OUT/house.log"
     step house 200 build-before/build/benchmarks/eval_latency --reps 3 --repeat 5
     echo "== after (round $round)" >> "$OUT/house.log"
     step house 200 $B/benchmarks/eval_latency --reps 3 --repeat 5
   done
-  step house-verdicts 500 python3 benchmarks/verdicts_side_by_side.py --before build-before/build/kagent \
+  step house-verdicts ${HOUSE_VERDICTS_LIMIT:-500} python3 benchmarks/verdicts_side_by_side.py --before build-before/build/kagent \
     --after $B/kagent --kernelbench "$KB"
 fi
 if want floors; then

@@ -34,8 +34,7 @@ def cases(kb):
     for name in ["19_ReLU", "23_Softmax", "1_Square_matrix_multiplication_"]:
         out.append((f"examples/kernelbench/level1/{name}.cu", os.path.join(kb, f"level1/{name}.py")))
     out.append(("examples/kernelbench_library/level3/1_MLP.cu", os.path.join(kb, "level3/1_MLP.py")))
-    for f in ["relu_triton.py", "relu_triton_slow.py", "cached_output.py", "result_reuse.py", "writes_input.py",
-              "side_stream.py"]:
+    for f in ["relu_triton.py", "cached_output.py", "result_reuse.py", "writes_input.py"]:
         out.append((m + f, relu))
     return out
 
