@@ -47,11 +47,13 @@ def verdict(kagent, cand, op, timeout):
     except subprocess.TimeoutExpired:
         return {"exit": "timeout", "tier": None, "stage": "", "s": time.monotonic() - t0}
     rec = {}
-    for line in p.stdout.splitlines():
+    for line in p.stdout.splitlines():  # the record: the last line that is a JSON object
         try:
-            rec = json.loads(line)
+            obj = json.loads(line)
         except ValueError:
             continue
+        if isinstance(obj, dict):
+            rec = obj
     o = rec.get("outcome") or {}
     compiled = (rec.get("compile") or {}).get("ok", True)
     stage = "compile" if compiled is False else o.get("failure_stage", "")

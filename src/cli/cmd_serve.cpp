@@ -15,7 +15,6 @@
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
-#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/judge/evaluator_backend.hpp"
 #ifdef KAGENT_HAVE_HTTPLIB
@@ -58,7 +57,6 @@ int run_serve(const ServeArgs& a) {
   o.limits.max_batch = static_cast<size_t>(a.max_batch);
   o.limits.default_timeout_s = a.timeout_s;
   o.limits.max_timeout_s = a.max_timeout_s;
-  o.limits.kinds = candidate_kind_names();
   if (a.timeout_s > a.max_timeout_s)
     throw InputError(fmt::format("--timeout {:g} is above --max-timeout {:g}", a.timeout_s, a.max_timeout_s));
   if (!a.token_env.empty()) {

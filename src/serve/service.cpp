@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/serve/problem_path.hpp"
 
 namespace kagent::serve {
@@ -211,8 +212,18 @@ struct Service::Impl {
   }
 };
 
+namespace {
+
+// A request may name the kinds the registry has (eval/candidate_kinds.hpp), unless told otherwise.
+ServeOptions with_kinds(ServeOptions o) {
+  if (o.limits.kinds.empty()) o.limits.kinds = candidate_kind_names();
+  return o;
+}
+
+}  // namespace
+
 Service::Service(ServeOptions options, judge::BackendFactory backends)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(backends))) {}
+    : impl_(std::make_unique<Impl>(with_kinds(std::move(options)), std::move(backends))) {}
 
 Service::~Service() {
   stop();

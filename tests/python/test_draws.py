@@ -137,9 +137,9 @@ PROBLEM = textwrap.dedent("""\
             self.drop = nn.Dropout2d(0.25)
 
         def forward(self, x):
-            h0 = torch.randn(2, 16)
+            h0 = torch.randn(2, 16, device=x.device)
             y = self.lin(x) + h0
-            return self.drop(y.view(2, 16, 1, 1)).view(2, 16) + torch.rand(2, 16)
+            return self.drop(y.view(2, 16, 1, 1)).view(2, 16) + torch.rand(2, 16, device=x.device)
 
     def get_inputs():
         return [torch.randn(2, 16)]

@@ -42,7 +42,7 @@ struct RequestLimits {
   double default_timeout_s = 60;              // the GPU part's limit when a request gives none
   double max_timeout_s = 600;                 // the most a request may ask for
   // The candidate kinds' names a request's "kind" may give (the registry's: candidate_kind_names in
-  // eval/candidate_kinds.hpp, filled in by kagent serve); empty: any name, the backend judges it.
+  // eval/candidate_kinds.hpp, filled in by the service); empty: any name, the backend judges it.
   std::vector<std::string> kinds;
 };
 
