@@ -40,4 +40,18 @@ std::string TextTable::render() const {
   return out;
 }
 
+std::string TextTable::render_markdown() const {
+  std::string out = "|";
+  for (const auto& h : header_) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < header_.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& r : rows_) {
+    out += "|";
+    for (const auto& c : r) out += " " + c + " |";
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace kagent

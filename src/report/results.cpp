@@ -318,21 +318,10 @@ std::string render_summary(const std::vector<Summary>& summaries, bool markdown)
     rows.push_back({s.group, std::to_string(s.problems), pct(s.pass_rate), pct(s.faster_than_eager), pct(s.tier3),
                     gm(s.geomean_vs_eager), gm(s.geomean_vs_compile), pct(s.fast_1), pct(s.fast_1_5), pct(s.fast_2)});
   const std::string judged = summaries.empty() ? std::string() : numerics_text(summaries.back().numerics);
-  if (!markdown) {
-    TextTable t(head);
-    for (auto& r : rows) t.add_row(r);
-    return t.render() + judged;
-  }
-  std::string out = "|";
-  for (const auto& h : head) out += " " + h + " |";
-  out += "\n|";
-  for (size_t i = 0; i < head.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const auto& r : rows) {
-    out += "|";
-    for (const auto& c : r) out += " " + c + " |";
-    out += "\n";
-  }
+  TextTable t(head);
+  for (auto& r : rows) t.add_row(r);
+  if (!markdown) return t.render() + judged;
+  const std::string out = t.render_markdown();
   return judged.empty() ? out : out + "\n" + judged;
 }
 

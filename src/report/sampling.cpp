@@ -186,22 +186,9 @@ std::string render_sampling(const std::vector<SamplingSummary>& summaries, bool 
       "pass@k, fast_p@k: unbiased estimates over k of each problem's n samples (fast_p: correct and > p x "
       "eager); best-of-k: expected best speedup vs eager of k samples (incorrect = 0); \"-\": k above some "
       "problem's n\n";
-  if (!markdown) {
-    TextTable t(head);
-    for (auto& r : rows) t.add_row(r);
-    return t.render() + note;
-  }
-  std::string out = "|";
-  for (const auto& h : head) out += " " + h + " |";
-  out += "\n|";
-  for (size_t i = 0; i < head.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const auto& r : rows) {
-    out += "|";
-    for (const auto& c : r) out += " " + c + " |";
-    out += "\n";
-  }
-  return out + "\n" + note;
+  TextTable t(head);
+  for (auto& r : rows) t.add_row(r);
+  return markdown ? t.render_markdown() + "\n" + note : t.render() + note;
 }
 
 }  // namespace kagent::report

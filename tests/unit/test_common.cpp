@@ -98,3 +98,9 @@ TEST(TextTable, AlignsColumns) {
   t.add_row({"longer_name", "255"});
   EXPECT_EQ(t.render(), "kernel       regs\na              10\nlonger_name   255\n");
 }
+
+TEST(TextTable, MarkdownAlignsTheFirstColumnLeftAndTheRestRight) {
+  TextTable t({"level", "pass", "tier 3"});
+  t.add_row({"level1", "90%", "40%"});
+  EXPECT_EQ(t.render_markdown(), "| level | pass | tier 3 |\n| --- | ---: | ---: |\n| level1 | 90% | 40% |\n");
+}
