@@ -25,6 +25,17 @@ void send(httplib::Response& res, int status, const nlohmann::json& body, int re
   res.set_content(dump(body) + "\n", "application/json");
 }
 
+// Answers requests the queue did not take: 503 while the service stops, or `refusal` (429: no room)
+// with `why` and Retry-After. False when they were taken.
+bool answer_refusal(httplib::Response& res, int refusal, int retry_after_s, const std::string& why) {
+  if (refusal == 0) return false;
+  if (refusal == 503)
+    send(res, 503, error_body(503, "the service is stopping"));
+  else
+    send(res, refusal, error_body(refusal, why), retry_after_s);
+  return true;
+}
+
 // Compares the whole length whatever the first difference, so the time taken says nothing of
 // how much of a guess was right.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -164,17 +175,10 @@ struct Service::Impl {
       if (refuse_unavailable(res)) return;
       int refusal = 0, retry_after = 0;
       auto answers = evaluate(std::move(rs), &refusal, &retry_after);
-      if (refusal == 503) {
-        send(res, 503, error_body(503, "the service is stopping"));
+      if (answer_refusal(res, refusal, retry_after,
+                         fmt::format("the queue is full ({} evaluations waiting): try again in {} s",
+                                     opt.queue_capacity, retry_after)))
         return;
-      }
-      if (refusal) {
-        send(res, refusal,
-             error_body(refusal, fmt::format("the queue is full ({} evaluations waiting): try again in {} s",
-                                             opt.queue_capacity, retry_after)),
-             retry_after);
-        return;
-      }
       send(res, answers[0].status, answers[0].body, answers[0].retry_after_s);
     });
     http.Post("/v1/evaluate_batch", [this](const httplib::Request& req, httplib::Response& res) {
@@ -195,16 +199,9 @@ struct Service::Impl {
       }
       int refusal = 0, retry_after = 0;
       auto answers = evaluate(std::move(rs), &refusal, &retry_after);
-      if (refusal == 503) {
-        send(res, 503, error_body(503, "the service is stopping"));
+      if (answer_refusal(res, refusal, retry_after,
+                         fmt::format("the queue has no room for the batch: try again in {} s", retry_after)))
         return;
-      }
-      if (refusal) {
-        send(res, refusal,
-             error_body(refusal, fmt::format("the queue has no room for the batch: try again in {} s", retry_after)),
-             retry_after);
-        return;
-      }
       nlohmann::json results = nlohmann::json::array();
       for (auto& a : answers) results.push_back(std::move(a.body));  // a record, or {"error": ...}
       send(res, 200, {{"results", results}});

@@ -312,20 +312,8 @@ class Worker:
         return {"ms": [self.timer.sample(self.check_guard)[0] for _ in range(int(req.get("count", 1)))]}
 
     def handle(self, req):
-        cmd = req.get("cmd")
-        if cmd == "ping":
-            return {}
-        if cmd == "load":
-            return self.load(req)
-        if cmd == "buffers":
-            return self.buffers(req)
-        if cmd == "trial":
-            return self.trial(req)
-        if cmd == "time":
-            return self.time(req)
-        if cmd == "sample":
-            return self.sample(req)
-        raise ValueError(f"unknown cmd '{cmd}'")
+        return jsonlines.dispatch(req, {"load": self.load, "buffers": self.buffers, "trial": self.trial,
+                                        "time": self.time, "sample": self.sample})
 
 
 def _error_reply(rid, e):

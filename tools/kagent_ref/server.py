@@ -162,16 +162,7 @@ class Server:
         return result
 
     def handle(self, req):
-        cmd = req.get("cmd")
-        if cmd == "ping":
-            return {}
-        if cmd == "load":
-            return self.load(req)
-        if cmd == "baselines":
-            return self.baselines(req)
-        if cmd == "trial":
-            return self.trial(req)
-        raise ValueError(f"unknown cmd '{cmd}'")
+        return jsonlines.dispatch(req, {"load": self.load, "baselines": self.baselines, "trial": self.trial})
 
 
 def main():

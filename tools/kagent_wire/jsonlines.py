@@ -41,6 +41,18 @@ def torch_hello(name, version, **extra):
                 "error": f"torch is not importable: {e}"}
 
 
+def dispatch(req, handlers):
+    """A request's reply body from handlers[req["cmd"]](req); "ping" answers {} in every child, and an
+    unknown command is an error reply naming it."""
+    cmd = req.get("cmd")
+    if cmd == "ping":
+        return {}
+    handler = handlers.get(cmd)
+    if handler is None:
+        raise ValueError(f"unknown cmd '{cmd}'")
+    return handler(req)
+
+
 def serve(out, hello, handle, on_error=error_reply):
     """Writes `hello`, then answers each request line with handle(req)'s body, or on_error(id, e):
     every failure is a reply, and the loop keeps serving until stdin closes."""
