@@ -73,7 +73,7 @@ void Evaluation::collect_metrics(PlanExecutor& plan, EvalOutcome& o) {
       auto ranges = profile_ranges(
           dev_.context(), rq_.gpu, profile::counter_metrics(),
           [&] {
-            // The first session starts as every timed sample does; later ones continue the same
+            // The first profiling pass (segment) starts as every timed sample does; later ones continue the same
             // execution (what the launches before them wrote stays), with the L2 flushed again.
             if (s == 0)
               prepare_sample(plan, cand_out_);

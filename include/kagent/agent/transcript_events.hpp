@@ -3,9 +3,9 @@
 // Writers (the agent loop, the run record, the optimize run) build these structs; readers (resume,
 // bench's record of a run) parse lines into them with parse_event, so a key is spelled in one place.
 //
-// Versioning: the format's version is carried by the events that open a session, "start" and
-// "resume" (key "version"), not by every line. A transcript is one document: it is opened by one
-// kagent and continued by the sessions that resume it, and each of those says which format it
+// Versioning: the format's version is carried by the events that open a kagent process's part of
+// the run, "start" and "resume" (key "version"), not by every line. A transcript is one document: it
+// is opened by one kagent and continued by the processes that resume it, and each of those says which format it
 // wrote; the other lines stay as they were (no extra key on every message). A transcript that
 // names no version is version 1 (every transcript written before versions were recorded), and
 // Transcript::read refuses one that names a newer version than this kagent's, naming the file
@@ -42,11 +42,11 @@ struct StartEvent {
   std::string gpu;  // "available", or why not
 };
 
-// "resume": a session that continues the run.
+// "resume": a later kagent process (optimize --resume) that continues the run.
 struct ResumeEvent {
   static constexpr const char* kType = "resume";
   int version = kTranscriptVersion;
-  int turns = 0;  // the turns before this session
+  int turns = 0;  // the turns the run had before this resume
   std::string llm;
 };
 
@@ -91,7 +91,8 @@ struct EvaluationEvent {
   nlohmann::json report;  // report_json of the evaluation
 };
 
-// "session_end": the wall time of the session that ends (a run's time sums its sessions).
+// "session_end": the wall time of the kagent process whose part of the run ends (a run's time sums
+// the parts of every process that worked on it).
 struct SessionEndEvent {
   static constexpr const char* kType = "session_end";
   double wall_s = 0;
