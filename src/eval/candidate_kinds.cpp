@@ -56,10 +56,12 @@ const CandidateKind& kind_of_file(const std::filesystem::path& path) {
   return *built_in_kinds().front();
 }
 
-const CandidateKind* find_kind(std::string_view name) {
+const CandidateKind& kind_named(std::string_view name, const std::string& where) {
   for (const CandidateKind* k : candidate_kinds())
-    if (k->name() == name) return k;
-  return nullptr;
+    if (k->name() == name) return *k;
+  std::string known;
+  for (const std::string& n : candidate_kind_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(fmt::format("{}: no candidate kind is named '{}' (the kinds: {})", where, name, known));
 }
 
 std::vector<std::string> candidate_kind_names() {
@@ -69,11 +71,7 @@ std::vector<std::string> candidate_kind_names() {
 }
 
 const CandidateKind& kind_of(const Candidate& cand) {
-  if (const CandidateKind* k = find_kind(cand.kind)) return *k;
-  std::string known;
-  for (const std::string& name : candidate_kind_names()) known += (known.empty() ? "" : ", ") + name;
-  throw InputError(
-      fmt::format("{}: no candidate kind is named '{}' (the kinds: {})", cand.path.string(), cand.kind, known));
+  return kind_named(cand.kind, cand.path.string());
 }
 
 Candidate parse_candidate(std::string source, const std::filesystem::path& path) {

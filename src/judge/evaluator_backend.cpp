@@ -73,16 +73,13 @@ std::string EvaluatorBackend::unavailable() {
 namespace {
 
 // The kind a request's text is of; InputError naming the kinds there are.
-const CandidateKind& kind_named(const std::string& name) {
-  if (const CandidateKind* k = find_kind(name)) return *k;
-  std::string known;
-  for (const std::string& n : candidate_kind_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError(fmt::format("kind: no candidate kind is named '{}' (the kinds: {})", name, known));
+const CandidateKind& kind_of_request(const CandidateRequest& r) {
+  return kind_named(r.kind, "kind");
 }
 
 // candidate.cu, candidate.py: the text's file, named with its kind's extension.
-std::string text_file_name(const CandidateRequest& r) {
-  return "candidate" + kind_named(r.kind).extensions().front();
+std::string text_file_name(const CandidateKind& kind) {
+  return "candidate" + kind.extensions().front();
 }
 
 }  // namespace
@@ -91,16 +88,19 @@ Candidate EvaluatorBackend::candidate_of(const CandidateRequest& r) {
   if (!r.file.empty()) return load_candidate(r.file);
   if (text_dir_.empty()) text_dir_ = make_text_dir();
   // One request at a time: the file is rewritten for each.
-  const fs::path path = text_dir_ / text_file_name(r);
+  const CandidateKind& kind = kind_of_request(r);
+  const fs::path path = text_dir_ / text_file_name(kind);
   write_file_atomic(path, r.source);
-  return kind_named(r.kind).parse(r.source, path);
+  return kind.parse(r.source, path);
 }
 
 nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
   Op op = load_op(r.problem);
   if (r.precision) op = with_precision(std::move(op), *r.precision);
   r.overrides.apply(op);
-  const std::string shown = !r.name.empty() ? r.name : !r.file.empty() ? r.file.string() : text_file_name(r);
+  const std::string shown = !r.name.empty()   ? r.name
+                            : !r.file.empty() ? r.file.string()
+                                              : text_file_name(kind_of_request(r));
   Candidate cand;
   try {
     cand = candidate_of(r);

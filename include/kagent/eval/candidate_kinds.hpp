@@ -20,8 +20,9 @@ std::vector<const CandidateKind*> candidate_kinds();
 const CandidateKind& kind_of_file(const std::filesystem::path& path);
 // The kind named by cand.kind; InputError for a name no kind has.
 const CandidateKind& kind_of(const Candidate& cand);
-// The kind of this name (CandidateKind::name), nullptr when none has it.
-const CandidateKind* find_kind(std::string_view name);
+// The kind of this name (CandidateKind::name); InputError "WHERE: no candidate kind is named ..."
+// listing the kinds there are.
+const CandidateKind& kind_named(std::string_view name, const std::string& where);
 // Every kind's name, in candidate_kinds()' order: what a request naming a kind may say.
 std::vector<std::string> candidate_kind_names();
 
