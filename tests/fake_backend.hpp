@@ -107,6 +107,15 @@ class FakeBackend : public judge::EvalBackend {
   FakeBackendState* s_;
 };
 
+// A candidate given as text (as `kagent serve` gets one), of the plan kind, against "op.json".
+inline judge::CandidateRequest text_request(const std::string& name, const std::string& source) {
+  judge::CandidateRequest r;
+  r.name = name;
+  r.source = source;
+  r.problem = "op.json";
+  return r;
+}
+
 inline judge::BackendFactory fake_backends(FakeBackendState* s) {
   return [s](int) -> std::unique_ptr<judge::EvalBackend> { return std::make_unique<FakeBackend>(s); };
 }

@@ -22,7 +22,7 @@ from .rewards import REWARDS, compute_score
 MAX_BODY_BYTES = 64 << 20
 
 
-def rewards_for(body, client, reward, incorrect_reward, workers):
+def rewards_for(body, client, reward, incorrect_reward, workers, preset=None):
     """The rewards of one /get_reward body (a dict); ValueError naming the field when malformed."""
     if not isinstance(body, dict):
         raise ValueError("body: expected a JSON object")
@@ -40,13 +40,13 @@ def rewards_for(body, client, reward, incorrect_reward, workers):
         q, p = query[i], prompts[i] if isinstance(prompts[i], str) else ""
         completion = q[len(p):] if p and q.startswith(p) else q
         return compute_score(None, completion, labels[i], None, reward=reward, incorrect_reward=incorrect_reward,
-                             client=client)
+                             client=client, preset=preset)
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(query) or 1))) as pool:
         return list(pool.map(one, range(len(query))))
 
 
-def make_server(host, port, client, reward="tier", incorrect_reward=-1.0, workers=16):
+def make_server(host, port, client, reward="tier", incorrect_reward=-1.0, workers=16, preset="training"):
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status, obj):
             data = (json.dumps(obj) + "\n").encode()
@@ -64,7 +64,8 @@ def make_server(host, port, client, reward="tier", incorrect_reward=-1.0, worker
                 return self._send(413, {"error": f"body: over {MAX_BODY_BYTES} bytes"})
             try:
                 body = json.loads(self.rfile.read(length) or b"null")
-                return self._send(200, {"rewards": rewards_for(body, client, reward, incorrect_reward, workers)})
+                return self._send(200, {"rewards": rewards_for(body, client, reward, incorrect_reward, workers,
+                                                                   preset)})
             except ValueError as e:
                 return self._send(400, {"error": str(e)})
             except KagentError as e:
@@ -85,11 +86,13 @@ def main(argv=None):
     ap.add_argument("--incorrect-reward", type=float, default=-1.0, help="reward of a failing candidate (log_speedup)")
     ap.add_argument("--workers", type=int, default=16, help="evaluations of one call in flight at once")
     ap.add_argument("--token-env", default="KAGENT_TOKEN", help="variable holding kagent serve's bearer token")
+    ap.add_argument("--preset", default="training", help="the measurement preset of every evaluation (kagent eval "
+                    "--preset; default training)")
     a = ap.parse_args(argv)
     client = Client(a.endpoints, token_env=a.token_env)
-    server = make_server(a.host, a.port, client, a.reward, a.incorrect_reward, a.workers)
+    server = make_server(a.host, a.port, client, a.reward, a.incorrect_reward, a.workers, a.preset)
     print(f"kagent-reward-proxy: POST http://{a.host}:{server.server_address[1]}/get_reward -> "
-          f"{', '.join(client.endpoints)} (reward {a.reward})", flush=True)
+          f"{', '.join(client.endpoints)} (reward {a.reward}, preset {a.preset})", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

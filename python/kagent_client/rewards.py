@@ -84,7 +84,7 @@ def _ground_truth(ground_truth):
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, endpoints=None, reward=None,
-                  incorrect_reward=None, token=None, client=None, **options):
+                  incorrect_reward=None, token=None, client=None, preset=None, **options):
     """verl's custom reward function: the reward of the last fenced code block of `solution_str`
     evaluated against the problem `ground_truth` names.
 
@@ -92,7 +92,10 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, e
     dict / JSON object {"problem": ..., "precision": ..., "tolerance": ..., "timeout_s": ...,
     "measure": {...}} with any of evaluate()'s options. Settings, first found wins: the keyword
     arguments (verl's reward_kwargs), extra_info["kagent"] (a dict), then $KAGENT_ENDPOINTS,
-    $KAGENT_REWARD, $KAGENT_INCORRECT_REWARD, $KAGENT_TOKEN. data_source is not used.
+    $KAGENT_REWARD, $KAGENT_INCORRECT_REWARD, $KAGENT_TOKEN, $KAGENT_PRESET. data_source is not used.
+    preset: the measurement preset (`kagent eval --preset`), "training" unless set: the default
+    protocol's checks with a shorter timing (docs/measurement.md); a "preset" in the ground truth's
+    "measure" wins.
     """
     del data_source
     cfg = (extra_info or {}).get("kagent", {}) if isinstance(extra_info, dict) else {}
@@ -111,6 +114,10 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, e
         client = _client_for(endpoints or cfg.get("endpoints"), token or cfg.get("token"))
     fields = {k: v for k, v in gt.items() if k != "problem"}
     fields.update(options)
+    preset = preset or cfg.get("preset") or os.environ.get("KAGENT_PRESET") or "training"
+    measure = dict(fields.get("measure") or {})
+    measure.setdefault("preset", preset)
+    fields["measure"] = measure
     try:
         record = client.evaluate(code, gt["problem"], kind_of(lang, code), **fields)
     except RequestRefused as e:

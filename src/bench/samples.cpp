@@ -63,6 +63,14 @@ report::ResultRecord record_from_eval_record(const Problem& p, const nlohmann::j
   return r;
 }
 
+judge::CandidateRequest sample_request(const SampleJobOptions& options, const Problem& p) {
+  judge::CandidateRequest rq = options.request;
+  rq.file = p.sample;
+  rq.name = p.sample.string();
+  rq.problem = p.path;
+  return rq;
+}
+
 namespace {
 
 class SampleJob : public ProblemJob {
@@ -78,10 +86,8 @@ class SampleJob : public ProblemJob {
       r.error = fmt::format("no samples in {}", (opt_.samples / p.level / p.name).string());
       return r;
     }
-    judge::CandidateRequest rq = opt_.request;
-    rq.file = p.sample;
-    rq.name = p.sample.string();
-    rq.problem = p.path;
+    const judge::CandidateRequest rq = sample_request(opt_, p);
+    if (opt_.prebuilder) opt_.prebuilder->wait_for(rq);
     if (!backend_) backend_ = opt_.backends(gpu_);
     try {
       return record_from_eval_record(p, backend_->evaluate(rq));

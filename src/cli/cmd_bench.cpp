@@ -42,6 +42,7 @@ struct BenchArgs {
   bool agent = false;
   std::string gpus, shard, out, filter, runs, arch, precision;
   int jobs = 1;
+  int build_jobs = -1;  // --samples: threads building samples ahead (-1: default_prebuild_threads)
   bool resume = false, json = false, list = false, refresh_baselines = false;
   double timeout_s = 0;
   // Passed on to each `kagent optimize` (--agent), in its options.
@@ -232,7 +233,18 @@ int run_bench(BenchArgs a) {
     rq.stop_rule = a.measure.stop_rule;
     rq.knobs = a.measure.knobs;
     rq.allow_torch_ops = a.measure.allow_torch_ops;
-    so.backends = judge::evaluator_backends(std::make_shared<CompileCache>(CompileCache::default_dir()));
+    auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+    so.backends = judge::evaluator_backends(cache);
+    if (a.build_jobs != 0) {
+      // Every sample still to judge is queued at once, in the order the workers take them.
+      so.prebuilder = std::make_shared<judge::Prebuilder>(
+          cache, a.arch.empty() ? default_arch(gpus.front(), nullptr) : a.arch,
+          a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(static_cast<int>(gpus.size()) * a.jobs));
+      for (const auto& p : todo)
+        if (!p.sample.empty()) so.prebuilder->submit(bench::sample_request(so, p));
+      fmt::print(info, "  building ahead: {} thread(s) compile and build samples while the GPUs measure\n",
+                 so.prebuilder->threads());
+    }
     fmt::print(info, "  evaluation: full protocol per sample, {} s limit each{}\n", rq.timeout.count() / 1000,
                a.refresh_baselines ? ", baselines re-measured" : "");
     factory = [so](int gpu) { return bench::make_sample_job(so, gpu); };
@@ -341,6 +353,10 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--jobs", a->jobs,
                   "Workers per GPU (default 1; more share the GPU: they compile in parallel, their measurements queue)")
       ->check(CLI::Range(1, 64));
+  sub->add_option("--build-jobs", a->build_jobs,
+                  "--samples: threads that compile and build samples ahead while the GPUs measure (default: the "
+                  "machine's cores less two per worker; 0: each sample in its turn)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--shard", a->shard,
                   "Take shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID or "
                   "JOB_COMPLETION_INDEX + KAGENT_SHARD_COUNT");

@@ -14,6 +14,7 @@
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/judge/each.hpp"
 #include "kagent/judge/evaluator_backend.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/judge/verdict.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -33,6 +34,7 @@ struct EvalArgs {
   bool no_timing = false;
   bool refresh_baselines = false;
   bool json = false;
+  int build_jobs = -1;  // -1: default_prebuild_threads
   OpOverrides overrides;
   MeasureFlags measure;
 };
@@ -61,17 +63,33 @@ int eval_many(const EvalArgs& a) {
     r.name = c;
     requests.push_back(std::move(r));
   }
-  judge::EvaluatorBackend backend(a.gpu, std::make_shared<CompileCache>(CompileCache::default_dir()));
+  auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
+  judge::EvaluatorBackend backend(a.gpu, cache);
   if (std::string why = backend.unavailable(); !why.empty()) throw EnvError(why);
-  const judge::EachOutcome out = judge::evaluate_each(backend, requests, [&](const nlohmann::json& record) {
-    if (a.json)
-      fmt::print("{}\n", record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    else if (record.contains("error"))
-      fmt::print("{}: error: {}\n", record.value("candidate", ""), record.value("error", ""));
-    else
-      fmt::print("{}\n", judge::verdict_line(record));
-    std::fflush(stdout);
-  });
+  std::unique_ptr<judge::Prebuilder> prebuilder;
+  if (a.build_jobs != 0)
+    prebuilder =
+        std::make_unique<judge::Prebuilder>(cache, a.arch.empty() ? default_arch(a.gpu, nullptr) : a.arch,
+                                            a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(1));
+  const judge::EachOutcome out = judge::evaluate_each(
+      backend, requests,
+      [&](const nlohmann::json& record) {
+        if (a.json)
+          fmt::print("{}\n", record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        else if (record.contains("error"))
+          fmt::print("{}: error: {}\n", record.value("candidate", ""), record.value("error", ""));
+        else
+          fmt::print("{}\n", judge::verdict_line(record));
+        std::fflush(stdout);
+      },
+      prebuilder.get());
+  if (prebuilder) {
+    const judge::Prebuilder::Stats s = prebuilder->stats();
+    fmt::print(stderr,
+               "built ahead: {} candidate(s) on {} thread(s) in {:.1f} s from the first start to the last end{}\n",
+               s.built, prebuilder->threads(), s.span_s,
+               s.failed > 0 ? fmt::format(" ({} failed there and were built by their evaluation)", s.failed) : "");
+  }
   if (!a.json)
     fmt::print("{} candidate(s): {} correct, {} not{}\n", requests.size(), out.correct, out.failed,
                out.refused > 0 ? fmt::format(", {} refused (bad input)", out.refused) : "");
@@ -100,6 +118,10 @@ Command add_eval_command(CLI::App& app) {
   sub->add_flag("--refresh-baselines", args->refresh_baselines,
                 "PyTorch references: re-measure torch eager and torch.compile instead of using the cache");
   sub->add_flag("--json", args->json, "Print JSON");
+  sub->add_option("--build-jobs", args->build_jobs,
+                  "Several candidates: threads that compile and build the next candidates while one is measured "
+                  "(default: the machine's cores less two; 0: each in its turn)")
+      ->check(CLI::NonNegativeNumber);
   add_op_flags(sub, &args->overrides);
   add_measure_flags(sub, &args->measure);
 

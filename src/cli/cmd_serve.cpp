@@ -17,6 +17,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/judge/evaluator_backend.hpp"
+#include "kagent/judge/prebuild.hpp"
 #ifdef KAGENT_HAVE_HTTPLIB
 #include "kagent/serve/service.hpp"
 #endif
@@ -33,6 +34,7 @@ struct ServeArgs {
   double max_body_mb = 8, max_source_mb = 1;
   int max_batch = 64;
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
+  int build_jobs = -1;  // -1: default_prebuild_threads
 };
 
 std::atomic<bool> g_serve_stop{false};
@@ -83,12 +85,17 @@ int run_serve(const ServeArgs& a) {
   else
     o.unavailable = judge::EvaluatorBackend(o.gpus.front(), cache).unavailable();
 
+  if (o.unavailable.empty() && a.build_jobs != 0)
+    o.prebuilder = std::make_shared<judge::Prebuilder>(
+        cache, default_arch(o.gpus.front(), nullptr),
+        a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(static_cast<int>(o.gpus.size())));
   serve::Service service(o, judge::evaluator_backends(cache));
   const int port = service.bind();
   std::string gpu_text;
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
-  fmt::print("kagent serve: listening on http://{}:{} (GPUs {}, queue {}, problems under {}{})\n", o.host, port,
-             gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, o.problems_root.string(),
+  fmt::print("kagent serve: listening on http://{}:{} (GPUs {}, queue {}, {} build thread(s), problems under {}{})\n",
+             o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity,
+             o.prebuilder ? o.prebuilder->threads() : 0, o.problems_root.string(),
              o.token.empty() ? "" : ", bearer token required");
   if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
   std::fflush(stdout);
@@ -128,6 +135,10 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all): a worker each");
   sub->add_option("--queue", a->queue, "Evaluations waiting at most; beyond, 429 with Retry-After (default 64)")
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--build-jobs", a->build_jobs,
+                  "Threads that compile and build queued candidates while the GPUs measure (default: the machine's "
+                  "cores less two per GPU; 0: each in its worker's turn)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body, MiB; beyond, 413 (default 8)")
       ->check(CLI::Range(0.001, 1024.0));
   sub->add_option("--max-source-mb", a->max_source_mb, "Largest candidate source, MiB; beyond, 413 (default 1)")

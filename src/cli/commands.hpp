@@ -47,6 +47,7 @@ void write_output_file(const std::string& path, const std::string& contents, con
 void add_op_flags(CLI::App* sub, OpOverrides* o);
 // The stopping rule and the measurement knobs a command's flags set (measure_flags.cpp).
 struct MeasureFlags {
+  std::string preset = "default";  // --preset: the values stop_rule and knobs start from
   StopRule stop_rule;
   MeasureKnobs knobs;
   bool allow_torch_ops = false;      // --allow-torch-ops (ModelNew solutions)

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/protocol/measure_preset.hpp"
 
 namespace kagent::cli {
 
@@ -12,6 +13,25 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
   const std::string g = "Measurement";
   StopRule& s = m->stop_rule;
   MeasureKnobs& k = m->knobs;
+  // Declared first: CLI11 runs the options' callbacks in declaration order, so the preset's values
+  // are in place before the flags given beside it override them one by one.
+  sub->add_option_function<std::string>(
+         "--preset",
+         [m](const std::string& name) {
+           const MeasurePreset* found = nullptr;
+           try {
+             found = &measure_preset(name);
+           } catch (const InputError& e) {
+             throw CLI::ValidationError(e.what());  // a usage error, reported by the parser (exit 2)
+           }
+           const MeasurePreset& p = *found;
+           m->preset = std::string(p.name);
+           m->stop_rule = p.stop_rule;
+           m->knobs = p.knobs;
+         },
+         fmt::format("A named measurement: {} (default: default; flags given beside it override its values)",
+                     measure_preset_names()))
+      ->group(g);
   sub->add_option("--min-samples", s.min_samples, "Timed samples at least (default 20)")
       ->check(CLI::PositiveNumber)
       ->group(g);

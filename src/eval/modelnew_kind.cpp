@@ -33,6 +33,7 @@
 #include "kagent/eval/drawn_inputs.hpp"
 #include "kagent/eval/modelnew_worker.hpp"
 #include "kagent/protocol/runner_messages.hpp"
+#include "kagent/sandbox/process.hpp"
 
 namespace kagent {
 
@@ -246,7 +247,8 @@ class ModelNewEvaluation : public KindEvaluation {
     ModelNewWorkerOptions wo{ctx_.options().gpu,
                              ModelNewWorker::build_dir_for(c.source),
                              fs::path(ctx_.runner().options().runner_path).parent_path(),
-                             {fs::absolute(c.path), fs::absolute(op.reference)}};
+                             {fs::absolute(c.path), fs::absolute(op.reference)},
+                             ctx_.arch()};
     std::error_code ec;
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
     w = std::make_unique<ModelNewWorker>(wo);
@@ -478,6 +480,23 @@ class ModelNewKind : public CandidateKind {
                     cand.path.string(), cand.path.string()));
   }
   bool compiles_before_evaluation() const override { return false; }
+
+  // The solution imported by a worker that has no GPU, so that its load_inline extensions (and
+  // whatever else its import builds) are in its build folder before its evaluation's worker, which
+  // imports it again, starts. A solution whose import needs the GPU fails here and is built by its
+  // evaluation instead.
+  void prebuild(const Candidate& cand, const Compiler&, const std::string& arch) const override {
+    ModelNewWorkerOptions wo;
+    wo.build_dir = ModelNewWorker::build_dir_for(cand.source);
+    wo.exec_dir = self_dir();
+    wo.read_only = {fs::absolute(cand.path)};
+    wo.arch = arch;
+    wo.gpu_access = false;
+    ModelNewWorker worker(wo);
+    WorkerReply r = worker.request({{"cmd", "build"}, {"solution", fs::absolute(cand.path).string()}}, 900s,
+                                   "building " + cand.path.string() + " ahead of its evaluation");
+    if (r.failure) throw Error(ExitCode::failed, r.failure.message);
+  }
 
   std::unique_ptr<KindEvaluation> evaluation(EvalContext& ctx) const override {
     if (ctx.pytorch == nullptr)

@@ -36,7 +36,10 @@ ChildOptions worker_options(const ModelNewWorkerOptions& o) {
            "HOME=" + (o.build_dir / "home").string(),
            "XDG_CACHE_HOME=" + (o.build_dir / "cache").string(),
            "PYTHONDONTWRITEBYTECODE=1"};
-  PythonChild child{"ModelNew worker", {RefServer::tools_dir()}, {o.build_dir.string()}, o.exec_dir.string()};
+  if (const std::string list = torch_arch_list(o.arch); !list.empty()) r.env.push_back("TORCH_CUDA_ARCH_LIST=" + list);
+  if (!o.gpu_access) r.env.push_back("CUDA_VISIBLE_DEVICES=");
+  PythonChild child{
+      "ModelNew worker", {RefServer::tools_dir()}, {o.build_dir.string()}, o.exec_dir.string(), o.gpu_access};
   for (const auto& p : o.read_only) child.read_only.push_back(p.string());
   r.launch = python_child_launcher(std::move(child));
   return r;
@@ -50,6 +53,17 @@ std::string traceback_tail(const nlohmann::json& body) {
 }
 
 }  // namespace
+
+std::string torch_arch_list(const std::string& arch) {
+  if (!arch.starts_with("sm_")) return {};
+  std::string digits;
+  for (char c : arch.substr(3)) {
+    if (c < '0' || c > '9') break;
+    digits += c;
+  }
+  if (digits.size() < 2) return {};
+  return digits.substr(0, digits.size() - 1) + "." + digits.back();
+}
 
 fs::path ModelNewWorker::build_dir_for(const std::string& source) {
   return CompileCache::default_dir() / "modelnew" / Hasher().add(source).hex().substr(0, 24);

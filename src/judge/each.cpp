@@ -5,9 +5,19 @@
 namespace kagent::judge {
 
 EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateRequest>& requests,
-                          const std::function<void(const nlohmann::json&)>& sink) {
+                          const std::function<void(const nlohmann::json&)>& sink, Prebuilder* prebuilder) {
   EachOutcome out;
+  std::vector<const CandidateRequest*> pending;
   for (const CandidateRequest& r : requests) {
+    if (prebuilder) prebuilder->submit(r);
+    pending.push_back(&r);
+  }
+  while (!pending.empty()) {
+    // The first candidate whose build is over: one built out of turn does not wait for a slower one.
+    const size_t next = prebuilder ? prebuilder->first_ready(pending) : 0;
+    const CandidateRequest& r = *pending[next];
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(next));
+    if (prebuilder) prebuilder->wait_for(r);
     nlohmann::json record;
     try {
       record = backend.evaluate(r);

@@ -2,13 +2,13 @@
 // report_json) for each request, with the Evaluator kept between requests of the same options.
 #include "kagent/judge/evaluator_backend.hpp"
 
-#include <stdlib.h>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/eval/candidate_kind.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/spec/candidate.hpp"
 
 namespace kagent::judge {
@@ -45,22 +45,12 @@ std::string options_key(const EvalOptions& o) {
       .dump();
 }
 
-fs::path make_text_dir() {
-  std::string templ = (fs::temp_directory_path() / "kagent-judge-XXXXXX").string();
-  if (mkdtemp(templ.data()) == nullptr) throw EnvError(fmt::format("cannot create a temporary folder in {}", templ));
-  return templ;
-}
-
 }  // namespace
 
 EvaluatorBackend::EvaluatorBackend(int gpu, std::shared_ptr<CompileCache> cache)
     : gpu_(gpu), cache_(std::move(cache)) {}
 
-EvaluatorBackend::~EvaluatorBackend() {
-  ev_.reset();  // its runner and reference server first: they may read the candidates' files
-  std::error_code ec;
-  if (!text_dir_.empty()) fs::remove_all(text_dir_, ec);
-}
+EvaluatorBackend::~EvaluatorBackend() = default;
 
 std::string EvaluatorBackend::unavailable() {
   if (ev_) return ev_->gpu_problem();
@@ -84,16 +74,6 @@ std::string text_file_name(const CandidateKind& kind) {
 
 }  // namespace
 
-Candidate EvaluatorBackend::candidate_of(const CandidateRequest& r) {
-  if (!r.file.empty()) return load_candidate(r.file);
-  if (text_dir_.empty()) text_dir_ = make_text_dir();
-  // One request at a time: the file is rewritten for each.
-  const CandidateKind& kind = kind_of_request(r);
-  const fs::path path = text_dir_ / text_file_name(kind);
-  write_file_atomic(path, r.source);
-  return kind.parse(r.source, path);
-}
-
 nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
   Op op = load_op(r.problem);
   if (r.precision) op = with_precision(std::move(op), *r.precision);
@@ -103,7 +83,7 @@ nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
                                               : text_file_name(kind_of_request(r));
   Candidate cand;
   try {
-    cand = candidate_of(r);
+    cand = candidate_of_request(r);  // a text at its own path (prebuild.hpp)
   } catch (const InputError& e) {
     // The plan block is part of the candidate: it fails as a compile error does, with tier -1.
     return {{"candidate", shown},

@@ -28,7 +28,7 @@ sandbox::JailSpec jail_for(const PythonChild& c) {
   v.add_tmpfs("/tmp", fmt::format("mode=1777,size={}", kPythonChildTmpBytes));
   v.add_tmpfs("/var/tmp", fmt::format("mode=1777,size={}", 64 << 20));
   v.add_tmpfs("/run", fmt::format("mode=755,size={}", 1 << 20));
-  sandbox::add_private_dev(v, /*gpu=*/true, kPythonChildShmBytes);
+  sandbox::add_private_dev(v, c.gpu, kPythonChildShmBytes);
   v.add_proc("/proc", /*process_files_writable=*/true);  // CUDA writes its process's /proc files
   // The child's own files after the scratch file systems, which would hide them (a problem file or
   // a cache folder under the host's /tmp).

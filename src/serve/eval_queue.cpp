@@ -45,12 +45,14 @@ void EvalQueue::stop() {
 
 std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<judge::CandidateRequest> requests) {
   std::vector<std::future<Answer>> futures;
+  std::vector<judge::CandidateRequest> to_build;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || queue_.size() + requests.size() > options_.capacity) return std::nullopt;
     const auto now = Clock::now();
     for (auto& r : requests) {
       Job j;
+      if (options_.prebuilder) to_build.push_back(r);
       j.request = std::move(r);
       j.admitted = now;
       futures.push_back(j.answer.get_future());
@@ -58,6 +60,8 @@ std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<ju
     }
   }
   cv_.notify_all();
+  // Built while they wait: a worker that takes one finds its compile or build done.
+  for (const judge::CandidateRequest& r : to_build) options_.prebuilder->submit(r);
   return futures;
 }
 
@@ -115,9 +119,19 @@ void EvalQueue::work(int gpu) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      // The first job whose build is over, else the oldest: a candidate built out of turn does not
+      // wait behind one still compiling.
+      auto pick = queue_.begin();
+      if (options_.prebuilder)
+        for (auto it = queue_.begin(); it != queue_.end(); ++it)
+          if (options_.prebuilder->ready(it->request)) {
+            pick = it;
+            break;
+          }
+      job = std::move(*pick);
+      queue_.erase(pick);
     }
+    if (options_.prebuilder) options_.prebuilder->wait_for(job.request);  // not GPU time: before `start`
     const auto start = Clock::now();
     const double waited_s = std::chrono::duration<double>(start - job.admitted).count();
     const double limit_s = options_.max_wait_s;

@@ -11,6 +11,7 @@
 
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/json_text.hpp"
+#include "kagent/protocol/measure_preset.hpp"
 
 namespace kagent::serve {
 
@@ -107,6 +108,16 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   StopRule& s = c.stop_rule;
   MeasureKnobs& k = c.knobs;
   constexpr int kMaxCount = 1000000;
+  // Read first: the fields beside it override the preset's values one by one.
+  if (const std::string p = f.string("preset", false, 64); !p.empty()) {
+    const MeasurePreset* preset = nullptr;
+    for (const MeasurePreset& candidate : measure_presets())
+      if (candidate.name == p) preset = &candidate;
+    if (!preset)
+      bad(f.name("preset"), fmt::format("{}: expected one of {}", show_json(Json(p)), measure_preset_names()));
+    s = preset->stop_rule;
+    k = preset->knobs;
+  }
   if (auto v = f.integer("min_samples", 1, kMaxCount)) s.min_samples = *v;
   if (auto v = f.integer("max_samples", 1, kMaxCount)) s.max_samples = *v;
   if (auto v = f.number("min_gpu_s", 0, 3600)) s.min_gpu_s = *v;

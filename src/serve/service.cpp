@@ -62,6 +62,7 @@ struct Service::Impl {
       qo.gpus = opt.gpus;
       qo.capacity = opt.queue_capacity;
       qo.max_wait_s = opt.queue_timeout_s;
+      qo.prebuilder = opt.prebuilder.get();
       queue = std::make_unique<EvalQueue>(qo, std::move(backends), &metrics);
     }
     const size_t threads =

@@ -175,6 +175,13 @@ class Endpoints(unittest.TestCase):
             compute_score("kernelbench", completion, {"problem": "level1/19", "precision": "fp16"},
                           {"kagent": {"endpoints": [self.a.url], "reward": "log_speedup"}}), math.log(2.0))
         self.assertEqual(self.a.bodies[-1]["precision"], "fp16")
+        # RL rewards are measured under the training preset unless the caller names another.
+        self.assertEqual(self.a.bodies[-1]["measure"], {"preset": "training"})
+        compute_score("kb", completion, {"problem": "level1/19", "measure": {"preset": "default", "min_samples": 9}},
+                      None, endpoints=self.a.url, preset="training")
+        self.assertEqual(self.a.bodies[-1]["measure"], {"preset": "default", "min_samples": 9})
+        compute_score("kb", completion, "level1/19", {"kagent": {"preset": "default"}}, endpoints=self.a.url)
+        self.assertEqual(self.a.bodies[-1]["measure"], {"preset": "default"})
         calls = self.a.calls
         self.assertEqual(compute_score("kb", "no code", "level1/19", None, endpoints=self.a.url), -1.0)
         self.assertEqual(self.a.calls, calls)  # nothing to evaluate, nothing sent

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "kagent/protocol/measure_preset.hpp"
+#include "kagent/protocol/protocol.hpp"
 #include "kagent/serve/problem_path.hpp"
 #include "kagent/serve/request.hpp"
 #include "test_util.hpp"
@@ -85,6 +87,18 @@ TEST(ServeRequest, ReadsEveryField) {
             "modelnew");
 }
 
+TEST(ServeRequest, APresetThenTheMeasureFieldsBesideIt) {
+  const MeasurePreset& t = measure_preset("training");
+  const auto p = parse_evaluate_request(with(R"("measure": {"preset": "training"})"), {});
+  EXPECT_EQ(nlohmann::json(p.candidate.stop_rule), nlohmann::json(t.stop_rule));
+  EXPECT_EQ(nlohmann::json(p.candidate.knobs), nlohmann::json(t.knobs));
+  // A field beside the preset overrides its value, wherever it stands in the object.
+  const auto o = parse_evaluate_request(with(R"("measure": {"min_gpu_s": 0.05, "preset": "training"})"), {});
+  EXPECT_DOUBLE_EQ(o.candidate.stop_rule.min_gpu_s, 0.05);
+  EXPECT_EQ(o.candidate.stop_rule.max_samples, t.stop_rule.max_samples);
+  EXPECT_DOUBLE_EQ(o.candidate.knobs.warmup_ms, t.knobs.warmup_ms);
+}
+
 TEST(ServeRequest, BadRequestsNameTheField) {
   using P = std::pair<int, std::string>;
   EXPECT_EQ(refusal("{" + kOk + "}"), P(0, ""));
@@ -119,6 +133,8 @@ TEST(ServeRequest, BadRequestsNameTheField) {
   EXPECT_EQ(refusal(with(R"("measure": {"min_gpu_s": 3, "max_gpu_s": 2})")), P(400, "measure.max_gpu_s"));
   EXPECT_EQ(refusal(with(R"("measure": {"target_rse": 2})")), P(400, "measure.target_rse"));
   EXPECT_EQ(refusal(with(R"("measure": {"allow_torch_ops": 1})")), P(400, "measure.allow_torch_ops"));
+  EXPECT_EQ(refusal(with(R"("measure": {"preset": "fast"})")), P(400, "measure.preset"));
+  EXPECT_EQ(refusal(with(R"("measure": {"preset": 1})")), P(400, "measure.preset"));
   EXPECT_EQ(refusal(with(R"("name": "a", "name": "b")")).first, 400);            // duplicate key
   EXPECT_EQ(refusal(std::string(100, '[') + std::string(100, ']')).first, 400);  // too deep
   // A null is the field left out.

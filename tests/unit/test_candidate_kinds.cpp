@@ -18,6 +18,7 @@
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/evaluator.hpp"
+#include "kagent/eval/modelnew_worker.hpp"
 #include "test_util.hpp"
 
 namespace kagent {
@@ -290,3 +291,16 @@ TEST_F(EvaluatorDispatch, CompilingAndTheBaselineGoByTheCandidatesKind) {
 
 }  // namespace
 }  // namespace kagent
+
+// A ModelNew solution's extensions are built for the compile target whether or not its worker sees
+// the GPU (building ahead has none), in the form TORCH_CUDA_ARCH_LIST takes.
+TEST(ModelNewWorker, TorchArchListOfTheCompileTarget) {
+  EXPECT_EQ(kagent::torch_arch_list("sm_90a"), "9.0");
+  EXPECT_EQ(kagent::torch_arch_list("sm_90"), "9.0");
+  EXPECT_EQ(kagent::torch_arch_list("sm_100a"), "10.0");
+  EXPECT_EQ(kagent::torch_arch_list("sm_120"), "12.0");
+  EXPECT_EQ(kagent::torch_arch_list("sm_80"), "8.0");
+  EXPECT_EQ(kagent::torch_arch_list("compute_90"), "");
+  EXPECT_EQ(kagent::torch_arch_list("sm_9"), "");
+  EXPECT_EQ(kagent::torch_arch_list(""), "");
+}

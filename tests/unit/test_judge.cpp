@@ -12,11 +12,7 @@ using namespace kagent;
 namespace {
 
 judge::CandidateRequest text(const std::string& name, const std::string& source) {
-  judge::CandidateRequest r;
-  r.name = name;
-  r.source = source;
-  r.problem = "op.json";
-  return r;
+  return test::text_request(name, source);
 }
 
 nlohmann::json record_of(const std::string& source) {

@@ -9,6 +9,11 @@ speaks the reference server's JSON lines (tools/kagent_wire/jsonlines.py has the
           kagent keys by the solution's hash) and builds ModelNew(*get_init_inputs()) under `seed`,
           the reference's seed, so parameters match the reference's as in KernelBench.
           -> {"build_s", "static": static_check report} or {"ok": false, "build_error": true, ...}
+  build:  {"solution"}  only imports the solution, so that its load_inline extensions (and Triton's
+          kernels built at import) are in the build folder before its evaluation's worker starts.
+          kagent starts this worker without the GPU (no device files, CUDA_VISIBLE_DEVICES empty)
+          beside other candidates' timings; a solution whose import needs the GPU fails here and is
+          built by its evaluation instead. -> {"build_s"} or {"ok": false, "build_error": true, ...}
   buffers: {} -> {"inputs": [IpcTensorRef]}  the worker's input buffers, which kagent-runner fills
           with each trial's inputs from the reference server (no handle crosses between the two)
   trial:  {"inputs": [IpcTensorRef]?, "draws": {"seed", "rng_after"}?}  the reference server's
@@ -172,6 +177,20 @@ class Worker:
         return {"import_s": import_s, "build_s": time.monotonic() - t0, "static": report,
                 "source_hash": hashlib.sha256(source.encode()).hexdigest()}
 
+    # ---- build ahead ---------------------------------------------------------------------------------
+    def build(self, req):
+        if self.model is not None:
+            raise RuntimeError("build after load: a worker either builds ahead or evaluates")
+        _phase(f"importing the solution {req['solution']} to build it (no GPU)")
+        t0 = time.monotonic()
+        try:
+            _import_file(req["solution"], "kagent_solution")
+        except Exception as e:
+            if _is_build_error(e):
+                raise BuildError(f"{type(e).__name__}: {e}") from e
+            raise
+        return {"build_s": time.monotonic() - t0}
+
     def check_guard(self):
         changed = self.guard.changed()
         if changed:
@@ -312,7 +331,7 @@ class Worker:
         return {"ms": [self.timer.sample(self.check_guard)[0] for _ in range(int(req.get("count", 1)))]}
 
     def handle(self, req):
-        return jsonlines.dispatch(req, {"load": self.load, "buffers": self.buffers, "trial": self.trial,
+        return jsonlines.dispatch(req, {"load": self.load, "build": self.build, "buffers": self.buffers, "trial": self.trial,
                                         "time": self.time, "sample": self.sample})
 
 

@@ -13,6 +13,7 @@
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/problems.hpp"
 #include "kagent/judge/backend.hpp"
+#include "kagent/judge/prebuild.hpp"
 
 namespace kagent::bench {
 
@@ -33,7 +34,13 @@ struct SampleJobOptions {
   // candidate file and the problem.
   judge::CandidateRequest request;
   judge::BackendFactory backends;
+  // Builds the samples ahead of the GPU workers (every item is submitted when the batch starts);
+  // null: each sample is built in its turn.
+  std::shared_ptr<judge::Prebuilder> prebuilder;
 };
+
+// The request that judges sample item `p` under `options` (its file, its name, its problem).
+judge::CandidateRequest sample_request(const SampleJobOptions& options, const Problem& p);
 
 // Each worker makes its backend at its first sample (in its own thread), so a batch of problems
 // without samples needs no GPU.

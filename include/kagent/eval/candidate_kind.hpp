@@ -94,6 +94,13 @@ class CandidateKind {
   virtual CompileResult compile(const Candidate& cand, const Op* op, const Compiler& compiler,
                                 const std::string& arch) const = 0;
   virtual bool compiles_before_evaluation() const { return true; }
+  // Work on the candidate that needs no GPU and can run ahead of its evaluation, on any thread and
+  // beside another candidate's timing (judge/prebuild.hpp): its result lands where the evaluation
+  // looks first (the compile cache, a solution's build folder), so the evaluation finds it done.
+  // Best effort: what fails here is done again, and reported, by the evaluation. Default: compile().
+  virtual void prebuild(const Candidate& cand, const Compiler& compiler, const std::string& arch) const {
+    (void)compile(cand, nullptr, compiler, arch);
+  }
   // Whether evaluating one needs this machine's GPU: Evaluator::evaluate then throws EnvError without
   // one before anything else (exit 3, not a compile verdict). Every kind whose code runs there.
   virtual bool needs_gpu() const { return true; }

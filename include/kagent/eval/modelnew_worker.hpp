@@ -39,7 +39,17 @@ struct ModelNewWorkerOptions {
   std::filesystem::path exec_dir;   // where kagent-sandbox-exec is (beside kagent-runner): the fallback
   // The files the worker reads besides Python, the toolkit and tools/: the solution and the problem.
   std::vector<std::filesystem::path> read_only;
+  // The compile target ("sm_90a"): torch's extensions are built for it (TORCH_CUDA_ARCH_LIST), the
+  // same whether or not the process sees the GPU, so that a build made ahead is the one evaluated.
+  std::string arch;
+  // false: no GPU in the worker's jail (its device files are absent, CUDA_VISIBLE_DEVICES is empty):
+  // the "build" request ahead of the evaluation, which must not disturb a timing on the GPU.
+  bool gpu_access = true;
 };
+
+// "sm_90a" -> "9.0", the form TORCH_CUDA_ARCH_LIST takes (torch's own choice for the GPU has no
+// suffix either); "" for an arch it cannot read.
+std::string torch_arch_list(const std::string& arch);
 
 class ModelNewWorker {
  public:

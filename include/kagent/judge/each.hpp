@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/judge/backend.hpp"
+#include "kagent/judge/prebuild.hpp"
 
 namespace kagent::judge {
 
@@ -19,7 +20,10 @@ struct EachOutcome {
 
 // `sink` gets each candidate's record, or {"candidate": name, "error": message} for an InputError.
 // EnvError (no GPU, GPU busy) ends it: the rest would fail the same way.
+// With a prebuilder, every candidate is submitted to it first, so that the next ones compile and
+// build while one is measured, and they are evaluated as their builds end (in the given order
+// among those built): the records then come in that order.
 EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateRequest>& requests,
-                          const std::function<void(const nlohmann::json&)>& sink);
+                          const std::function<void(const nlohmann::json&)>& sink, Prebuilder* prebuilder = nullptr);
 
 }  // namespace kagent::judge

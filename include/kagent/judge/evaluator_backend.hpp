@@ -20,12 +20,10 @@ class EvaluatorBackend : public EvalBackend {
   nlohmann::json evaluate(const CandidateRequest& request) override;
 
  private:
-  Candidate candidate_of(const CandidateRequest& r);
   int gpu_;
   std::shared_ptr<CompileCache> cache_;
   std::unique_ptr<Evaluator> ev_;
-  std::string ev_options_;          // the options ev_ was made with (JSON), to know when to make another
-  std::filesystem::path text_dir_;  // candidates given as text are written here (a ModelNew worker reads a file)
+  std::string ev_options_;  // the options ev_ was made with (JSON), to know when to make another
 };
 
 // The evaluation options a request asks for, on this GPU.

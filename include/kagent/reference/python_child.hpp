@@ -28,6 +28,7 @@ struct PythonChild {
   std::vector<std::string> read_only;  // beyond system, toolkit and Python: tools/, the problem file, ...
   std::vector<std::string> writable;   // its own folders (cache, build), which must exist
   std::string exec_dir;                // where kagent-sandbox-exec is (the fallback); empty: beside kagent
+  bool gpu = true;                     // false: no GPU device files in its jail (a build that must not touch the GPU)
 };
 
 // A ChildOptions::launch for `child`.

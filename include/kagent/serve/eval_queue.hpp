@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/judge/backend.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/serve/metrics.hpp"
 
 namespace kagent::serve {
@@ -40,6 +41,8 @@ class EvalQueue {
     // A request that waits longer for a worker is answered 504, unevaluated: its client has
     // likely given up, and the GPU time is better spent on requests still awaited.
     double max_wait_s = 600;
+    // Compiles and builds admitted candidates while they wait (null: each in its worker's turn).
+    judge::Prebuilder* prebuilder = nullptr;
   };
   EvalQueue(Options options, judge::BackendFactory backends, Metrics* metrics);
   ~EvalQueue();  // stop()

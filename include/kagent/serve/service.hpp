@@ -33,6 +33,8 @@ struct ServeOptions {
   double queue_timeout_s = 600;  // waiting longer for a worker: 504
   RequestLimits limits;
   int http_threads = 0;  // 0: enough for the queue, the workers and a few more (health, metrics, refusals)
+  // Builds queued candidates ahead of the GPU workers (judge/prebuild.hpp); null: none.
+  std::shared_ptr<judge::Prebuilder> prebuilder;
 };
 
 // Whether the address reaches only this machine (127.0.0.0/8, ::1, localhost).

@@ -1,0 +1,53 @@
+// The presets' values. "training" keeps every check of the default protocol and shortens what
+// dominates a warm evaluation of a small operator: the 0.1 s floor of timed GPU time (about a
+// thousand samples of a 100 us kernel, each with an L2 flush before it) and the 50 ms warm-up,
+// which a GPU busy with the previous candidate does not need. The median of 20 samples and more
+// still stops only at 0.5% relative standard error. benchmarks/preset_agreement.py compares its
+// tiers and medians with the default's, candidate by candidate.
+#include "kagent/protocol/measure_preset.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/common/error.hpp"
+
+namespace kagent {
+
+namespace {
+
+MeasurePreset training_preset() {
+  MeasurePreset p{
+      "training", "shorter timing for RL rewards and sampling: the same checks, 20 ms of timed GPU time", {}, {}};
+  p.stop_rule.min_samples = 20;
+  p.stop_rule.min_gpu_s = 0.02;
+  p.stop_rule.target_rse = 0.005;
+  p.stop_rule.max_samples = 500;
+  p.stop_rule.max_gpu_s = 0.5;
+  p.stop_rule.max_wall_s = 3.0;
+  p.knobs.warmup_runs = 3;
+  p.knobs.warmup_ms = 10.0;
+  return p;
+}
+
+}  // namespace
+
+const std::vector<MeasurePreset>& measure_presets() {
+  static const std::vector<MeasurePreset> presets = {
+      {"default", "the default protocol: at least 20 samples and 0.1 s of timed GPU time", {}, {}},
+      training_preset(),
+  };
+  return presets;
+}
+
+std::string measure_preset_names() {
+  std::string out;
+  for (const MeasurePreset& p : measure_presets()) out += fmt::format("{}{}", out.empty() ? "" : ", ", p.name);
+  return out;
+}
+
+const MeasurePreset& measure_preset(std::string_view name, std::string_view where) {
+  for (const MeasurePreset& p : measure_presets())
+    if (p.name == name) return p;
+  throw InputError(fmt::format("{} {}: expected one of {}", where, name, measure_preset_names()));
+}
+
+}  // namespace kagent

@@ -1,0 +1,80 @@
+// The measurement flags and --preset: a preset sets the stopping rule and the knobs, and flags given
+// beside it override its values one by one, wherever they stand on the command line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/protocol/measure_preset.hpp"
+
+using namespace kagent;
+
+namespace {
+
+cli::MeasureFlags parse(std::vector<std::string> args) {
+  CLI::App app("test");
+  cli::MeasureFlags m;
+  cli::add_measure_flags(&app, &m);
+  std::vector<std::string> argv = {"test"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  app.parse(static_cast<int>(raw.size()), raw.data());
+  return m;
+}
+
+}  // namespace
+
+TEST(MeasurePreset, TheDefaultIsTheProtocolsDefaults) {
+  const MeasurePreset& d = measure_preset("default");
+  EXPECT_EQ(nlohmann::json(d.stop_rule), nlohmann::json(StopRule{}));
+  EXPECT_EQ(nlohmann::json(d.knobs), nlohmann::json(MeasureKnobs{}));
+  EXPECT_EQ(measure_presets().front().name, "default");
+}
+
+TEST(MeasurePreset, TrainingShortensTheTimingAndKeepsEveryCheck) {
+  const MeasurePreset& t = measure_preset("training");
+  EXPECT_LT(t.stop_rule.min_gpu_s, StopRule{}.min_gpu_s);
+  EXPECT_LT(t.knobs.warmup_ms, MeasureKnobs{}.warmup_ms);
+  // What is checked is the default's: the re-check cadence, the CUPTI samples, the 20-sample floor
+  // and the 0.5% convergence target.
+  EXPECT_EQ(t.knobs.check_every, MeasureKnobs{}.check_every);
+  EXPECT_EQ(t.knobs.cupti_samples, MeasureKnobs{}.cupti_samples);
+  EXPECT_EQ(t.stop_rule.min_samples, StopRule{}.min_samples);
+  EXPECT_EQ(t.stop_rule.target_rse, StopRule{}.target_rse);
+  EXPECT_LE(t.stop_rule.min_gpu_s, t.stop_rule.max_gpu_s);
+  EXPECT_LE(t.stop_rule.min_samples, t.stop_rule.max_samples);
+}
+
+TEST(MeasurePreset, AnUnknownNameListsThePresets) {
+  try {
+    measure_preset("fast");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--preset fast: expected one of default, training"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(MeasureFlags, APresetThenTheFlagsBesideIt) {
+  const MeasurePreset& t = measure_preset("training");
+  cli::MeasureFlags plain = parse({});
+  EXPECT_EQ(plain.preset, "default");
+  EXPECT_EQ(nlohmann::json(plain.stop_rule), nlohmann::json(StopRule{}));
+
+  cli::MeasureFlags m = parse({"--preset", "training"});
+  EXPECT_EQ(m.preset, "training");
+  EXPECT_EQ(nlohmann::json(m.stop_rule), nlohmann::json(t.stop_rule));
+  EXPECT_EQ(nlohmann::json(m.knobs), nlohmann::json(t.knobs));
+
+  // A flag overrides the preset's value whether it comes before or after --preset.
+  for (const auto& args : {std::vector<std::string>{"--min-gpu-s", "0.05", "--preset", "training"},
+                           std::vector<std::string>{"--preset", "training", "--min-gpu-s", "0.05"}}) {
+    cli::MeasureFlags o = parse(args);
+    EXPECT_DOUBLE_EQ(o.stop_rule.min_gpu_s, 0.05);
+    EXPECT_DOUBLE_EQ(o.knobs.warmup_ms, t.knobs.warmup_ms);
+    EXPECT_EQ(o.stop_rule.max_samples, t.stop_rule.max_samples);
+  }
+  EXPECT_THROW(parse({"--preset", "fast"}), CLI::ValidationError);
+}
