@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent draws serve house floors all
+#   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -25,7 +25,7 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/env.log" 2>&1
 step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-step build 300 cmake --build $B -j 16
+step build 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS}
 step env 60 $B/kagent doctor
 if want all tests; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
@@ -174,13 +174,25 @@ fi
 if want concurrent; then
   step concurrent 500 bash benchmarks/concurrent_evals.sh $B/kagent ${CONCURRENT_EVALS:-10}
 fi
+if want preset; then
+  # The training preset against the default protocol on 70 candidates (honest ones of differing
+  # speed, every failing kind): tiers and medians side by side.
+  step preset ${PRESET_LIMIT:-400} python3 benchmarks/preset_agreement.py --kagent $B/kagent --out $OUT/preset.json \
+    ${PRESET_ARGS:-}
+fi
+if want throughput; then
+  # Evaluations per second: one process per candidate against one session, default and training
+  # presets, built in turn or ahead; ModelNew builds cold and cached.
+  step throughput ${THROUGHPUT_LIMIT:-560} python3 benchmarks/session_throughput.py --kagent $B/kagent \
+    --kernelbench "$KB" --only ${THROUGHPUT_ONLY:-native,pytorch,modelnew} --out $OUT/throughput.json
+fi
 if want serve; then
-  # kagent serve under load: 4 clients, honest and cheating candidates mixed, each verdict compared
-  # with kagent eval; the service killed with SIGKILL halfway and restarted. 300 requests fit the
-  # step's limit on one GPU (about 1-2 evaluations/s); SERVE_REQUESTS=1000 for the full goal.
-  step serve 590 python3 benchmarks/serve_load.py --kagent $B/kagent --clients 4 --requests ${SERVE_REQUESTS:-300} \
-    --kill-restart --out $OUT/serve-load.json
-  step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
+  # kagent serve under load: 4 clients, 1000 requests of honest and cheating candidates mixed, each
+  # verdict compared with kagent eval under the same preset; the service killed with SIGKILL halfway
+  # and restarted. Needs cpp-httplib where kagent is built (pkg-config's cpp-httplib).
+  step serve ${SERVE_LIMIT:-560} python3 benchmarks/serve_load.py --kagent $B/kagent --clients 4 \
+    --requests ${SERVE_REQUESTS:-1000} --preset ${SERVE_PRESET:-training} --kill-restart --out $OUT/serve-load.json
+  [ -n "${SERVE_TESTS:-}" ] && step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
 fi
 if want house; then
   # The code reorganized around one evaluator (candidate kinds, one score record, the child client)
@@ -235,6 +247,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
+[ -f "$OUT/preset.log" ] && { echo "== preset"; grep -E "candidates in|built ahead|TIER DIFFERS|refused|tiers equal|default vs|wall per" "$OUT/preset.log" | tail -n 24; }
+[ -f "$OUT/throughput.log" ] && { echo "== throughput"; grep -E "^(native|pytorch|modelnew)|^  !" "$OUT/throughput.log" | tail -n 24; }
 [ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
