@@ -157,6 +157,11 @@ size_t Prebuilder::first_ready(const std::vector<const CandidateRequest*>& pendi
   }
 }
 
+void Prebuilder::wait_for_progress(std::chrono::milliseconds at_most) const {
+  std::unique_lock lock(mu_);
+  done_cv_.wait_for(lock, at_most);
+}
+
 Prebuilder::Stats Prebuilder::stats() const {
   std::lock_guard lock(mu_);
   return stats_;

@@ -45,14 +45,15 @@ void EvalQueue::stop() {
 
 std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<judge::CandidateRequest> requests) {
   std::vector<std::future<Answer>> futures;
-  std::vector<judge::CandidateRequest> to_build;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || queue_.size() + requests.size() > options_.capacity) return std::nullopt;
     const auto now = Clock::now();
     for (auto& r : requests) {
       Job j;
-      if (options_.prebuilder) to_build.push_back(r);
+      // Built while it waits, and known to the prebuilder before a worker can see it (a request it
+      // never got counts as built).
+      if (options_.prebuilder) options_.prebuilder->submit(r);
       j.request = std::move(r);
       j.admitted = now;
       futures.push_back(j.answer.get_future());
@@ -60,8 +61,6 @@ std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<ju
     }
   }
   cv_.notify_all();
-  // Built while they wait: a worker that takes one finds its compile or build done.
-  for (const judge::CandidateRequest& r : to_build) options_.prebuilder->submit(r);
   return futures;
 }
 
@@ -115,21 +114,24 @@ void EvalQueue::work(int gpu) {
   std::unique_ptr<judge::EvalBackend> backend;
   for (;;) {
     Job job;
-    {
+    for (bool taken = false; !taken;) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      // The first job whose build is over, else the oldest: a candidate built out of turn does not
-      // wait behind one still compiling.
+      // The first job whose build is over: a candidate built out of turn does not wait behind one
+      // still building. While none is, wait for a build to end (or a new job) and look again.
       auto pick = queue_.begin();
-      if (options_.prebuilder)
-        for (auto it = queue_.begin(); it != queue_.end(); ++it)
-          if (options_.prebuilder->ready(it->request)) {
-            pick = it;
-            break;
-          }
+      if (options_.prebuilder) {
+        while (pick != queue_.end() && !options_.prebuilder->ready(pick->request)) ++pick;
+        if (pick == queue_.end()) {
+          lock.unlock();
+          options_.prebuilder->wait_for_progress(std::chrono::milliseconds(50));
+          continue;
+        }
+      }
       job = std::move(*pick);
       queue_.erase(pick);
+      taken = true;
     }
     if (options_.prebuilder) options_.prebuilder->wait_for(job.request);  // not GPU time: before `start`
     const auto start = Clock::now();

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fake_backend.hpp"
+#include "held_kind.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/judge/each.hpp"
@@ -111,4 +112,23 @@ TEST(Prebuild, EachCandidateIsEvaluatedOnceWithAPrebuilder) {
   EXPECT_EQ(s.calls, 6);
   EXPECT_EQ(pre.stats().built, 6);
   EXPECT_EQ(pre.stats().failed, 6);
+}
+
+TEST(Prebuild, ACandidateBuiltOutOfTurnIsEvaluatedFirst) {
+  test::HeldKind held;
+  test::TempDir tmp;
+  judge::Prebuilder pre(std::make_shared<CompileCache>(tmp / "cache"), kArch, 2);
+  test::FakeBackendState s;
+  test::FakeBackend b(&s);
+  judge::CandidateRequest slow = text("slow", "held: tier 1"), quick = text("quick", "tier 2");
+  slow.kind = quick.kind = "held";
+  std::vector<std::string> order;
+  judge::evaluate_each(
+      b, {slow, quick},
+      [&](const nlohmann::json& j) {
+        order.push_back(j["candidate"]);
+        held.release();  // the slow build ends only once the quick candidate has been judged
+      },
+      &pre);
+  EXPECT_EQ(order, (std::vector<std::string>{"quick", "slow"}));
 }

@@ -44,6 +44,9 @@ class Prebuilder {
   // The first of `pending` (in its order) whose build is over, waiting until one is: so that a GPU
   // worker never idles while a candidate built out of turn waits. `pending` must not be empty.
   size_t first_ready(const std::vector<const CandidateRequest*>& pending) const;
+  // Returns when a build ends, or after `at_most` (for a caller whose set of pending candidates
+  // changes meanwhile: it looks again).
+  void wait_for_progress(std::chrono::milliseconds at_most) const;
 
   int threads() const { return static_cast<int>(threads_.size()); }
   struct Stats {
