@@ -60,12 +60,27 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
     int env_in_a_row = 0;
     for (;;) {
       const Problem* p = nullptr;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        std::optional<size_t> i = queue.take_locked();
-        if (!i) return;
-        p = &problems[*i];
-        if (events.started) events.started(*p, gpu);
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          // Builds run in the queue's order, so only its head can have ended out of turn.
+          constexpr size_t kReadyWindow = 256;
+          std::optional<size_t> i =
+              options.ready
+                  ? queue.take_preferred_locked([&](size_t k) { return options.ready(problems[k]); }, kReadyWindow)
+                  : queue.take_locked();
+          if (i) {
+            p = &problems[*i];
+            if (events.started) events.started(*p, gpu);
+            break;
+          }
+          if (queue.done_locked()) return;
+        }
+        // None built yet: wait for a build to end, outside the queue's lock, and look again.
+        if (options.wait_for_builds)
+          options.wait_for_builds();
+        else
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       const auto t0 = Clock::now();
       std::optional<report::ResultRecord> rec;

@@ -244,6 +244,11 @@ int run_bench(BenchArgs a) {
         if (!p.sample.empty()) so.prebuilder->submit(bench::sample_request(so, p));
       fmt::print(info, "  building ahead: {} thread(s) compile and build samples while the GPUs measure\n",
                  so.prebuilder->threads());
+      // The workers take the first sample whose build is over.
+      bo.ready = [so](const bench::Problem& p) {
+        return p.sample.empty() || so.prebuilder->ready(bench::sample_request(so, p));
+      };
+      bo.wait_for_builds = [pre = so.prebuilder] { pre->wait_for_progress(std::chrono::milliseconds(50)); };
     }
     fmt::print(info, "  evaluation: full protocol per sample, {} s limit each{}\n", rq.timeout.count() / 1000,
                a.refresh_baselines ? ", baselines re-measured" : "");

@@ -5,14 +5,33 @@
 
 namespace kagent {
 
+bool WorkQueue::done_locked() const {
+  return (stop_ != nullptr && stop_->load()) || next_ >= count_;
+}
+
 std::optional<size_t> WorkQueue::take_locked() {
-  if ((stop_ != nullptr && stop_->load()) || next_ >= count_) return std::nullopt;
-  return next_++;
+  return take_preferred_locked([](size_t) { return true; });
+}
+
+std::optional<size_t> WorkQueue::take_preferred_locked(const std::function<bool(size_t)>& prefer, size_t window) {
+  if (done_locked()) return std::nullopt;
+  if (taken_.size() < count_) taken_.resize(count_, false);
+  size_t looked = 0;
+  for (size_t i = next_; i < count_ && looked < window; ++i) {
+    if (taken_[i]) continue;
+    ++looked;
+    if (!prefer(i)) continue;
+    taken_[i] = true;
+    ++taken_count_;
+    while (next_ < count_ && taken_[next_]) ++next_;
+    return i;
+  }
+  return std::nullopt;
 }
 
 size_t WorkQueue::taken() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return next_;
+  return taken_count_;
 }
 
 void run_workers(const std::vector<int>& gpus, int per_gpu, const std::function<void(int gpu)>& worker) {

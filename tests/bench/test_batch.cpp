@@ -15,6 +15,7 @@
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/common/worker_pool.hpp"
 #include "test_util.hpp"
 
 using namespace kagent;
@@ -89,6 +90,54 @@ TEST(BenchBatch, EveryProblemGetsOneRecordAcrossWorkers) {
   // worker followed with another problem (each worker's last failure may have been its last).
   EXPECT_GE(jobs_made.load(), 4 + 9 - 4);
   EXPECT_LE(jobs_made.load(), 4 + 9);
+}
+
+// Building ahead (bench --samples): a worker takes the first problem whose build is over, and waits
+// while none is; every problem still gets one record.
+TEST(BenchBatch, WorkersTakeTheFirstBuiltProblem) {
+  auto ps = make_problems(4);  // 1..3 pass (0 throws: a record all the same)
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::atomic<bool> third_done{false};
+  std::atomic<int> waits{0};
+  BatchOptions o;
+  // Problems 0 and 1 are built only once problem 3 is recorded; 2 never ends before them either.
+  o.ready = [&](const Problem& p) { return p.name == "3_p" || third_done.load(); };
+  o.wait_for_builds = [&] {
+    ++waits;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  BatchEvents ev;
+  ev.finished = [&](const report::ResultRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(r.problem);
+    if (r.problem == "level1/3_p") third_done = true;
+  };
+  std::atomic<bool> stop{false};
+  auto out = run_batch(
+      ps, o, [](int gpu) { return std::make_unique<FakeJob>(gpu); }, ev, stop);
+  EXPECT_EQ(out.finished, 4);
+  EXPECT_EQ(out.not_run, 0);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], "level1/3_p");
+  EXPECT_EQ((std::vector<std::string>(order.begin() + 1, order.end())),
+            (std::vector<std::string>{"level1/0_p", "level1/1_p", "level1/2_p"}));
+}
+
+TEST(WorkQueueTest, TakesPreferredItemsOutOfOrderAndCountsThem) {
+  WorkQueue q(5, nullptr);
+  std::lock_guard<std::mutex> lock(q.mutex());
+  EXPECT_EQ(q.take_preferred_locked([](size_t i) { return i == 3; }), std::optional<size_t>(3));
+  EXPECT_EQ(q.take_preferred_locked([](size_t i) { return i == 3; }), std::nullopt);  // taken already
+  EXPECT_FALSE(q.done_locked());
+  // Only the first `window` items not taken are looked at.
+  EXPECT_EQ(q.take_preferred_locked([](size_t i) { return i == 4; }, 2), std::nullopt);
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(0));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(1));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(2));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(4));  // 3 is skipped: taken out of order
+  EXPECT_EQ(q.take_locked(), std::nullopt);
+  EXPECT_TRUE(q.done_locked());
 }
 
 TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {

@@ -39,6 +39,11 @@ struct BatchOptions {
   // recorded (as an environment error).
   int busy_retries = 2;
   double busy_wait_s = 5;
+  // Building ahead (bench --samples): whether a problem's build is over, and a short wait for a
+  // build to end. A worker takes the first problem whose build is over, so a GPU does not wait on a
+  // build while a built one waits; while none is, it waits and looks again. Unset: in order.
+  std::function<bool(const Problem&)> ready;
+  std::function<void()> wait_for_builds;
 };
 
 struct BatchEvents {

@@ -6,6 +6,7 @@
 // records) is serialized with taking items.
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,12 @@ class WorkQueue {
   WorkQueue(size_t count, const std::atomic<bool>* stop) : count_(count), stop_(stop) {}
   // The next item's index, or nullopt when the queue is done or stopped. Call with mutex() held.
   std::optional<size_t> take_locked();
+  // The first item not yet taken for which `prefer` is true, among the first `window` not taken
+  // (items are taken out of order then); nullopt when none is, or the queue is done or stopped
+  // (done_locked() tells which). Call with mutex() held.
+  std::optional<size_t> take_preferred_locked(const std::function<bool(size_t)>& prefer, size_t window = SIZE_MAX);
+  // Every item taken, or the queue stopped. Call with mutex() held.
+  bool done_locked() const;
   std::mutex& mutex() { return mu_; }
   // Items handed out so far (the rest were never started).
   size_t taken() const;
@@ -26,7 +33,9 @@ class WorkQueue {
  private:
   mutable std::mutex mu_;
   size_t count_;
-  size_t next_ = 0;
+  size_t next_ = 0;          // the first item not yet taken
+  std::vector<bool> taken_;  // items taken out of order, beyond next_
+  size_t taken_count_ = 0;
   const std::atomic<bool>* stop_;
 };
 
