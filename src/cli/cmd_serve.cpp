@@ -18,6 +18,7 @@
 #include "kagent/gpu/devices.hpp"
 #include "kagent/judge/evaluator_backend.hpp"
 #include "kagent/judge/prebuild.hpp"
+#include "kagent/protocol/measure_preset.hpp"
 #ifdef KAGENT_HAVE_HTTPLIB
 #include "kagent/serve/service.hpp"
 #endif
@@ -35,6 +36,7 @@ struct ServeArgs {
   int max_batch = 64;
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
+  std::string preset = "default";
 };
 
 std::atomic<bool> g_serve_stop{false};
@@ -59,6 +61,7 @@ int run_serve(const ServeArgs& a) {
   o.limits.max_batch = static_cast<size_t>(a.max_batch);
   o.limits.default_timeout_s = a.timeout_s;
   o.limits.max_timeout_s = a.max_timeout_s;
+  o.limits.default_preset = std::string(measure_preset(a.preset).name);  // InputError naming the presets
   if (a.timeout_s > a.max_timeout_s)
     throw InputError(fmt::format("--timeout {:g} is above --max-timeout {:g}", a.timeout_s, a.max_timeout_s));
   if (!a.token_env.empty()) {
@@ -93,10 +96,11 @@ int run_serve(const ServeArgs& a) {
   const int port = service.bind();
   std::string gpu_text;
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
-  fmt::print("kagent serve: listening on http://{}:{} (GPUs {}, queue {}, {} build thread(s), problems under {}{})\n",
-             o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity,
-             o.prebuilder ? o.prebuilder->threads() : 0, o.problems_root.string(),
-             o.token.empty() ? "" : ", bearer token required");
+  fmt::print(
+      "kagent serve: listening on http://{}:{} (GPUs {}, queue {}, {} build thread(s), preset {}, problems under "
+      "{}{})\n",
+      o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, o.prebuilder ? o.prebuilder->threads() : 0,
+      o.limits.default_preset, o.problems_root.string(), o.token.empty() ? "" : ", bearer token required");
   if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
   std::fflush(stdout);
 
@@ -135,6 +139,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all): a worker each");
   sub->add_option("--queue", a->queue, "Evaluations waiting at most; beyond, 429 with Retry-After (default 64)")
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--preset", a->preset,
+                  fmt::format("The measurement preset of requests whose \"measure\" names none: {} (default: default)",
+                              measure_preset_names()));
   sub->add_option("--build-jobs", a->build_jobs,
                   "Threads that compile and build queued candidates while the GPUs measure (default: the machine's "
                   "cores less two per GPU; 0: each in its worker's turn)")

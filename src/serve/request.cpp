@@ -103,6 +103,21 @@ class Fields {
   std::set<std::string> seen_;
 };
 
+// The preset named `name`, or nullptr.
+const MeasurePreset* find_preset(const std::string& name) {
+  for (const MeasurePreset& p : measure_presets())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// The service's default preset (RequestLimits::default_preset), before a request's "measure".
+void apply_default_preset(const RequestLimits& limits, judge::CandidateRequest& c) {
+  if (const MeasurePreset* p = find_preset(limits.default_preset)) {
+    c.stop_rule = p->stop_rule;
+    c.knobs = p->knobs;
+  }
+}
+
 void read_measure(const Json& j, const std::string& field, judge::CandidateRequest& c) {
   Fields f(j, field);
   StopRule& s = c.stop_rule;
@@ -110,9 +125,7 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   constexpr int kMaxCount = 1000000;
   // Read first: the fields beside it override the preset's values one by one.
   if (const std::string p = f.string("preset", false, 64); !p.empty()) {
-    const MeasurePreset* preset = nullptr;
-    for (const MeasurePreset& candidate : measure_presets())
-      if (candidate.name == p) preset = &candidate;
+    const MeasurePreset* preset = find_preset(p);
     if (!preset)
       bad(f.name("preset"), fmt::format("{}: expected one of {}", show_json(Json(p)), measure_preset_names()));
     s = preset->stop_rule;
@@ -170,6 +183,7 @@ EvaluateRequest read_request(const Json& j, const std::string& prefix, const Req
   if (auto v = f.boolean("timing")) c.timing = *v;
   const double timeout_s = f.number("timeout_s", 0, limits.max_timeout_s, true).value_or(limits.default_timeout_s);
   c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  apply_default_preset(limits, c);
   if (const Json* m = f.get("measure")) read_measure(*m, f.name("measure"), c);
   f.unknown();
   return r;

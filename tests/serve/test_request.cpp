@@ -97,6 +97,18 @@ TEST(ServeRequest, APresetThenTheMeasureFieldsBesideIt) {
   EXPECT_DOUBLE_EQ(o.candidate.stop_rule.min_gpu_s, 0.05);
   EXPECT_EQ(o.candidate.stop_rule.max_samples, t.stop_rule.max_samples);
   EXPECT_DOUBLE_EQ(o.candidate.knobs.warmup_ms, t.knobs.warmup_ms);
+  // The service's default preset (kagent serve --preset) for requests that name none.
+  RequestLimits training;
+  training.default_preset = "training";
+  EXPECT_EQ(nlohmann::json(parse_evaluate_request("{" + kOk + "}", training).candidate.stop_rule),
+            nlohmann::json(t.stop_rule));
+  EXPECT_EQ(
+      nlohmann::json(
+          parse_evaluate_request(with(R"("measure": {"min_samples": 30})"), training).candidate.stop_rule.min_gpu_s),
+      nlohmann::json(t.stop_rule.min_gpu_s));
+  EXPECT_EQ(
+      nlohmann::json(parse_evaluate_request(with(R"("measure": {"preset": "default"})"), training).candidate.stop_rule),
+      nlohmann::json(StopRule{}));
 }
 
 TEST(ServeRequest, BadRequestsNameTheField) {

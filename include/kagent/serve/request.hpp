@@ -44,6 +44,8 @@ struct RequestLimits {
   // The candidate kinds' names a request's "kind" may give (the registry's: candidate_kind_names in
   // eval/candidate_kinds.hpp, filled in by the service); empty: any name, the backend judges it.
   std::vector<std::string> kinds;
+  // The measurement preset of a request whose "measure" names none (`kagent serve --preset`).
+  std::string default_preset = "default";
 };
 
 // A request as read: the candidate and its measurement, with the problem as the client named it
