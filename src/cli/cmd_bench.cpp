@@ -235,11 +235,9 @@ int run_bench(BenchArgs a) {
     rq.allow_torch_ops = a.measure.allow_torch_ops;
     auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
     so.backends = judge::evaluator_backends(cache);
-    if (a.build_jobs != 0) {
+    so.prebuilder = make_prebuilder(a.build_jobs, a.arch, gpus.front(), static_cast<int>(gpus.size()) * a.jobs, cache);
+    if (so.prebuilder) {
       // Every sample still to judge is queued at once, in the order the workers take them.
-      so.prebuilder = std::make_shared<judge::Prebuilder>(
-          cache, a.arch.empty() ? default_arch(gpus.front(), nullptr) : a.arch,
-          a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(static_cast<int>(gpus.size()) * a.jobs));
       for (const auto& p : todo)
         if (!p.sample.empty()) so.prebuilder->submit(bench::sample_request(so, p));
       fmt::print(info, "  building ahead: {} thread(s) compile and build samples while the GPUs measure\n",

@@ -66,11 +66,7 @@ int eval_many(const EvalArgs& a) {
   auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
   judge::EvaluatorBackend backend(a.gpu, cache);
   if (std::string why = backend.unavailable(); !why.empty()) throw EnvError(why);
-  std::unique_ptr<judge::Prebuilder> prebuilder;
-  if (a.build_jobs != 0)
-    prebuilder =
-        std::make_unique<judge::Prebuilder>(cache, a.arch.empty() ? default_arch(a.gpu, nullptr) : a.arch,
-                                            a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(1));
+  const std::shared_ptr<judge::Prebuilder> prebuilder = make_prebuilder(a.build_jobs, a.arch, a.gpu, 1, cache);
   const judge::EachOutcome out = judge::evaluate_each(
       backend, requests,
       [&](const nlohmann::json& record) {

@@ -88,10 +88,8 @@ int run_serve(const ServeArgs& a) {
   else
     o.unavailable = judge::EvaluatorBackend(o.gpus.front(), cache).unavailable();
 
-  if (o.unavailable.empty() && a.build_jobs != 0)
-    o.prebuilder = std::make_shared<judge::Prebuilder>(
-        cache, default_arch(o.gpus.front(), nullptr),
-        a.build_jobs > 0 ? a.build_jobs : judge::default_prebuild_threads(static_cast<int>(o.gpus.size())));
+  if (o.unavailable.empty())
+    o.prebuilder = make_prebuilder(a.build_jobs, "", o.gpus.front(), static_cast<int>(o.gpus.size()), cache);
   serve::Service service(o, judge::evaluator_backends(cache));
   const int port = service.bind();
   std::string gpu_text;

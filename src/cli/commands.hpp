@@ -12,6 +12,7 @@
 #include "kagent/compile/default_arch.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/llm/config.hpp"
 #include "kagent/spec/op.hpp"
 #include "kagent/spec/op_overrides.hpp"
@@ -63,5 +64,9 @@ void add_llm_flags(CLI::App* sub, llm::LlmFlags* f, LlmFlagsFor who);
 using kagent::precision_option;
 // --gpus "0,1,3": indices checked against the machine's GPUs (when the driver answered), no repeats.
 std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv);
+// --build-jobs N of eval, bench --samples and serve: N threads building ahead (-1: the default
+// for `gpu_workers` workers; 0: none, nullptr) for --arch, else GPU `gpu`'s target.
+std::shared_ptr<judge::Prebuilder> make_prebuilder(int build_jobs, const std::string& arch, int gpu, int gpu_workers,
+                                                   std::shared_ptr<CompileCache> cache);
 
 }  // namespace kagent::cli

@@ -45,4 +45,12 @@ std::vector<int> parse_gpus(const std::string& text, const GpuInventory& inv) {
   return out;
 }
 
+std::shared_ptr<judge::Prebuilder> make_prebuilder(int build_jobs, const std::string& arch, int gpu, int gpu_workers,
+                                                   std::shared_ptr<CompileCache> cache) {
+  if (build_jobs == 0) return nullptr;
+  return std::make_shared<judge::Prebuilder>(
+      std::move(cache), arch.empty() ? default_arch(gpu, nullptr) : arch,
+      build_jobs > 0 ? build_jobs : judge::default_prebuild_threads(gpu_workers));
+}
+
 }  // namespace kagent::cli

@@ -15,7 +15,6 @@ std::optional<size_t> WorkQueue::take_locked() {
 
 std::optional<size_t> WorkQueue::take_preferred_locked(const std::function<bool(size_t)>& prefer, size_t window) {
   if (done_locked()) return std::nullopt;
-  if (taken_.size() < count_) taken_.resize(count_, false);
   size_t looked = 0;
   for (size_t i = next_; i < count_ && looked < window; ++i) {
     if (taken_[i]) continue;

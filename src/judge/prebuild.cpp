@@ -137,11 +137,15 @@ void Prebuilder::wait_for(const CandidateRequest& request) {
   submitted_.erase(key);  // done: a later request of the same candidate finds its build in the caches
 }
 
+bool Prebuilder::ready_locked(const std::string& key) const {
+  auto it = submitted_.find(key);
+  return it == submitted_.end() || it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 bool Prebuilder::ready(const CandidateRequest& request) const {
   const std::string key = request_key(request);
   std::lock_guard lock(mu_);
-  auto it = submitted_.find(key);
-  return it == submitted_.end() || it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  return ready_locked(key);
 }
 
 size_t Prebuilder::first_ready(const std::vector<const CandidateRequest*>& pending) const {
@@ -149,10 +153,8 @@ size_t Prebuilder::first_ready(const std::vector<const CandidateRequest*>& pendi
   for (const CandidateRequest* r : pending) keys.push_back(request_key(*r));
   std::unique_lock lock(mu_);
   for (;;) {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      auto it = submitted_.find(keys[i]);
-      if (it == submitted_.end() || it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return i;
-    }
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (ready_locked(keys[i])) return i;
     done_cv_.wait(lock);
   }
 }

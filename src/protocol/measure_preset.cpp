@@ -14,9 +14,9 @@ namespace kagent {
 
 namespace {
 
+// Shorter timing for RL rewards and sampling: the same checks, 20 ms of timed GPU time.
 MeasurePreset training_preset() {
-  MeasurePreset p{
-      "training", "shorter timing for RL rewards and sampling: the same checks, 20 ms of timed GPU time", {}, {}};
+  MeasurePreset p{"training", {}, {}};
   p.stop_rule.min_samples = 20;
   p.stop_rule.min_gpu_s = 0.02;
   p.stop_rule.target_rse = 0.005;
@@ -32,7 +32,7 @@ MeasurePreset training_preset() {
 
 const std::vector<MeasurePreset>& measure_presets() {
   static const std::vector<MeasurePreset> presets = {
-      {"default", "the default protocol: at least 20 samples and 0.1 s of timed GPU time", {}, {}},
+      {"default", {}, {}},  // the default protocol: at least 20 samples and 0.1 s of timed GPU time
       training_preset(),
   };
   return presets;
@@ -44,9 +44,14 @@ std::string measure_preset_names() {
   return out;
 }
 
-const MeasurePreset& measure_preset(std::string_view name, std::string_view where) {
+const MeasurePreset* find_measure_preset(std::string_view name) {
   for (const MeasurePreset& p : measure_presets())
-    if (p.name == name) return p;
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const MeasurePreset& measure_preset(std::string_view name, std::string_view where) {
+  if (const MeasurePreset* p = find_measure_preset(name)) return *p;
   throw InputError(fmt::format("{} {}: expected one of {}", where, name, measure_preset_names()));
 }
 

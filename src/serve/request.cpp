@@ -103,16 +103,9 @@ class Fields {
   std::set<std::string> seen_;
 };
 
-// The preset named `name`, or nullptr.
-const MeasurePreset* find_preset(const std::string& name) {
-  for (const MeasurePreset& p : measure_presets())
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
 // The service's default preset (RequestLimits::default_preset), before a request's "measure".
 void apply_default_preset(const RequestLimits& limits, judge::CandidateRequest& c) {
-  if (const MeasurePreset* p = find_preset(limits.default_preset)) {
+  if (const MeasurePreset* p = find_measure_preset(limits.default_preset)) {
     c.stop_rule = p->stop_rule;
     c.knobs = p->knobs;
   }
@@ -125,7 +118,7 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   constexpr int kMaxCount = 1000000;
   // Read first: the fields beside it override the preset's values one by one.
   if (const std::string p = f.string("preset", false, 64); !p.empty()) {
-    const MeasurePreset* preset = find_preset(p);
+    const MeasurePreset* preset = find_measure_preset(p);
     if (!preset)
       bad(f.name("preset"), fmt::format("{}: expected one of {}", show_json(Json(p)), measure_preset_names()));
     s = preset->stop_rule;

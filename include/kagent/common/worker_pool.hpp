@@ -17,7 +17,7 @@ namespace kagent {
 class WorkQueue {
  public:
   // `count` items, 0..count-1; `stop` (may be null) ends the handing out early.
-  WorkQueue(size_t count, const std::atomic<bool>* stop) : count_(count), stop_(stop) {}
+  WorkQueue(size_t count, const std::atomic<bool>* stop) : count_(count), taken_(count, false), stop_(stop) {}
   // The next item's index, or nullopt when the queue is done or stopped. Call with mutex() held.
   std::optional<size_t> take_locked();
   // The first item not yet taken for which `prefer` is true, among the first `window` not taken
@@ -34,7 +34,7 @@ class WorkQueue {
   mutable std::mutex mu_;
   size_t count_;
   size_t next_ = 0;          // the first item not yet taken
-  std::vector<bool> taken_;  // items taken out of order, beyond next_
+  std::vector<bool> taken_;  // by item: handed out
   size_t taken_count_ = 0;
   const std::atomic<bool>* stop_;
 };

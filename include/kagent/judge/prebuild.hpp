@@ -64,6 +64,7 @@ class Prebuilder {
   };
   void work();
   void build(const CandidateRequest& r);
+  bool ready_locked(const std::string& key) const;  // ready(), with mu_ held
 
   std::unique_ptr<Compiler> compiler_;
   bool nvrtc_ = false;  // the CUDA toolkit was found (else plans are compiled by their evaluation alone)

@@ -14,13 +14,14 @@ namespace kagent {
 
 struct MeasurePreset {
   std::string_view name;
-  std::string_view purpose;  // one line for --help and the docs
   StopRule stop_rule;
   MeasureKnobs knobs;
 };
 
 // Every preset, "default" first.
 const std::vector<MeasurePreset>& measure_presets();
+// The preset of this name, or nullptr.
+const MeasurePreset* find_measure_preset(std::string_view name);
 // The preset of this name; InputError naming the presets there are ("where" names the flag or field).
 const MeasurePreset& measure_preset(std::string_view name, std::string_view where = "--preset");
 // "default", "training": for messages and --help.
