@@ -140,6 +140,15 @@ TEST(ServeCli, ListeningBeyondThisMachineNeedsAToken) {
   EXPECT_EQ(no_root.exit_code, 2) << no_root.output;
 }
 
+TEST(ServeCli, AnUnknownPresetIsAUsageErrorNamingThePresets) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "root");
+  const std::string kagent = (test::binary_dir() / "kagent").string();
+  auto r = run_capture({kagent, "serve", "--problems-root", (tmp / "root").string(), "--preset", "fast"}, 60s);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--preset fast: expected one of default, training"), std::string::npos) << r.output;
+}
+
 TEST(ServeCli, TokenFromTheEnvironment) {
   test::TempDir tmp;
   std::filesystem::create_directories(tmp / "root");
