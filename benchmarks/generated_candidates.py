@@ -180,3 +180,31 @@ def relu_set(folder, count, tag="r"):
 
 def modelnew_relu_set(folder, count, tag="m"):
     return [_write(folder, f"relu_modelnew_{tag}{i}.py", MODELNEW_RELU.format(tag=f"{tag}{i}")) for i in range(count)]
+
+
+SMALL_RELU_PROBLEM = '''# Generated KernelBench-style problem: ReLU of a {rows}x{cols} tensor (a launch-bound operator, where
+# an evaluation's fixed costs are all there is to measure).
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn({rows}, {cols})]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def small_relu_problem(folder, rows=1, cols=128):
+    """A problem file like KernelBench's level1/19_ReLU on a tiny tensor; the ReLU candidates above fit it."""
+    return _write(folder, f"relu_{rows}x{cols}.py", SMALL_RELU_PROBLEM.format(rows=rows, cols=cols))

@@ -3,7 +3,7 @@
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput all
+#   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -186,6 +186,33 @@ if want throughput; then
   step throughput ${THROUGHPUT_LIMIT:-560} python3 benchmarks/session_throughput.py --kagent $B/kagent \
     --kernelbench "$KB" --only ${THROUGHPUT_ONLY:-native,pytorch,modelnew} --out $OUT/throughput.json
 fi
+if want ahead; then
+  # ModelNew workers started ahead of their turn: every hack of tests/gpu/modelnew evaluated in one
+  # session whose workers start while the solution before is measured (their builds made first on
+  # the CPU, all at once).
+  step ahead ${AHEAD_LIMIT:-400} $B/tests/kagent_gpu_tests --gtest_filter='ModelNewEval.EveryHack*'
+fi
+if want timeline; then
+  # Where an evaluation's time goes (benchmarks/eval_timeline.py): native ReLU plans on the 6.4 GB
+  # level1/19_ReLU, then one load_inline ModelNew ReLU built ahead and evaluated again and again on
+  # a 1x128 ReLU and on 19_ReLU, all in one session each under --preset training.
+  TL=$OUT/timeline-work
+  mkdir -p $TL
+  python3 - "$TL" > $TL/files.txt <<'PY'
+import sys; sys.path.insert(0, "benchmarks"); import generated_candidates as g
+d = sys.argv[1]
+print(" ".join(g.relu_set(d + "/plans", 8, tag="t")))
+print(g.small_relu_problem(d))
+print(g.modelnew_relu_set(d + "/modelnew", 1, tag="t")[0])
+PY
+  plans=$(sed -n 1p $TL/files.txt); small=$(sed -n 2p $TL/files.txt); mn=$(sed -n 3p $TL/files.txt)
+  step timeline 150 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 2 --log $OUT/timeline-relu.log \
+    -- $plans --op $KB/level1/19_ReLU.py --preset training
+  step timeline 250 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 2 --log $OUT/timeline-mn-small.log \
+    --mark 'kagent-modelnew.*\(time\) answered' -- $mn $mn $mn $mn $mn $mn --op $small --preset training
+  step timeline 120 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 1 --log $OUT/timeline-mn-relu.log \
+    --mark 'kagent-modelnew.*\(time\) answered' -- $mn $mn $mn --op $KB/level1/19_ReLU.py --preset training
+fi
 if want serve; then
   # kagent serve under load: 4 clients, 1000 requests of honest and cheating candidates mixed, each
   # verdict compared with kagent eval under the same preset; the service killed with SIGKILL halfway
@@ -249,6 +276,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
 [ -f "$OUT/preset.log" ] && { echo "== preset"; grep -E "candidates in|built ahead|TIER DIFFERS|refused|tiers equal|default vs|wall per" "$OUT/preset.log" | tail -n 24; }
 [ -f "$OUT/throughput.log" ] && { echo "== throughput"; grep -E "^(native|pytorch|modelnew)|^  !" "$OUT/throughput.log" | tail -n 24; }
+[ -f "$OUT/ahead.log" ] && { echo "== ahead"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual|fixture" "$OUT/ahead.log" | cut -c1-300 | tail -n 40; }
+[ -f "$OUT/timeline.log" ] && { echo "== timeline"; grep -vE "^warning" "$OUT/timeline.log" | cut -c1-150 | tail -n 80; }
 [ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }

@@ -12,6 +12,9 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include <string>
+#include <vector>
+
 #include "kagent/common/score.hpp"
 #include "kagent/judge/backend.hpp"
 #include "kagent/protocol/protocol.hpp"
@@ -27,6 +30,8 @@ struct FakeBackendState {
   std::atomic<int> calls{0};
   std::atomic<int> made{0};  // backends made
   std::string unavailable;
+  // Each expect() hint and each evaluate(), in order: "expect NAME", "evaluate NAME".
+  std::vector<std::string> events;
 
   void release() {
     std::lock_guard<std::mutex> lock(mu);
@@ -44,8 +49,16 @@ class FakeBackend : public judge::EvalBackend {
  public:
   explicit FakeBackend(FakeBackendState* s) : s_(s) { ++s_->made; }
   std::string unavailable() override { return s_->unavailable; }
+  void expect(const judge::CandidateRequest& r) override {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->events.push_back("expect " + (!r.name.empty() ? r.name : r.file.string()));
+  }
   nlohmann::json evaluate(const judge::CandidateRequest& r) override {
     ++s_->calls;
+    {
+      std::lock_guard<std::mutex> lock(s_->mu);
+      s_->events.push_back("evaluate " + (!r.name.empty() ? r.name : r.file.string()));
+    }
     const std::string text = r.file.empty() ? r.source : read_text_file(r.file);
     if (text.find("block") != std::string::npos) {
       std::unique_lock<std::mutex> lock(s_->mu);

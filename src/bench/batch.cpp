@@ -60,17 +60,17 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
     int env_in_a_row = 0;
     for (;;) {
       const Problem* p = nullptr;
+      const Problem* next = nullptr;
       for (;;) {
         {
           std::lock_guard<std::mutex> lock(mu);
           // Builds run in the queue's order, so only its head can have ended out of turn.
           constexpr size_t kReadyWindow = 256;
-          std::optional<size_t> i =
-              options.ready
-                  ? queue.take_preferred_locked([&](size_t k) { return options.ready(problems[k]); }, kReadyWindow)
-                  : queue.take_locked();
+          auto built = [&](size_t k) { return !options.ready || options.ready(problems[k]); };
+          std::optional<size_t> i = options.ready ? queue.take_preferred_locked(built, kReadyWindow) : queue.take_locked();
           if (i) {
             p = &problems[*i];
+            if (std::optional<size_t> n = queue.peek_locked(built, kReadyWindow)) next = &problems[*n];
             if (events.started) events.started(*p, gpu);
             break;
           }
@@ -87,6 +87,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
       bool env_failed = false;
       try {
         if (!job) job = make_job(gpu);
+        if (next) job->expect(*next);
         rec = run_when_gpu_free(*job, *p, gpu, options);
       } catch (const EnvError& e) {
         env_failed = true;

@@ -77,6 +77,15 @@ class SampleJob : public ProblemJob {
  public:
   SampleJob(SampleJobOptions o, int gpu) : opt_(std::move(o)), gpu_(gpu) {}
 
+  void expect(const Problem& next) override {
+    if (next.sample.empty()) return;
+    try {
+      if (!backend_) backend_ = opt_.backends(gpu_);
+      backend_->expect(sample_request(opt_, next));
+    } catch (const std::exception&) {  // a hint: the evaluation reports whatever fails
+    }
+  }
+
   std::optional<report::ResultRecord> run(const Problem& p) override {
     if (p.sample.empty()) {
       report::ResultRecord r;

@@ -20,7 +20,9 @@ constexpr const char* kExitCodes =
 void setup_logging(bool verbose) {
   // Logs go to stderr so --json output on stdout stays machine-readable.
   auto logger = spdlog::stderr_color_mt("kagent");
-  logger->set_pattern("kagent: %^%l%$: %v");
+  // Verbose logs carry the time of day to the millisecond: the children's phases (child_client.cpp)
+  // then read as a timeline of where an evaluation's time goes.
+  logger->set_pattern(verbose ? "kagent: %H:%M:%S.%e %^%l%$: %v" : "kagent: %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug also works

@@ -28,6 +28,19 @@ std::optional<size_t> WorkQueue::take_preferred_locked(const std::function<bool(
   return std::nullopt;
 }
 
+std::optional<size_t> WorkQueue::peek_locked(const std::function<bool(size_t)>& prefer, size_t window) const {
+  if (done_locked()) return std::nullopt;
+  std::optional<size_t> first;
+  size_t looked = 0;
+  for (size_t i = next_; i < count_ && looked < window; ++i) {
+    if (taken_[i]) continue;
+    ++looked;
+    if (!first) first = i;
+    if (prefer(i)) return i;
+  }
+  return first;
+}
+
 size_t WorkQueue::taken() const {
   std::lock_guard<std::mutex> lock(mu_);
   return taken_count_;

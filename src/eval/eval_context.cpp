@@ -41,6 +41,11 @@ RefServer& EvalContext::ref_server() {
   return *ev_.ref_server_;
 }
 
+std::unique_ptr<AheadWork> EvalContext::take_ahead() {
+  if (!ev_.ahead_) return nullptr;
+  return ev_.ahead_->take(ahead_key(candidate, op));
+}
+
 std::map<std::string, TimingSummary>& EvalContext::native_reference_times() {
   return ev_.reference_times_;
 }

@@ -14,6 +14,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/hash.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
 #include "kagent/eval/candidate_kind.hpp"
@@ -122,6 +123,29 @@ CompileResult Evaluator::compile(const Candidate& cand, const Op& op) {
     return r;
   }
   return kind.compile(cand, &op, compiler_, arch());
+}
+
+std::string ahead_key(const Candidate& cand, const Op& op) {
+  return Hasher()
+      .add_field(cand.kind)
+      .add_field(std::filesystem::absolute(cand.path).string())
+      .add_field(cand.source)
+      .add_field(std::filesystem::absolute(op.reference).string())
+      .hex();
+}
+
+void Evaluator::expect(const Op& op, const Candidate& cand) {
+  try {
+    const CandidateKind& kind = kind_of(cand);
+    if (!kind.starts_ahead()) return;
+    probe();
+    if (!gpu_problem_.empty()) return;
+    if (!ahead_) ahead_ = std::make_unique<AheadSlot>();
+    AheadOptions o{opt_.gpu, arch_, std::filesystem::path(runner_path(opt_)).parent_path()};
+    ahead_->start(ahead_key(cand, op), [&kind, cand, op, o] { return kind.start_ahead(cand, op, o); });
+  } catch (const std::exception& e) {
+    spdlog::debug("nothing started ahead for {}: {}", cand.path.string(), e.what());
+  }
 }
 
 ChildClient& Evaluator::runner() {

@@ -175,6 +175,22 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
     o.flags.push_back({FlagKind::note, "", share, kTorchShareLimit, "PyTorch ops ran: " + what});
 }
 
+// The worker of a solution's evaluation, the same whether it is started ahead (start_ahead) or in
+// the evaluation's turn: the solution's build folder, read access to the solution and the problem.
+ModelNewWorkerOptions evaluation_worker_options(const Candidate& c, const Op& op, int gpu, const fs::path& exec_dir,
+                                                const std::string& arch) {
+  return {gpu, ModelNewWorker::build_dir_for(c.source), exec_dir, {fs::absolute(c.path), fs::absolute(op.reference)},
+          arch};
+}
+
+// A worker started and warmed before its solution's turn (the "warm" request: python3, torch, the
+// profiler's CUPTI and CUDA context), none of the solution's code run yet.
+class ModelNewAhead : public AheadWork {
+ public:
+  explicit ModelNewAhead(std::unique_ptr<ModelNewWorker> w) : worker(std::move(w)) {}
+  std::unique_ptr<ModelNewWorker> worker;
+};
+
 // One solution's evaluation: its worker (and a baseline's) live as long as this does, so they end
 // before Evaluator::evaluate settles an out-of-memory failure.
 class ModelNewEvaluation : public KindEvaluation {
@@ -244,14 +260,14 @@ class ModelNewEvaluation : public KindEvaluation {
   // A worker for `c`, loaded (built): the reply, or the failure with the build's time.
   WorkerReply start_worker(const Candidate& c, std::unique_ptr<ModelNewWorker>& w, CompileResult& built) {
     const Op& op = ctx_.op;
-    ModelNewWorkerOptions wo{ctx_.options().gpu,
-                             ModelNewWorker::build_dir_for(c.source),
-                             fs::path(ctx_.runner().options().runner_path).parent_path(),
-                             {fs::absolute(c.path), fs::absolute(op.reference)},
-                             ctx_.arch()};
+    const ModelNewWorkerOptions wo = evaluation_worker_options(
+        c, op, ctx_.options().gpu, fs::path(ctx_.runner().options().runner_path).parent_path(), ctx_.arch());
     std::error_code ec;
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
-    w = std::make_unique<ModelNewWorker>(wo);
+    if (&c == &ctx_.candidate)  // a baseline is never started ahead
+      if (std::unique_ptr<AheadWork> ahead = ctx_.take_ahead())
+        if (auto* started = dynamic_cast<ModelNewAhead*>(ahead.get())) w = std::move(started->worker);
+    if (!w) w = std::make_unique<ModelNewWorker>(wo);
     const nlohmann::json rq = {{"cmd", "load"},
                                {"problem", fs::absolute(op.reference).string()},
                                {"precision", precision_name(op.precision)},
@@ -496,6 +512,14 @@ class ModelNewKind : public CandidateKind {
     WorkerReply r = worker.request({{"cmd", "build"}, {"solution", fs::absolute(cand.path).string()}}, 900s,
                                    "building " + cand.path.string() + " ahead of its evaluation");
     if (r.failure) throw Error(ExitCode::failed, r.failure.message);
+  }
+
+  bool starts_ahead() const override { return true; }
+  std::unique_ptr<AheadWork> start_ahead(const Candidate& cand, const Op& op, const AheadOptions& o) const override {
+    auto worker = std::make_unique<ModelNewWorker>(evaluation_worker_options(cand, op, o.gpu, o.exec_dir, o.arch));
+    WorkerReply r = worker->request({{"cmd", "warm"}, {"gpu", o.gpu}}, 120s, "starting a ModelNew worker ahead");
+    if (r.failure) throw Error(ExitCode::environment, r.failure.message);
+    return std::make_unique<ModelNewAhead>(std::move(worker));
   }
 
   std::unique_ptr<KindEvaluation> evaluation(EvalContext& ctx) const override {

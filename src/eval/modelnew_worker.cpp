@@ -75,6 +75,10 @@ ModelNewWorker::ModelNewWorker(ModelNewWorkerOptions o)
         return worker_options(opt_);
       }()) {}
 
+ModelNewWorker::~ModelNewWorker() {
+  client_.end_now();
+}
+
 WorkerReply ModelNewWorker::request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
   WorkerReply out;
   ChildReply r = client_.request(std::move(req), timeout);

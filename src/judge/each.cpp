@@ -18,6 +18,8 @@ EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateReque
     const CandidateRequest& r = *pending[next];
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(next));
     if (prebuilder) prebuilder->wait_for(r);
+    // The likely next one: what its kind starts ahead (a ModelNew worker) starts beside this one.
+    if (!pending.empty()) backend.expect(*pending[prebuilder ? prebuilder->first_ready(pending) : 0]);
     nlohmann::json record;
     try {
       record = backend.evaluate(r);

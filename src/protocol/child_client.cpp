@@ -311,6 +311,8 @@ bool ChildClient::read_line(std::string& line, Clock::time_point deadline, Reply
       if (!text.empty() && text.back() == '\r') text.pop_back();
       if (text.starts_with(kPhasePrefix)) {
         r.last_phase = text.substr(kPhasePrefix.size());
+        // With -v, a timeline: each child's steps, timestamped by the log's pattern (main.cpp).
+        spdlog::debug("{}[{}] phase: {}", opt_.hello_name, pid_, r.last_phase);
         continue;
       }
       spdlog::debug("runner[{}]: {}", pid_, text);
@@ -409,6 +411,9 @@ Reply ChildClient::request(nlohmann::json req, std::chrono::milliseconds timeout
                 fmt::format("timed out after {:.1f} s {}", seconds(timeout), during(r.last_phase)));
   };
 
+  const std::string what = req.value("cmd", std::string("?"));
+  spdlog::debug("{}[{}] request {}: {}", opt_.hello_name, pid_, id, what);
+  const auto sent = Clock::now();
   // A broken pipe means the runner is gone: read_line then sees its EOF and reports the exit.
   if (write_all(to_child_, text, deadline) == WriteResult::timeout) return timed_out();
 
@@ -454,6 +459,8 @@ Reply ChildClient::request(nlohmann::json req, std::chrono::milliseconds timeout
   }
   if (auto restart = body.find("restart"); restart != body.end() && *restart == true) restart_pending_ = true;
   take_stderr(&r);
+  spdlog::debug("{}[{}] request {} ({}) answered in {:.3f} s", opt_.hello_name, pid_, id, what,
+                std::chrono::duration<double>(Clock::now() - sent).count());
   r.body = std::move(body);
   return r;
 }

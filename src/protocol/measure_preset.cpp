@@ -1,8 +1,9 @@
 // The presets' values. "training" keeps every check of the default protocol and shortens what
 // dominates a warm evaluation of a small operator: the 0.1 s floor of timed GPU time (about a
 // thousand samples of a 100 us kernel, each with an L2 flush before it) and the 50 ms warm-up,
-// which a GPU busy with the previous candidate does not need. The median of 20 samples and more
-// still stops only at 0.5% relative standard error. benchmarks/preset_agreement.py compares its
+// which a GPU busy with the previous candidate does not need; and, for an operator of milliseconds,
+// the floor of 20 samples (each with its inputs restored and outputs poisoned, gigabytes of copies
+// for a large problem): 10 at least, and the median still stops only at 0.5% relative standard error. benchmarks/preset_agreement.py compares its
 // tiers and medians with the default's, candidate by candidate.
 #include "kagent/protocol/measure_preset.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 // Shorter timing for RL rewards and sampling: the same checks, 20 ms of timed GPU time.
 MeasurePreset training_preset() {
   MeasurePreset p{"training", {}, {}};
-  p.stop_rule.min_samples = 20;
+  p.stop_rule.min_samples = 10;
   p.stop_rule.min_gpu_s = 0.02;
   p.stop_rule.target_rse = 0.005;
   p.stop_rule.max_samples = 500;

@@ -41,6 +41,7 @@ TensorMap Evaluation::tensors(const std::vector<GuardedBuffer>& outs) const {
 }
 
 void Evaluation::allocate() {
+  phase("allocating the evaluation's buffers");
   for (const auto& t : rq_.inputs) {
     in_.emplace_back(static_cast<size_t>(t.bytes()), "input", t.name);
     pristine_.emplace_back(static_cast<size_t>(t.bytes()), "the harness's copy of input", t.name);
@@ -76,6 +77,7 @@ void Evaluation::import_trial(int trial) {
   if (!answer.fp64_note.empty()) fp64_note_ = answer.fp64_note;
   phase(fmt::format("trial {}: importing the reference inputs", trial));
   IpcImport imp(refs_of(rq_.inputs));
+  phase(fmt::format("trial {}: copying the reference inputs", trial));
   for (size_t i = 0; i < rq_.inputs.size(); ++i)
     check(cu().cuMemcpyDtoDAsync(pristine_[i].get(), imp.ptr(rq_.inputs[i].name), pristine_[i].bytes(), dev_.stream()),
           "copy reference inputs");

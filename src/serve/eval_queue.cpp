@@ -114,6 +114,7 @@ void EvalQueue::work(int gpu) {
   std::unique_ptr<judge::EvalBackend> backend;
   for (;;) {
     Job job;
+    std::optional<judge::CandidateRequest> next;
     for (bool taken = false; !taken;) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -132,6 +133,12 @@ void EvalQueue::work(int gpu) {
       job = std::move(*pick);
       queue_.erase(pick);
       taken = true;
+      // The likely next job of this worker (the first built one left): a hint for its backend.
+      auto n = queue_.begin();
+      if (options_.prebuilder)
+        while (n != queue_.end() && !options_.prebuilder->ready(n->request)) ++n;
+      if (n == queue_.end()) n = queue_.begin();
+      if (n != queue_.end()) next = n->request;
     }
     if (options_.prebuilder) options_.prebuilder->wait_for(job.request);  // not GPU time: before `start`
     const auto start = Clock::now();
@@ -149,6 +156,7 @@ void EvalQueue::work(int gpu) {
     } else {
       try {
         if (!backend) backend = backends_(gpu);
+        if (next) backend->expect(*next);
         answer = evaluate(*backend, backend, job, &outcome);
       } catch (const std::exception& e) {  // the factory itself
         outcome = "error";

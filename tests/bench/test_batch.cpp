@@ -140,6 +140,56 @@ TEST(WorkQueueTest, TakesPreferredItemsOutOfOrderAndCountsThem) {
   EXPECT_TRUE(q.done_locked());
 }
 
+TEST(WorkQueueTest, PeeksAtWhatItWouldHandOutNext) {
+  WorkQueue q(4, nullptr);
+  std::lock_guard<std::mutex> lock(q.mutex());
+  auto two = [](size_t i) { return i == 2; };
+  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(2));
+  EXPECT_EQ(q.peek_locked([](size_t) { return false; }), std::optional<size_t>(0));  // none preferred: the head
+  EXPECT_EQ(q.take_preferred_locked(two), std::optional<size_t>(2));  // peeking took nothing
+  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(0));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(0));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(1));
+  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(3));
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(3));
+  EXPECT_EQ(q.peek_locked(two), std::nullopt);
+}
+
+TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
+  struct Hints {
+    std::mutex mu;
+    std::vector<std::string> events;
+  } hints;
+  class Hinted : public ProblemJob {
+   public:
+    explicit Hinted(Hints* h) : h_(h) {}
+    void expect(const Problem& next) override {
+      std::lock_guard<std::mutex> lock(h_->mu);
+      h_->events.push_back("expect " + next.id);
+    }
+    std::optional<report::ResultRecord> run(const Problem& p) override {
+      {
+        std::lock_guard<std::mutex> lock(h_->mu);
+        h_->events.push_back("run " + p.id);
+      }
+      report::ResultRecord r;
+      r.problem = p.id;
+      r.status = "correct";
+      return r;
+    }
+
+   private:
+    Hints* h_;
+  };
+  auto ps = make_problems(3);
+  std::atomic<bool> stop{false};
+  auto out = run_batch(
+      ps, BatchOptions{}, [&](int) { return std::make_unique<Hinted>(&hints); }, BatchEvents{}, stop);
+  EXPECT_EQ(out.finished, 3);
+  EXPECT_EQ(hints.events, (std::vector<std::string>{"expect " + ps[1].id, "run " + ps[0].id, "expect " + ps[2].id,
+                                                    "run " + ps[1].id, "run " + ps[2].id}));
+}
+
 TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {
   class NoGpu : public ProblemJob {
     std::optional<report::ResultRecord> run(const Problem&) override { throw EnvError("no CUDA device"); }

@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
@@ -214,6 +216,80 @@ TEST_F(ModelNewEval, CrashIsContainedAndTheNextEvaluationWorks) {
       << describe(r);
   EvalReport next = eval("relu_load_inline.py");
   EXPECT_TRUE(next.outcome.correct) << describe(next);
+}
+
+// The hacks again, as a session runs them (kagent eval A.py B.py ..., bench --samples, serve): each
+// solution's worker started and warmed ahead (Evaluator::expect) while the one before it is
+// measured, taken by its evaluation. Every verdict as when each is evaluated on its own.
+TEST_F(ModelNewEval, EveryHackFailsThroughWorkersStartedAhead) {
+  struct Case {
+    const char* fixture;
+    const char* problem;
+    std::function<void(const EvalReport&)> expect;
+  };
+  auto correct = [](int tier) {
+    return [tier](const EvalReport& r) {
+      EXPECT_TRUE(r.outcome.correct) << describe(r);
+      EXPECT_GE(r.reward.tier, tier) << describe(r);
+      EXPECT_FALSE(has_flag(r, FlagKind::timing_untrusted)) << describe(r);
+    };
+  };
+  auto stage = [](FailureStage s) {
+    return [s](const EvalReport& r) {
+      EXPECT_FALSE(r.outcome.correct) << describe(r);
+      EXPECT_EQ(r.outcome.failure_stage, s) << describe(r);
+      EXPECT_EQ(r.reward.tier, -1) << describe(r);
+    };
+  };
+  auto flagged = [](FlagKind k) {
+    return [k](const EvalReport& r) {
+      EXPECT_TRUE(has_flag(r, k)) << describe(r);
+      EXPECT_LE(r.reward.tier, 1) << describe(r);
+    };
+  };
+  const std::vector<Case> cases = {
+      {"relu_load_inline.py", "relu.py", correct(1)},
+      {"cached_output.py", "relu.py", [](const EvalReport& r) { EXPECT_EQ(r.reward.tier, -1) << describe(r); }},
+      {"result_reuse.py", "relu.py", [](const EvalReport& r) { EXPECT_FALSE(r.outcome.correct) << describe(r); }},
+      {"zero_inputs.py", "relu.py", stage(FailureStage::inputs)},
+      {"writes_input.py", "relu.py", stage(FailureStage::inputs)},
+      {"writes_input_same_values.py", "relu_rand.py", stage(FailureStage::inputs)},
+      {"patch_event.py", "relu.py", stage(FailureStage::tamper)},
+      {"patch_at_call.py", "relu.py", stage(FailureStage::tamper)},
+      {"torch_ops.py", "relu.py", flagged(FlagKind::torch_ops)},
+      {"fallback.py", "relu.py", flagged(FlagKind::torch_ops)},
+      {"lower_precision.py", "matmul.py", [](const EvalReport& r) { EXPECT_EQ(r.reward.tier, -1) << describe(r); }},
+      {"side_stream.py", "matmul.py", flagged(FlagKind::timing_untrusted)},
+      {"crash.py", "relu.py",
+       [](const EvalReport& r) {
+         EXPECT_FALSE(r.outcome.correct) << describe(r);
+         EXPECT_TRUE(r.outcome.failure_stage == FailureStage::crash ||
+                     r.outcome.failure_stage == FailureStage::launch)
+             << describe(r);
+       }},
+      {"relu_load_inline.py", "relu.py", correct(1)},
+  };
+  auto op_of = [&](const Case& c) { return load_op(dir.path() / c.problem); };
+  {
+    // Their load_inline builds first, all at once on the CPU, as the front ends do (prebuild.hpp).
+    judge::Prebuilder pre(cache, evaluator().arch(), 0);
+    std::vector<judge::CandidateRequest> builds;
+    for (const Case& c : cases) {
+      judge::CandidateRequest r;
+      r.file = kFixtures / c.fixture;
+      r.problem = dir.path() / c.problem;
+      builds.push_back(r);
+    }
+    for (const auto& r : builds) pre.submit(r);
+    for (const auto& r : builds) pre.wait_for(r);
+  }
+  evaluator().expect(op_of(cases[0]), load_candidate(kFixtures / cases[0].fixture));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].fixture);
+    if (i + 1 < cases.size())
+      evaluator().expect(op_of(cases[i + 1]), load_candidate(kFixtures / cases[i + 1].fixture));
+    cases[i].expect(evaluator().evaluate(op_of(cases[i]), load_candidate(kFixtures / cases[i].fixture)));
+  }
 }
 
 TEST_F(ModelNewEval, HangTimesOutAndTheNextEvaluationWorks) {

@@ -36,3 +36,19 @@ TEST(EvalQueue, TakesTheFirstCandidateWhoseBuildIsOver) {
   EXPECT_EQ((*answers)[0].get().body["candidate"], "slow");
   queue.stop();
 }
+
+// A worker tells its backend which job is likely next before it evaluates the one it took, so that
+// what can be started ahead (a ModelNew worker) starts beside it.
+TEST(EvalQueue, TheBackendHearsOfTheNextJobBeforeEvaluatingOne) {
+  test::FakeBackendState state;
+  serve::Metrics metrics({0});
+  serve::EvalQueue queue(serve::EvalQueue::Options{}, test::fake_backends(&state), &metrics);
+  auto answers = queue.submit(
+      {test::text_request("a", "tier 1"), test::text_request("b", "tier 1"), test::text_request("c", "tier 1")});
+  ASSERT_TRUE(answers.has_value());
+  for (auto& a : *answers) ASSERT_EQ(a.wait_for(20s), std::future_status::ready);
+  queue.stop();
+  std::lock_guard<std::mutex> lock(state.mu);
+  EXPECT_EQ(state.events,
+            (std::vector<std::string>{"expect b", "evaluate a", "expect c", "evaluate b", "evaluate c"}));
+}

@@ -14,6 +14,10 @@ speaks the reference server's JSON lines (tools/kagent_wire/jsonlines.py has the
           kagent starts this worker without the GPU (no device files, CUDA_VISIBLE_DEVICES empty)
           beside other candidates' timings; a solution whose import needs the GPU fails here and is
           built by its evaluation instead. -> {"build_s"} or {"ok": false, "build_error": true, ...}
+  warm:   {"gpu"}  before load, while kagent still measures another candidate on the GPU: the
+          imports load makes and the profiler's start-up (CUPTI, which also makes this process's
+          CUDA context on `gpu`: seconds that would otherwise fall in the timing request). Nothing
+          of the solution or the problem is read, and no kernel runs. -> {"warm_s"}
   buffers: {} -> {"inputs": [IpcTensorRef]}  the worker's input buffers, which kagent-runner fills
           with each trial's inputs from the reference server (no handle crosses between the two)
   trial:  {"inputs": [IpcTensorRef]?, "draws": {"seed", "rng_after"}?}  the reference server's
@@ -177,6 +181,27 @@ class Worker:
         return {"import_s": import_s, "build_s": time.monotonic() - t0, "static": report,
                 "source_hash": hashlib.sha256(source.encode()).hexdigest()}
 
+    # ---- warm ---------------------------------------------------------------------------------------
+    def warm(self, req):
+        if self.model is not None:
+            raise RuntimeError("warm after load")
+        t0 = time.monotonic()
+        _phase("importing what load needs")
+        import torch
+        import torch.utils.cpp_extension  # noqa: F401  (load_inline's module: most solutions import it)
+
+        from kagent_ref import draws, forward_args, numerics, problem  # noqa: F401
+        from kagent_wire import ipc, stats  # noqa: F401
+
+        from . import guard, static_check, timer, trace  # noqa: F401
+
+        _phase("starting the profiler (CUPTI and the CUDA context)")
+        torch.cuda.set_device(int(req.get("gpu", 0)))
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities):
+            pass
+        return {"warm_s": time.monotonic() - t0}
+
     # ---- build ahead ---------------------------------------------------------------------------------
     def build(self, req):
         if self.model is not None:
@@ -331,7 +356,7 @@ class Worker:
         return {"ms": [self.timer.sample(self.check_guard)[0] for _ in range(int(req.get("count", 1)))]}
 
     def handle(self, req):
-        return jsonlines.dispatch(req, {"load": self.load, "build": self.build, "buffers": self.buffers, "trial": self.trial,
+        return jsonlines.dispatch(req, {"load": self.load, "warm": self.warm, "build": self.build, "buffers": self.buffers, "trial": self.trial,
                                         "time": self.time, "sample": self.sample})
 
 

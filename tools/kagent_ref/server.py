@@ -108,6 +108,7 @@ class Server:
         named64, note = self.problem.fp64_outputs(self.args, self.outs)
         self.exported = self.problem.named_tensors(self.args, self.outs) + named64
         torch.cuda.synchronize()  # the runner reads these as soon as it has the handles
+        phase(f"releasing cached memory and exporting (seed {seed})")
         _release_cached_memory()
         reply = {"tensors": [export(name, t) for name, t in self.exported], "fp64_note": note}
         if self.problem.draws:

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/ahead.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/spec/candidate.hpp"
@@ -53,6 +54,8 @@ class EvalContext {
   std::string harness_cubin();  // kagent's own kernels (comparison, L2 flush) for this GPU
   ChildClient& runner();
   RefServer& ref_server();  // the PyTorch reference's server (only when pytorch is set)
+  // What was started ahead for this candidate (Evaluator::expect), or null.
+  std::unique_ptr<AheadWork> take_ahead();
   // A native reference's timings measured by this evaluator, by key: timed once per (reference,
   // shapes, arch, stop rule), not again for every candidate.
   std::map<std::string, TimingSummary>& native_reference_times();
@@ -100,6 +103,16 @@ class CandidateKind {
   // Best effort: what fails here is done again, and reported, by the evaluation. Default: compile().
   virtual void prebuild(const Candidate& cand, const Compiler& compiler, const std::string& arch) const {
     (void)compile(cand, nullptr, compiler, arch);
+  }
+  // Whether start_ahead does anything for this kind (the evaluator then starts it on its helper thread).
+  virtual bool starts_ahead() const { return false; }
+  // Work for the candidate before its turn, on the evaluator's helper thread while another candidate
+  // is measured (ahead.hpp), that runs none of its code: a ModelNew worker started and warmed. Its
+  // evaluation takes it with EvalContext::take_ahead and must find it usable as it would have made it.
+  // May throw: the evaluation then does the work itself.
+  virtual std::unique_ptr<AheadWork> start_ahead(const Candidate& cand, const Op& op, const AheadOptions& options) const {
+    (void)cand, (void)op, (void)options;
+    return nullptr;
   }
   // Whether evaluating one needs this machine's GPU: Evaluator::evaluate then throws EnvError without
   // one before anything else (exit 3, not a compile verdict). Every kind whose code runs there.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kagent/compile/compiler.hpp"
+#include "kagent/eval/ahead.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/reward.hpp"
@@ -130,6 +131,11 @@ class Evaluator {
   // cached. nullopt with *why when they cannot be measured; a failure is not retried. Needs the
   // GPU (EnvError without one).
   std::optional<DevicePeaks> device_peaks(std::string* why);
+  // A hint from a front end that knows what comes next: `cand` is likely the next candidate evaluated
+  // against `op`. What its kind can start before its turn (CandidateKind::start_ahead) starts now on
+  // the evaluator's helper thread, beside whatever this thread measures; its evaluation takes it.
+  // Never throws; does nothing without a GPU or for a kind that starts nothing ahead.
+  void expect(const Op& op, const Candidate& cand);
   ChildClient& runner();                                 // needs the GPU (EnvError without one)
   RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
 
@@ -173,10 +179,15 @@ class Evaluator {
   // A native reference's timing is a baseline: measured once per (reference, shapes, arch) in
   // this process, not again for every candidate.
   std::map<std::string, TimingSummary> reference_times_;
+  std::unique_ptr<AheadSlot> ahead_;       // made by the first expect()
   std::unique_ptr<RefServer> ref_server_;  // started for the first PyTorch reference
   std::string loaded_key_;                 // which op the server holds
   PyTorchReference loaded_;
 };
+
+// What names a candidate's work started ahead (Evaluator::expect, EvalContext::take_ahead): its
+// kind, file, text and problem file.
+std::string ahead_key(const Candidate& cand, const Op& op);
 
 // Text for people: compile line, verdict, mismatch, timing table, bandwidth, flags, reward.
 std::string render_report(const EvalReport& r);

@@ -56,6 +56,11 @@ class ModelNewWorker {
   // Starts nothing until the first request. sandbox_warning() says when the sandbox is weaker
   // than documented (no kagent-sandbox-exec beside kagent, no Landlock, no network namespace).
   explicit ModelNewWorker(ModelNewWorkerOptions o);
+  // Kills the worker (nothing it holds is needed after its evaluation): no second of Python and
+  // CUDA teardown between one evaluation and the next.
+  ~ModelNewWorker();
+  ModelNewWorker(const ModelNewWorker&) = delete;
+  ModelNewWorker& operator=(const ModelNewWorker&) = delete;
 
   WorkerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
   const std::string& sandbox_warning() const { return warning_; }

@@ -55,6 +55,10 @@ class EvalBackend {
   // InputError for the problem (or a plan that does not fit it), EnvError for the environment (no
   // GPU, no python3/torch; GpuBusyError when another process held the GPU's memory).
   virtual nlohmann::json evaluate(const CandidateRequest& request) = 0;
+  // A hint from a front end that knows what comes next: `next` is likely the request evaluate()
+  // gets after the one it gets now. Called before that one, so that what the next candidate's kind
+  // can start ahead starts beside its measurement (Evaluator::expect). Never throws.
+  virtual void expect(const CandidateRequest& next) { (void)next; }
 };
 
 // A backend for the worker of one GPU, made in that worker's thread.

@@ -79,6 +79,9 @@ class ChildClient {
   // A "need" message in between is answered by `on_need` (a protocol failure without one).
   ChildReply request(nlohmann::json req, std::chrono::milliseconds timeout, const NeedHandler& on_need = {});
 
+  // Ends the child at once (SIGKILL to its process group, reaped): for a child whose state is of
+  // no further use, which would otherwise get a grace period to exit on its own.
+  void end_now() { stop(true); }
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   int starts() const { return starts_; }                  // how many runners were started so far
