@@ -184,7 +184,7 @@ if want throughput; then
   # Evaluations per second: one process per candidate against one session, default and training
   # presets, built in turn or ahead; ModelNew builds cold and cached.
   step throughput ${THROUGHPUT_LIMIT:-560} python3 benchmarks/session_throughput.py --kagent $B/kagent \
-    --kernelbench "$KB" --only ${THROUGHPUT_ONLY:-native,pytorch,modelnew} --out $OUT/throughput.json
+    --kernelbench "$KB" --only ${THROUGHPUT_ONLY:-native,pytorch,modelnew} --out $OUT/throughput.json ${THROUGHPUT_ARGS:-}
 fi
 if want ahead; then
   # ModelNew workers started ahead of their turn: every hack of tests/gpu/modelnew evaluated in one

@@ -104,7 +104,7 @@ def main():
     ap.add_argument("--only", default="native,pytorch,modelnew")
     ap.add_argument("--native-n", type=int, default=50)
     ap.add_argument("--pytorch-n", type=int, default=30)
-    ap.add_argument("--separate-n", type=int, default=10)
+    ap.add_argument("--separate-n", type=int, default=10, help="candidates of the one-process-each rows (0: none)")
     ap.add_argument("--modelnew-n", type=int, default=16)
     ap.add_argument("--modelnew-build-jobs", type=int, default=16)
     ap.add_argument("--out")
@@ -119,10 +119,11 @@ def main():
     if "native" in only:
         d = os.path.join(work, "native")
         b.eval(gen.vector_add_set(d, 1, tag="warm"), VECTOR_ADD)  # the reference's compile and timing, the harness
-        b.row("native", "separate processes, default", gen.vector_add_set(d, a.separate_n, tag="a"), VECTOR_ADD,
-              separate=True)
-        b.row("native", "separate processes, training", gen.vector_add_set(d, a.separate_n, tag="b"), VECTOR_ADD,
-              training, separate=True)
+        if a.separate_n > 0:
+            b.row("native", "separate processes, default", gen.vector_add_set(d, a.separate_n, tag="a"), VECTOR_ADD,
+                  separate=True)
+            b.row("native", "separate processes, training", gen.vector_add_set(d, a.separate_n, tag="b"), VECTOR_ADD,
+                  training, separate=True)
         b.row("native", "session, default, built in turn", gen.vector_add_set(d, a.native_n, tag="c"), VECTOR_ADD,
               serial)
         b.row("native", "session, default, built ahead", gen.vector_add_set(d, a.native_n, tag="d"), VECTOR_ADD)
@@ -133,7 +134,9 @@ def main():
     if "pytorch" in only:
         d = os.path.join(work, "pytorch")
         b.eval(gen.relu_set(d, 1, tag="warm"), relu)  # the baselines (eager, torch.compile) measured and cached
-        b.row("pytorch", "separate processes, default", gen.relu_set(d, a.separate_n, tag="a"), relu, separate=True)
+        if a.separate_n > 0:
+            b.row("pytorch", "separate processes, default", gen.relu_set(d, a.separate_n, tag="a"), relu,
+                  separate=True)
         b.row("pytorch", "session, default, built ahead", gen.relu_set(d, a.pytorch_n, tag="b"), relu)
         b.row("pytorch", "session, training, built ahead", gen.relu_set(d, a.pytorch_n, tag="c"), relu, training)
     if "modelnew" in only:

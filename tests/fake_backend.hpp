@@ -30,7 +30,7 @@ struct FakeBackendState {
   std::atomic<int> calls{0};
   std::atomic<int> made{0};  // backends made
   std::string unavailable;
-  // Each expect() hint and each evaluate(), in order: "expect NAME", "evaluate NAME".
+  // Each expect() hint and each evaluate(), in order: "expect NAME NAME...", "evaluate NAME".
   std::vector<std::string> events;
 
   void release() {
@@ -49,9 +49,11 @@ class FakeBackend : public judge::EvalBackend {
  public:
   explicit FakeBackend(FakeBackendState* s) : s_(s) { ++s_->made; }
   std::string unavailable() override { return s_->unavailable; }
-  void expect(const judge::CandidateRequest& r) override {
+  void expect(const std::vector<judge::CandidateRequest>& next) override {
     std::lock_guard<std::mutex> lock(s_->mu);
-    s_->events.push_back("expect " + (!r.name.empty() ? r.name : r.file.string()));
+    std::string e = "expect";
+    for (const auto& r : next) e += " " + (!r.name.empty() ? r.name : r.file.string());
+    s_->events.push_back(e);
   }
   nlohmann::json evaluate(const judge::CandidateRequest& r) override {
     ++s_->calls;

@@ -10,6 +10,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/worker_pool.hpp"
+#include "kagent/judge/backend.hpp"
 
 namespace kagent::bench {
 
@@ -60,7 +61,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
     int env_in_a_row = 0;
     for (;;) {
       const Problem* p = nullptr;
-      const Problem* next = nullptr;
+      std::vector<Problem> next;
       for (;;) {
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -70,7 +71,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
           std::optional<size_t> i = options.ready ? queue.take_preferred_locked(built, kReadyWindow) : queue.take_locked();
           if (i) {
             p = &problems[*i];
-            if (std::optional<size_t> n = queue.peek_locked(built, kReadyWindow)) next = &problems[*n];
+            for (size_t n : queue.peek_locked(built, kReadyWindow, judge::kExpectAhead)) next.push_back(problems[n]);
             if (events.started) events.started(*p, gpu);
             break;
           }
@@ -87,7 +88,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
       bool env_failed = false;
       try {
         if (!job) job = make_job(gpu);
-        if (next) job->expect(*next);
+        if (!next.empty()) job->expect(next);
         rec = run_when_gpu_free(*job, *p, gpu, options);
       } catch (const EnvError& e) {
         env_failed = true;

@@ -77,11 +77,14 @@ class SampleJob : public ProblemJob {
  public:
   SampleJob(SampleJobOptions o, int gpu) : opt_(std::move(o)), gpu_(gpu) {}
 
-  void expect(const Problem& next) override {
-    if (next.sample.empty()) return;
+  void expect(const std::vector<Problem>& next) override {
+    std::vector<judge::CandidateRequest> requests;
+    for (const Problem& p : next)
+      if (!p.sample.empty()) requests.push_back(sample_request(opt_, p));
+    if (requests.empty()) return;
     try {
       if (!backend_) backend_ = opt_.backends(gpu_);
-      backend_->expect(sample_request(opt_, next));
+      backend_->expect(requests);
     } catch (const std::exception&) {  // a hint: the evaluation reports whatever fails
     }
   }

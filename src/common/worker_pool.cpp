@@ -28,17 +28,21 @@ std::optional<size_t> WorkQueue::take_preferred_locked(const std::function<bool(
   return std::nullopt;
 }
 
-std::optional<size_t> WorkQueue::peek_locked(const std::function<bool(size_t)>& prefer, size_t window) const {
-  if (done_locked()) return std::nullopt;
-  std::optional<size_t> first;
+std::vector<size_t> WorkQueue::peek_locked(const std::function<bool(size_t)>& prefer, size_t window,
+                                           size_t count) const {
+  std::vector<size_t> preferred, others;
+  if (done_locked()) return {};
   size_t looked = 0;
-  for (size_t i = next_; i < count_ && looked < window; ++i) {
+  for (size_t i = next_; i < count_ && looked < window && preferred.size() < count; ++i) {
     if (taken_[i]) continue;
     ++looked;
-    if (!first) first = i;
-    if (prefer(i)) return i;
+    (prefer(i) ? preferred : others).push_back(i);
   }
-  return first;
+  for (size_t i : others) {
+    if (preferred.size() >= count) break;
+    preferred.push_back(i);
+  }
+  return preferred;
 }
 
 size_t WorkQueue::taken() const {

@@ -6,7 +6,9 @@
 
 namespace kagent {
 
-AheadSlot::AheadSlot() : thread_([this] { run(); }) {}
+AheadSlot::AheadSlot() {
+  for (size_t i = 0; i < kThreads; ++i) threads_.emplace_back([this] { run(); });
+}
 
 AheadSlot::~AheadSlot() {
   {
@@ -15,7 +17,7 @@ AheadSlot::~AheadSlot() {
     jobs_.clear();  // not started: nothing to undo
   }
   cv_.notify_all();
-  thread_.join();  // the job under way ends first: a child it started is not orphaned
+  for (auto& t : threads_) t.join();  // the jobs under way end first: no child they start is orphaned
   held_.clear();   // what was not taken is discarded here
 }
 
@@ -34,7 +36,8 @@ void AheadSlot::run() {
 }
 
 void AheadSlot::discard_locked(Result r) {
-  // Waited for and dropped on the helper thread, after the job that makes it: start() does not wait.
+  // Waited for and dropped on a helper thread, once the job that makes it is over: start() does not
+  // wait. (The job that makes it was queued earlier, so it has started by the time this one runs.)
   auto old = std::make_shared<Result>(std::move(r));
   jobs_.emplace_back([old]() -> std::unique_ptr<AheadWork> {
     try {

@@ -111,21 +111,23 @@ nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
   }
 }
 
-void EvaluatorBackend::expect(const CandidateRequest& r) {
-  try {
-    // Only an Evaluator of the same options can take what is started. One is made for the hint when
-    // there is none (it starts nothing by itself); one made for other options stays.
-    const EvalOptions options = eval_options_of(r, gpu_);
-    const std::string key = options_key(options);
-    if (!ev_) {
-      ev_ = std::make_unique<Evaluator>(options, cache_);
-      ev_options_ = key;
+void EvaluatorBackend::expect(const std::vector<CandidateRequest>& next) {
+  for (const CandidateRequest& r : next) {
+    try {
+      // Only an Evaluator of the same options can take what is started. One is made for the hint
+      // when there is none (it starts nothing by itself); one made for other options stays.
+      const EvalOptions options = eval_options_of(r, gpu_);
+      const std::string key = options_key(options);
+      if (!ev_) {
+        ev_ = std::make_unique<Evaluator>(options, cache_);
+        ev_options_ = key;
+      }
+      if (key != ev_options_) continue;
+      Op op = load_op(r.problem);
+      ev_->expect(op, candidate_of_request(r));
+    } catch (const std::exception& e) {
+      spdlog::debug("nothing started ahead for {}: {}", r.name.empty() ? r.file.string() : r.name, e.what());
     }
-    if (key != ev_options_) return;
-    Op op = load_op(r.problem);
-    ev_->expect(op, candidate_of_request(r));
-  } catch (const std::exception& e) {
-    spdlog::debug("nothing started ahead for {}: {}", r.name.empty() ? r.file.string() : r.name, e.what());
   }
 }
 

@@ -114,7 +114,7 @@ void EvalQueue::work(int gpu) {
   std::unique_ptr<judge::EvalBackend> backend;
   for (;;) {
     Job job;
-    std::optional<judge::CandidateRequest> next;
+    std::vector<judge::CandidateRequest> next;
     for (bool taken = false; !taken;) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -133,12 +133,11 @@ void EvalQueue::work(int gpu) {
       job = std::move(*pick);
       queue_.erase(pick);
       taken = true;
-      // The likely next job of this worker (the first built one left): a hint for its backend.
-      auto n = queue_.begin();
-      if (options_.prebuilder)
-        while (n != queue_.end() && !options_.prebuilder->ready(n->request)) ++n;
-      if (n == queue_.end()) n = queue_.begin();
-      if (n != queue_.end()) next = n->request;
+      // The likely next jobs of this worker (those built first, then in order): a hint for its backend.
+      for (int built = options_.prebuilder ? 1 : 0; built >= 0 && next.size() < judge::kExpectAhead; --built)
+        for (auto n = queue_.begin(); n != queue_.end() && next.size() < judge::kExpectAhead; ++n)
+          if ((built == 1) == (options_.prebuilder && options_.prebuilder->ready(n->request)))
+            next.push_back(n->request);
     }
     if (options_.prebuilder) options_.prebuilder->wait_for(job.request);  // not GPU time: before `start`
     const auto start = Clock::now();
@@ -156,7 +155,7 @@ void EvalQueue::work(int gpu) {
     } else {
       try {
         if (!backend) backend = backends_(gpu);
-        if (next) backend->expect(*next);
+        if (!next.empty()) backend->expect(next);
         answer = evaluate(*backend, backend, job, &outcome);
       } catch (const std::exception& e) {  // the factory itself
         outcome = "error";

@@ -141,18 +141,19 @@ TEST(WorkQueueTest, TakesPreferredItemsOutOfOrderAndCountsThem) {
 }
 
 TEST(WorkQueueTest, PeeksAtWhatItWouldHandOutNext) {
-  WorkQueue q(4, nullptr);
+  WorkQueue q(5, nullptr);
   std::lock_guard<std::mutex> lock(q.mutex());
   auto two = [](size_t i) { return i == 2; };
-  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(2));
-  EXPECT_EQ(q.peek_locked([](size_t) { return false; }), std::optional<size_t>(0));  // none preferred: the head
+  using V = std::vector<size_t>;
+  EXPECT_EQ(q.peek_locked(two, SIZE_MAX, 3), (V{2, 0, 1}));  // the preferred first, then in order
+  EXPECT_EQ(q.peek_locked([](size_t) { return false; }, SIZE_MAX, 2), (V{0, 1}));
   EXPECT_EQ(q.take_preferred_locked(two), std::optional<size_t>(2));  // peeking took nothing
-  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(0));
+  EXPECT_EQ(q.peek_locked(two, SIZE_MAX, 9), (V{0, 1, 3, 4}));
   EXPECT_EQ(q.take_locked(), std::optional<size_t>(0));
   EXPECT_EQ(q.take_locked(), std::optional<size_t>(1));
-  EXPECT_EQ(q.peek_locked(two), std::optional<size_t>(3));
   EXPECT_EQ(q.take_locked(), std::optional<size_t>(3));
-  EXPECT_EQ(q.peek_locked(two), std::nullopt);
+  EXPECT_EQ(q.take_locked(), std::optional<size_t>(4));
+  EXPECT_TRUE(q.peek_locked(two, SIZE_MAX, 4).empty());
 }
 
 TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
@@ -163,9 +164,11 @@ TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
   class Hinted : public ProblemJob {
    public:
     explicit Hinted(Hints* h) : h_(h) {}
-    void expect(const Problem& next) override {
+    void expect(const std::vector<Problem>& next) override {
       std::lock_guard<std::mutex> lock(h_->mu);
-      h_->events.push_back("expect " + next.id);
+      std::string e = "expect";
+      for (const auto& p : next) e += " " + p.id;
+      h_->events.push_back(e);
     }
     std::optional<report::ResultRecord> run(const Problem& p) override {
       {
@@ -186,8 +189,9 @@ TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
   auto out = run_batch(
       ps, BatchOptions{}, [&](int) { return std::make_unique<Hinted>(&hints); }, BatchEvents{}, stop);
   EXPECT_EQ(out.finished, 3);
-  EXPECT_EQ(hints.events, (std::vector<std::string>{"expect " + ps[1].id, "run " + ps[0].id, "expect " + ps[2].id,
-                                                    "run " + ps[1].id, "run " + ps[2].id}));
+  EXPECT_EQ(hints.events,
+            (std::vector<std::string>{"expect " + ps[1].id + " " + ps[2].id, "run " + ps[0].id, "expect " + ps[2].id,
+                                      "run " + ps[1].id, "run " + ps[2].id}));
 }
 
 TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {

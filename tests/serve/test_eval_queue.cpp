@@ -50,5 +50,5 @@ TEST(EvalQueue, TheBackendHearsOfTheNextJobBeforeEvaluatingOne) {
   queue.stop();
   std::lock_guard<std::mutex> lock(state.mu);
   EXPECT_EQ(state.events,
-            (std::vector<std::string>{"expect b", "evaluate a", "expect c", "evaluate b", "evaluate c"}));
+            (std::vector<std::string>{"expect b c", "evaluate a", "expect c", "evaluate b", "evaluate c"}));
 }

@@ -70,9 +70,9 @@ TEST(Judge, EachCandidateInTurnAndRefusalsDoNotStopTheRest) {
   EXPECT_EQ(seen[1]["candidate"], "b.cu");
   EXPECT_NE(seen[1]["error"].get<std::string>().find("unknown kernel"), std::string::npos);
   EXPECT_EQ(seen[3]["candidate"], "d.py");
-  // Each but the last announced to the backend before the one ahead of it is evaluated.
-  EXPECT_EQ(s.events, (std::vector<std::string>{"expect b.cu", "evaluate a.cu", "expect c.cu", "evaluate b.cu",
-                                                "expect d.py", "evaluate c.cu", "evaluate d.py"}));
+  // Before each evaluation, the ones after it are announced to the backend, in order.
+  EXPECT_EQ(s.events, (std::vector<std::string>{"expect b.cu c.cu d.py", "evaluate a.cu", "expect c.cu d.py",
+                                                "evaluate b.cu", "expect d.py", "evaluate c.cu", "evaluate d.py"}));
   // The environment ends it.
   EXPECT_THROW(
       judge::evaluate_each(b, {text("e.cu", "throw env"), text("f.cu", "tier 1")}, [](const nlohmann::json&) {}),

@@ -24,9 +24,9 @@ class ProblemJob {
  public:
   virtual ~ProblemJob() = default;
   virtual std::optional<report::ResultRecord> run(const Problem& p) = 0;
-  // A hint before run(): `next` is likely the problem this job gets after the one it runs now
-  // (judge::EvalBackend::expect). Never throws.
-  virtual void expect(const Problem& next) { (void)next; }
+  // A hint before run(): `next` are likely the problems this job gets after the one it runs now, in
+  // order (judge::EvalBackend::expect). Never throws.
+  virtual void expect(const std::vector<Problem>& next) { (void)next; }
 };
 
 using JobFactory = std::function<std::unique_ptr<ProblemJob>(int gpu)>;

@@ -24,9 +24,10 @@ class WorkQueue {
   // (items are taken out of order then); nullopt when none is, or the queue is done or stopped
   // (done_locked() tells which). Call with mutex() held.
   std::optional<size_t> take_preferred_locked(const std::function<bool(size_t)>& prefer, size_t window = SIZE_MAX);
-  // The item take_preferred_locked(prefer, window) would hand out now, or else the first not taken,
-  // without taking it: a hint of what comes next. Call with mutex() held.
-  std::optional<size_t> peek_locked(const std::function<bool(size_t)>& prefer, size_t window = SIZE_MAX) const;
+  // Up to `count` items not taken, without taking them, in the order they would likely be handed
+  // out: those `prefer` is true for (among the first `window` not taken) first, then the others in
+  // order. A hint of what comes next. Call with mutex() held.
+  std::vector<size_t> peek_locked(const std::function<bool(size_t)>& prefer, size_t window, size_t count) const;
   // Every item taken, or the queue stopped. Call with mutex() held.
   bool done_locked() const;
   std::mutex& mutex() { return mu_; }

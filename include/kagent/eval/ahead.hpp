@@ -5,9 +5,10 @@
 // several candidates, bench --samples, serve) say so (Evaluator::expect); the kind decides what
 // can be started (CandidateKind::start_ahead) and its evaluation takes it (EvalContext::take_ahead).
 //
-// One helper thread per evaluator does the work, one job at a time: a child process started there
-// is tied to that thread (ChildClient: PR_SET_PDEATHSIG fires when the starting thread exits), and
-// the thread lives as long as the evaluator.
+// A few helper threads per evaluator do the work (a worker's start takes seconds, several times an
+// evaluation of a small problem, so several start at once): a child process started on one is tied
+// to that thread (ChildClient: PR_SET_PDEATHSIG fires when the starting thread exits), and the
+// threads live as long as the evaluator.
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -42,9 +43,10 @@ class AheadSlot {
   AheadSlot(const AheadSlot&) = delete;
   AheadSlot& operator=(const AheadSlot&) = delete;
 
-  // How many candidates' work is held at once: the one about to be evaluated (announced while the
-  // one before it was measured) and the one after it.
-  static constexpr size_t kHeld = 2;
+  // Jobs at once, and how many candidates' work is held at most (the one about to be evaluated,
+  // announced while the one before it was measured, and those after it).
+  static constexpr size_t kThreads = 4;
+  static constexpr size_t kHeld = 8;
 
   // Runs `make` on the helper thread for the candidate named `key`, unless its work is held already.
   // The oldest work not taken is discarded when more than kHeld would be held.
@@ -58,14 +60,14 @@ class AheadSlot {
  private:
   using Result = std::future<std::unique_ptr<AheadWork>>;
   void run();
-  void discard_locked(Result r);  // dropped by the helper thread, after the job that makes it
+  void discard_locked(Result r);  // dropped by a helper thread, once the job that makes it is over
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::packaged_task<std::unique_ptr<AheadWork>()>> jobs_;
   std::deque<std::pair<std::string, Result>> held_;  // by candidate, oldest first: done or under way
   bool closing_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace kagent

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,11 +56,16 @@ class EvalBackend {
   // InputError for the problem (or a plan that does not fit it), EnvError for the environment (no
   // GPU, no python3/torch; GpuBusyError when another process held the GPU's memory).
   virtual nlohmann::json evaluate(const CandidateRequest& request) = 0;
-  // A hint from a front end that knows what comes next: `next` is likely the request evaluate()
-  // gets after the one it gets now. Called before that one, so that what the next candidate's kind
-  // can start ahead starts beside its measurement (Evaluator::expect). Never throws.
-  virtual void expect(const CandidateRequest& next) { (void)next; }
+  // A hint from a front end that knows what comes next: `next` are likely the requests evaluate()
+  // gets after the one it gets now, in order (at most kExpectAhead are worth giving). Called before
+  // that one, so that what their kinds can start ahead starts beside its measurement
+  // (Evaluator::expect). Never throws.
+  virtual void expect(const std::vector<CandidateRequest>& next) { (void)next; }
 };
+
+// How many upcoming requests a front end announces (EvalBackend::expect): as many as the evaluator
+// starts at once (AheadSlot::kThreads).
+constexpr size_t kExpectAhead = 4;
 
 // A backend for the worker of one GPU, made in that worker's thread.
 using BackendFactory = std::function<std::unique_ptr<EvalBackend>(int gpu)>;

@@ -18,7 +18,7 @@ class EvaluatorBackend : public EvalBackend {
   ~EvaluatorBackend() override;
   std::string unavailable() override;
   nlohmann::json evaluate(const CandidateRequest& request) override;
-  void expect(const CandidateRequest& next) override;
+  void expect(const std::vector<CandidateRequest>& next) override;
 
  private:
   int gpu_;
