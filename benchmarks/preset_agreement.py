@@ -12,6 +12,11 @@ many, the largest |median ratio - 1| among correct candidates, how many within 1
 wall time per candidate.
 
     python3 benchmarks/preset_agreement.py --kagent build/kagent [--out preset.json] [--repeat-default]
+        [--kernelbench DIR --relu-n N]
+
+--relu-n adds N ReLU plans of differing shapes (float4 or scalar, four block sizes) against KernelBench's
+level1/19_ReLU (6.4 GB, about 4 ms a run): an operator of milliseconds, where the training preset's
+floor of 10 samples, not its 20 ms of GPU time, ends the sampling.
 
 --repeat-default adds a second default run, so that the default protocol's own run-to-run spread
 is printed beside the preset's difference. Needs a GPU; standard library only.
@@ -80,24 +85,34 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--timeout", type=float, default=10.0, help="each candidate's GPU limit, s (the hang's cost)")
     ap.add_argument("--repeat-default", action="store_true")
+    ap.add_argument("--kernelbench", default=os.environ.get("KAGENT_KERNELBENCH_DIR", ""))
+    ap.add_argument("--relu-n", type=int, default=0)
     a = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="kagent-preset-")
     op = gen.chain_op(os.path.join(work, "op"), REFERENCE_CHAIN, VECTOR_ADD)
     honest = [gen.vector_add(os.path.join(work, "cand"), w, b, c, "p")
               for c in FASTER + SLOWER for w in (4, 2, 1) for b in (128, 256, 512)]
-    files = honest + failing_kinds()
+    groups = [(op, honest + failing_kinds())]
+    if a.relu_n > 0:
+        groups.append((os.path.join(a.kernelbench, "level1", "19_ReLU.py"),
+                       gen.relu_set(os.path.join(work, "relu"), a.relu_n, tag="p")))
+    files = [f for _, fs in groups for f in fs]
     runs = [("default", "default"), ("training", "training")]
     if a.repeat_default:
         runs.append(("default-again", "default"))
     results, walls = {}, {}
     for label, preset in runs:
-        results[label], walls[label], stderr = run(a.kagent, op, files, preset, a.timeout,
-                                                   os.path.join(work, "cache-" + label))
-        print(f"{label}: {len(files)} candidates in {walls[label]:.1f} s ({walls[label] / len(files):.2f} s each)")
-        built = [l for l in stderr.splitlines() if l.startswith("built ahead")]
-        if built:
-            print("  " + built[-1])
+        results[label], walls[label] = {}, 0.0
+        for group_op, group in groups:
+            recs, wall, stderr = run(a.kagent, group_op, group, preset, a.timeout, os.path.join(work, "cache-" + label))
+            results[label].update(recs)
+            walls[label] += wall
+            print(f"{label}: {len(group)} candidates of {os.path.basename(group_op)} in {wall:.1f} s "
+                  f"({wall / len(group):.2f} s each)")
+            built = [l for l in stderr.splitlines() if l.startswith("built ahead")]
+            if built:
+                print("  " + built[-1])
 
     rows, equal, judged, ratios, again = [], 0, 0, [], []
     print(f"\n{'candidate':44} {'tier d':>6} {'tier t':>6} {'median d ms':>12} {'median t ms':>12} {'t/d':>8}")

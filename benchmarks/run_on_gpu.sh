@@ -175,10 +175,11 @@ if want concurrent; then
   step concurrent 500 bash benchmarks/concurrent_evals.sh $B/kagent ${CONCURRENT_EVALS:-10}
 fi
 if want preset; then
-  # The training preset against the default protocol on 70 candidates (honest ones of differing
-  # speed, every failing kind): tiers and medians side by side.
+  # The training preset against the default protocol on 70 candidates of a 65 us operator (honest
+  # ones of differing speed, every failing kind) and 16 ReLU plans of the 6.4 GB level1/19_ReLU (an
+  # operator of milliseconds): tiers and medians side by side.
   step preset ${PRESET_LIMIT:-400} python3 benchmarks/preset_agreement.py --kagent $B/kagent --out $OUT/preset.json \
-    ${PRESET_ARGS:-}
+    --kernelbench "$KB" --relu-n ${PRESET_RELU_N:-16} ${PRESET_ARGS:-}
 fi
 if want throughput; then
   # Evaluations per second: one process per candidate against one session, default and training
@@ -274,7 +275,7 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
-[ -f "$OUT/preset.log" ] && { echo "== preset"; grep -E "candidates in|built ahead|TIER DIFFERS|refused|tiers equal|default vs|wall per" "$OUT/preset.log" | tail -n 24; }
+[ -f "$OUT/preset.log" ] && { echo "== preset"; grep -E "candidates of|built ahead|TIER DIFFERS|refused|tiers equal|default vs|wall per" "$OUT/preset.log" | tail -n 24; }
 [ -f "$OUT/throughput.log" ] && { echo "== throughput"; grep -E "^(native|pytorch|modelnew)|^  !" "$OUT/throughput.log" | tail -n 24; }
 [ -f "$OUT/ahead.log" ] && { echo "== ahead"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual|fixture" "$OUT/ahead.log" | cut -c1-300 | tail -n 40; }
 [ -f "$OUT/timeline.log" ] && { echo "== timeline"; grep -vE "^warning" "$OUT/timeline.log" | cut -c1-150 | tail -n 80; }
