@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kagent/common/error.hpp"
-#include "kagent/common/files.hpp"
 #include <string>
 #include <vector>
+#include "kagent/common/error.hpp"
+#include "kagent/common/files.hpp"
 
 #include "kagent/common/score.hpp"
 #include "kagent/judge/backend.hpp"

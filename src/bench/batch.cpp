@@ -68,7 +68,8 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
           // Builds run in the queue's order, so only its head can have ended out of turn.
           constexpr size_t kReadyWindow = 256;
           auto built = [&](size_t k) { return !options.ready || options.ready(problems[k]); };
-          std::optional<size_t> i = options.ready ? queue.take_preferred_locked(built, kReadyWindow) : queue.take_locked();
+          std::optional<size_t> i =
+              options.ready ? queue.take_preferred_locked(built, kReadyWindow) : queue.take_locked();
           if (i) {
             p = &problems[*i];
             for (size_t n : queue.peek_locked(built, kReadyWindow, judge::kExpectAhead)) next.push_back(problems[n]);

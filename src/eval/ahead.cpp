@@ -18,7 +18,7 @@ AheadSlot::~AheadSlot() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();  // the jobs under way end first: no child they start is orphaned
-  held_.clear();   // what was not taken is discarded here
+  held_.clear();                      // what was not taken is discarded here
 }
 
 void AheadSlot::run() {

@@ -179,8 +179,8 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
 // the evaluation's turn: the solution's build folder, read access to the solution and the problem.
 ModelNewWorkerOptions evaluation_worker_options(const Candidate& c, const Op& op, int gpu, const fs::path& exec_dir,
                                                 const std::string& arch) {
-  return {gpu, ModelNewWorker::build_dir_for(c.source), exec_dir, {fs::absolute(c.path), fs::absolute(op.reference)},
-          arch};
+  return {
+      gpu, ModelNewWorker::build_dir_for(c.source), exec_dir, {fs::absolute(c.path), fs::absolute(op.reference)}, arch};
 }
 
 // A worker started and warmed before its solution's turn (the "warm" request: python3, torch, the

@@ -2,7 +2,6 @@
 // report_json) for each request, with the Evaluator kept between requests of the same options.
 #include "kagent/judge/evaluator_backend.hpp"
 
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -3,8 +3,8 @@
 // thousand samples of a 100 us kernel, each with an L2 flush before it) and the 50 ms warm-up,
 // which a GPU busy with the previous candidate does not need; and, for an operator of milliseconds,
 // the floor of 20 samples (each with its inputs restored and outputs poisoned, gigabytes of copies
-// for a large problem): 10 at least, and the median still stops only at 0.5% relative standard error. benchmarks/preset_agreement.py compares its
-// tiers and medians with the default's, candidate by candidate.
+// for a large problem): 10 at least, and the median still stops only at 0.5% relative standard error.
+// benchmarks/preset_agreement.py compares its tiers and medians with the default's, candidate by candidate.
 #include "kagent/protocol/measure_preset.hpp"
 
 #include <fmt/format.h>

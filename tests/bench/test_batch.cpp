@@ -189,9 +189,8 @@ TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
   auto out = run_batch(
       ps, BatchOptions{}, [&](int) { return std::make_unique<Hinted>(&hints); }, BatchEvents{}, stop);
   EXPECT_EQ(out.finished, 3);
-  EXPECT_EQ(hints.events,
-            (std::vector<std::string>{"expect " + ps[1].id + " " + ps[2].id, "run " + ps[0].id, "expect " + ps[2].id,
-                                      "run " + ps[1].id, "run " + ps[2].id}));
+  EXPECT_EQ(hints.events, (std::vector<std::string>{"expect " + ps[1].id + " " + ps[2].id, "run " + ps[0].id,
+                                                    "expect " + ps[2].id, "run " + ps[1].id, "run " + ps[2].id}));
 }
 
 TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {

@@ -263,8 +263,7 @@ TEST_F(ModelNewEval, EveryHackFailsThroughWorkersStartedAhead) {
       {"crash.py", "relu.py",
        [](const EvalReport& r) {
          EXPECT_FALSE(r.outcome.correct) << describe(r);
-         EXPECT_TRUE(r.outcome.failure_stage == FailureStage::crash ||
-                     r.outcome.failure_stage == FailureStage::launch)
+         EXPECT_TRUE(r.outcome.failure_stage == FailureStage::crash || r.outcome.failure_stage == FailureStage::launch)
              << describe(r);
        }},
       {"relu_load_inline.py", "relu.py", correct(1)},
@@ -286,8 +285,7 @@ TEST_F(ModelNewEval, EveryHackFailsThroughWorkersStartedAhead) {
   evaluator().expect(op_of(cases[0]), load_candidate(kFixtures / cases[0].fixture));
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].fixture);
-    if (i + 1 < cases.size())
-      evaluator().expect(op_of(cases[i + 1]), load_candidate(kFixtures / cases[i + 1].fixture));
+    if (i + 1 < cases.size()) evaluator().expect(op_of(cases[i + 1]), load_candidate(kFixtures / cases[i + 1].fixture));
     cases[i].expect(evaluator().evaluate(op_of(cases[i]), load_candidate(kFixtures / cases[i].fixture)));
   }
 }

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "kagent/eval/ahead.hpp"

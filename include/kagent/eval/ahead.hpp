@@ -32,8 +32,8 @@ class AheadWork {
 // The evaluator's settings a kind needs to start something that its evaluation can use as is.
 struct AheadOptions {
   int gpu = 0;
-  std::string arch;                 // the compile target
-  std::filesystem::path exec_dir;   // where kagent-runner and kagent-sandbox-exec are
+  std::string arch;                // the compile target
+  std::filesystem::path exec_dir;  // where kagent-runner and kagent-sandbox-exec are
 };
 
 class AheadSlot {

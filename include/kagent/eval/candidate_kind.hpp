@@ -110,7 +110,8 @@ class CandidateKind {
   // is measured (ahead.hpp), that runs none of its code: a ModelNew worker started and warmed. Its
   // evaluation takes it with EvalContext::take_ahead and must find it usable as it would have made it.
   // May throw: the evaluation then does the work itself.
-  virtual std::unique_ptr<AheadWork> start_ahead(const Candidate& cand, const Op& op, const AheadOptions& options) const {
+  virtual std::unique_ptr<AheadWork> start_ahead(const Candidate& cand, const Op& op,
+                                                 const AheadOptions& options) const {
     (void)cand, (void)op, (void)options;
     return nullptr;
   }
