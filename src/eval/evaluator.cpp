@@ -218,6 +218,9 @@ const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
     ref_server_ = std::make_unique<RefServer>(opt_.gpu, op.reference);
   }
   loaded_key_.clear();
+  // The runner keeps the last evaluation's buffers for the next one of the same tensors; another
+  // problem's reference (its tensors, its baselines) needs that memory first.
+  if (runner_ && runner_->running()) runner_->request({{"cmd", "release"}}, std::chrono::seconds(30));
   PyTorchReference r;
   r.op = op;
   // The model's weights are drawn under a fresh seed per load, so a candidate cannot carry

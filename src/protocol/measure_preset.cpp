@@ -1,7 +1,7 @@
 // The presets' values. "training" keeps every check of the default protocol and shortens what
 // dominates a warm evaluation of a small operator: the 0.1 s floor of timed GPU time (about a
-// thousand samples of a 100 us kernel, each with an L2 flush before it) and the 50 ms warm-up,
-// which a GPU busy with the previous candidate does not need; and, for an operator of milliseconds,
+// thousand samples of a 100 us kernel, each with an L2 flush before it) and the warm-up of 3 runs
+// and 50 ms, which a GPU busy with the previous candidate does not need (1 run and 10 ms); and, for an operator of milliseconds,
 // the floor of 20 samples (each with its inputs restored and outputs poisoned, gigabytes of copies
 // for a large problem): 10 at least, and the median still stops only at 0.5% relative standard error.
 // benchmarks/preset_agreement.py compares its tiers and medians with the default's, candidate by candidate.
@@ -24,7 +24,7 @@ MeasurePreset training_preset() {
   p.stop_rule.max_samples = 500;
   p.stop_rule.max_gpu_s = 0.5;
   p.stop_rule.max_wall_s = 3.0;
-  p.knobs.warmup_runs = 3;
+  p.knobs.warmup_runs = 1;  // the trials ran the candidate five times already
   p.knobs.warmup_ms = 10.0;
   return p;
 }

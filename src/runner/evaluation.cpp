@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -24,12 +25,22 @@ uint64_t splitmix64(uint64_t z) {
 
 }  // namespace
 
-Evaluation::Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask)
+Evaluation::Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask,
+                       std::vector<GuardedBuffer>* kept)
     : dev_(dev),
       h_(h),
       rq_(rq),
       ask_(ask),
+      kept_(kept),
       bounds_(dev, h, splitmix64(rq.seed ^ 0x5EA1ED6A4DB4A9D5ull), rq.guard_checks) {}
+
+Evaluation::~Evaluation() {
+  if (kept_ == nullptr) return;
+  // Whatever they hold is overwritten before the next candidate sees it: inputs restored from the
+  // pristine copies, which the trials fill, and outputs poisoned before every run.
+  for (auto* bufs : {&in_, &pristine_, &ref_out_, &cand_out_})
+    for (auto& b : *bufs) kept_->push_back(std::move(b));
+}
 
 TensorMap Evaluation::tensors(const std::vector<GuardedBuffer>& outs) const {
   TensorMap m;
@@ -42,13 +53,40 @@ TensorMap Evaluation::tensors(const std::vector<GuardedBuffer>& outs) const {
 
 void Evaluation::allocate() {
   phase("allocating the evaluation's buffers");
+  // The last evaluation's buffers of the same kind, name and size are taken as they are; the rest are
+  // freed first, so that what is allocated next has their memory.
+  std::vector<GuardedBuffer> left;
+  if (kept_ != nullptr) left.swap(*kept_);
+  struct Want {
+    std::vector<GuardedBuffer>* into;
+    size_t bytes;
+    const char* kind;
+    const std::string* name;
+  };
+  std::vector<Want> wants;
   for (const auto& t : rq_.inputs) {
-    in_.emplace_back(static_cast<size_t>(t.bytes()), "input", t.name);
-    pristine_.emplace_back(static_cast<size_t>(t.bytes()), "the harness's copy of input", t.name);
+    wants.push_back({&in_, static_cast<size_t>(t.bytes()), "input", &t.name});
+    wants.push_back({&pristine_, static_cast<size_t>(t.bytes()), "the harness's copy of input", &t.name});
   }
   for (const auto& t : rq_.outputs) {
-    ref_out_.emplace_back(static_cast<size_t>(t.bytes()), "the reference output", t.name);
-    cand_out_.emplace_back(static_cast<size_t>(t.bytes()), "output", t.name);
+    wants.push_back({&ref_out_, static_cast<size_t>(t.bytes()), "the reference output", &t.name});
+    wants.push_back({&cand_out_, static_cast<size_t>(t.bytes()), "output", &t.name});
+  }
+  std::vector<std::optional<GuardedBuffer>> found(wants.size());
+  for (size_t i = 0; i < wants.size(); ++i) {
+    auto it = std::find_if(left.begin(), left.end(), [&](const GuardedBuffer& b) {
+      return b.bytes() == wants[i].bytes && b.kind() == wants[i].kind && b.name() == *wants[i].name;
+    });
+    if (it == left.end()) continue;
+    found[i].emplace(std::move(*it));
+    left.erase(it);
+  }
+  left.clear();
+  for (size_t i = 0; i < wants.size(); ++i) {
+    if (found[i])
+      wants[i].into->push_back(std::move(*found[i]));
+    else
+      wants[i].into->emplace_back(wants[i].bytes, wants[i].kind, *wants[i].name);
   }
   // Twice the L2, read before every timed sample, so no sample starts with a warm cache (or with
   // dirty lines to write back). Its contents do not matter; it is zeroed once so it is defined.
@@ -219,8 +257,9 @@ EvaluationResult Evaluation::run() {
   return res;
 }
 
-EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask) {
-  return Evaluation(dev, harness, rq, ask).run();
+EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask,
+                          std::vector<GuardedBuffer>* kept) {
+  return Evaluation(dev, harness, rq, ask, kept).run();
 }
 
 }  // namespace kagent::runner

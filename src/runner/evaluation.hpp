@@ -11,9 +11,11 @@
 //
 // The work is split by measurement mode, one file each (evaluation_impl.hpp has the map).
 #include <functional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "guarded_buffer.hpp"
 #include "harness.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/protocol/runner_messages.hpp"
@@ -28,6 +30,10 @@ struct EvaluationResult {
 // Asks kagent for a trial's tensors and returns its answer (main.cpp owns the channel).
 using AskKagent = std::function<TrialAnswer(const TrialNeed& need)>;
 
-EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask);
+// `kept`: the buffers the last evaluation left (null: none kept). Those of the same kind, name and
+// size are used again (freeing and allocating gigabytes costs tens of milliseconds); the rest are
+// freed before anything is allocated; this evaluation's buffers are left there when it ends.
+EvaluationResult evaluate(const Device& dev, Harness& harness, const EvalRequest& rq, const AskKagent& ask,
+                          std::vector<GuardedBuffer>* kept = nullptr);
 
 }  // namespace kagent::runner

@@ -72,7 +72,9 @@ bool plan_launch(const KernelRecord& r, uint32_t ctx_id, uint32_t stream_id);
 
 class Evaluation {
  public:
-  Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask);
+  Evaluation(const Device& dev, Harness& h, const EvalRequest& rq, const AskKagent& ask,
+             std::vector<GuardedBuffer>* kept);
+  ~Evaluation();  // leaves the buffers in `kept`
   EvaluationResult run();
 
  private:
@@ -160,6 +162,7 @@ class Evaluation {
   Harness& h_;
   const EvalRequest& rq_;
   const AskKagent& ask_;
+  std::vector<GuardedBuffer>* kept_;  // the runner's buffers between evaluations (null: none)
   BoundsCheck bounds_;
   // Inputs as the plans see them, the runner's pristine copies, the reference's and the
   // candidate's outputs; the plans' scratch is in the PlanExecutors.

@@ -51,6 +51,10 @@ struct State {
   std::unique_ptr<Device> device;
   std::unique_ptr<Harness> harness;
   std::string harness_path;
+  // The last evaluation's buffers, for the next evaluation of the same tensors (evaluation.hpp);
+  // freed by any other request and by "release" (kagent sends it before loading another problem,
+  // whose reference needs the memory).
+  std::vector<GuardedBuffer> kept;
 };
 
 // In the middle of request `id`: asks kagent for a trial's tensors and reads its answer line.
@@ -117,7 +121,8 @@ bool handle_evaluate(State& s, const nlohmann::json& req, RunnerResult& out) {
   bool keep_going = true;
   if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
   const nlohmann::json id = req.value("id", nlohmann::json());
-  EvaluationResult r = evaluate(*s.device, *s.harness, rq, [&](const TrialNeed& need) { return ask_kagent(id, need); });
+  EvaluationResult r =
+      evaluate(*s.device, *s.harness, rq, [&](const TrialNeed& need) { return ask_kagent(id, need); }, &s.kept);
   out.ok = true;
   out.outcome = r.outcome;
   out.restart = r.restart;
@@ -252,7 +257,8 @@ int main(int argc, char** argv) {
     }
     const std::string cmd = req.value("cmd", "");
     bool keep_going = true;
-    if (cmd == "ping") {
+    if (cmd != "evaluate" && cmd != "ping") state.kept.clear();
+    if (cmd == "ping" || cmd == "release") {
       out["ok"] = true;
     } else if (cmd == "exit") {
       out["ok"] = true;

@@ -96,6 +96,46 @@ TEST_F(RefServerTest, PrecisionSetsTheNumericsAndTrialsCarryFp64Twins) {
   EXPECT_EQ(tf32.params[0].dtype, DType::f32);
 }
 
+// A reference exact at its precision (ReLU: no rounding) has twins equal to its outputs: after one
+// trial shows it on a large output, later trials make none and say why. One that rounds keeps them.
+TEST_F(RefServerTest, AnExactReferenceStopsMakingFp64TwinsAfterATrialShowsIt) {
+  auto trial_has_twin = [](const nlohmann::json& t) {
+    for (const auto& x : t["tensors"])
+      if (x["name"] == "out@f64") return true;
+    return false;
+  };
+  Op relu = op_for(R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(1024, 2048)]
+def get_init_inputs():
+    return []
+)~");
+  RefServer server(0, relu.reference);
+  server.load(relu, Precision::fp32, 1);
+  nlohmann::json first = server.trial(7);
+  EXPECT_TRUE(trial_has_twin(first)) << first.dump();
+  nlohmann::json second = server.trial(8);
+  EXPECT_FALSE(trial_has_twin(second)) << second.dump();
+  EXPECT_NE(second.value("fp64_note", "").find("exact at its precision"), std::string::npos) << second.dump();
+
+  Op scaled = op_for(R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 1.1
+def get_inputs():
+    return [torch.randn(1024, 2048)]
+def get_init_inputs():
+    return []
+)~");
+  RefServer rounding(0, scaled.reference);
+  rounding.load(scaled, Precision::fp32, 1);
+  EXPECT_TRUE(trial_has_twin(rounding.trial(7)));
+  EXPECT_TRUE(trial_has_twin(rounding.trial(8))) << "x * 1.1 rounds: its twins differ from its outputs";
+}
+
 TEST_F(RefServerTest, PrecisionCastsFloatingTensors) {
   Op op = op_for(kScaledAdd);
   RefServer server(0, op.reference);

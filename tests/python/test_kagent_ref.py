@@ -71,6 +71,14 @@ class Fp64Sizing(unittest.TestCase):
         self.assertFalse(reference64.fits(4 * gib, 5.5 * gib), "intermediates need a margin beyond in + out")
         self.assertFalse(reference64.fits(0, gib // 2), "the runner needs memory to spare")
 
+    def test_an_exact_reference_skips_later_twins_only_when_large(self):
+        big, small = reference64.EXACT_SKIP, reference64.EXACT_SKIP - 1
+        self.assertTrue(reference64.skips_twins(big, lambda: True))
+        self.assertFalse(reference64.skips_twins(big, lambda: False), "any difference keeps the twins")
+        asked = []
+        self.assertFalse(reference64.skips_twins(small, lambda: asked.append(1) or True), "small: twins are cheap")
+        self.assertEqual(asked, [], "the outputs are not read for a small one")
+
     def test_twin_names(self):
         self.assertEqual("out" + reference64.SUFFIX, "out@f64")
 

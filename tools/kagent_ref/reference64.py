@@ -17,6 +17,13 @@ twin would compute another function.
 
 Integer and bool outputs need no twin; float64 outputs are their own. torch is imported lazily so
 the sizing rule can be tested without it.
+
+A reference that is exact at its precision (ReLU, max, a copy or a permutation: no rounding
+anywhere) has twins equal to its own outputs, and then the fp64 rule is the plain one: an element
+within the tolerance of the twin is within it of the reference. When a trial's twins equal the
+outputs element for element, and the outputs are large enough for the twin to cost time (EXACT_SKIP
+elements and more), later trials make none and say why (EXACT_NOTE). Any difference, or a NaN, keeps
+the twins coming.
 """
 
 import copy
@@ -24,6 +31,17 @@ import copy
 SUFFIX = "@f64"  # exported as e.g. "out@f64", "out0@f64"
 MARGIN = 1.25  # intermediates of the fp64 forward, beyond its inputs and outputs
 SPARE_BYTES = 1 << 30  # left free for the runner's own allocations during the trial
+EXACT_SKIP = 1 << 20  # floating output elements from which an exact reference's twins are left out
+EXACT_NOTE = ("the reference is exact at its precision: an earlier trial's outputs equalled their float64 twins "
+              "element for element, where the fp64 rule adds nothing to the plain one")
+_CHUNK = 1 << 26  # elements compared at a time, so that the check allocates little
+
+
+def skips_twins(elements, equal):
+    """Whether later trials leave the twins out: there are `elements` floating output elements,
+    enough for a twin to cost time, and `equal()` (asked only then: it reads them all) says the
+    outputs equalled their twins."""
+    return elements >= EXACT_SKIP and bool(equal())
 
 
 def fits(need_bytes, free_bytes):
@@ -43,6 +61,7 @@ class Reference64:
         self.device = device
         self.model = None
         self.note = None  # why there is no fp64 twin, for every trial
+        self.exact = False  # a trial's twins equalled its outputs, and they are large: no more twins
         if device.type != "cuda":
             self.note = "no GPU"
             return
@@ -67,6 +86,8 @@ class Reference64:
 
         if self.model is None:
             return [], self.note
+        if self.exact:
+            return [], EXACT_NOTE
         want = [i for i, o in enumerate(outs) if o.is_floating_point() and o.dtype != torch.float64]
         if not want:
             return [], None
@@ -104,4 +125,17 @@ class Reference64:
             if not isinstance(o64, torch.Tensor) or o64.shape != outs[i].shape:
                 return [], f"the fp64 forward's output {i} does not have the reference's shape"
             named.append((names[i] + SUFFIX, o64.to(torch.float64).contiguous()))
+        elements = sum(outs[i].numel() for i in want)
+        self.exact = skips_twins(elements, lambda: all(_equal(outs[i], t) for i, (_, t) in zip(want, named)))
         return named, None
+
+
+def _equal(out, twin):
+    """Whether out (at its precision) equals its fp64 twin element for element; False for any NaN."""
+    import torch
+
+    a, b = out.reshape(-1), twin.reshape(-1)
+    for start in range(0, a.numel(), _CHUNK):
+        if not torch.equal(a[start:start + _CHUNK].to(torch.float64), b[start:start + _CHUNK]):
+            return False
+    return True
