@@ -1,9 +1,9 @@
 // The presets' values. "training" keeps every check of the default protocol and shortens what
 // dominates a warm evaluation of a small operator: the 0.1 s floor of timed GPU time (about a
 // thousand samples of a 100 us kernel, each with an L2 flush before it) and the warm-up of 3 runs
-// and 50 ms, which a GPU busy with the previous candidate does not need (1 run and 10 ms); and, for an operator of milliseconds,
-// the floor of 20 samples (each with its inputs restored and outputs poisoned, gigabytes of copies
-// for a large problem): 10 at least, and the median still stops only at 0.5% relative standard error.
+// and 50 ms, which a GPU busy with the previous candidate does not need (1 run and 10 ms); and, for an operator of
+// milliseconds, the floor of 20 samples (each with its inputs restored and outputs poisoned, gigabytes of copies for a
+// large problem): 10 at least, and the median still stops only at 0.5% relative standard error.
 // benchmarks/preset_agreement.py compares its tiers and medians with the default's, candidate by candidate.
 #include "kagent/protocol/measure_preset.hpp"
 

@@ -121,8 +121,8 @@ bool handle_evaluate(State& s, const nlohmann::json& req, RunnerResult& out) {
   bool keep_going = true;
   if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
   const nlohmann::json id = req.value("id", nlohmann::json());
-  EvaluationResult r =
-      evaluate(*s.device, *s.harness, rq, [&](const TrialNeed& need) { return ask_kagent(id, need); }, &s.kept);
+  EvaluationResult r = evaluate(
+      *s.device, *s.harness, rq, [&](const TrialNeed& need) { return ask_kagent(id, need); }, &s.kept);
   out.ok = true;
   out.outcome = r.outcome;
   out.restart = r.restart;
