@@ -10,7 +10,8 @@ compile cache), as a long-running service has them.
 Rows (each its own candidates):
   native     examples/vector_add (16M floats: a 65 us operator on an H100)
   pytorch    KernelBench level1/19_ReLU, native plans against the PyTorch reference
-  modelnew   ModelNew ReLU solutions (load_inline) for level1/19_ReLU: one cold build alone, 16
+  modelnew   ModelNew ReLU solutions (load_inline) for level1/19_ReLU (or, with --modelnew-problem
+             small, the same ReLU on a 1x128 tensor): one cold build alone, 16
              cold builds in one session (the build threads' span, first start to last end, against
              the single build's), then the same 16 again with their builds cached.
 
@@ -107,6 +108,9 @@ def main():
     ap.add_argument("--separate-n", type=int, default=10, help="candidates of the one-process-each rows (0: none)")
     ap.add_argument("--modelnew-n", type=int, default=16)
     ap.add_argument("--modelnew-build-jobs", type=int, default=16)
+    ap.add_argument("--modelnew-problem", default="19_ReLU",
+                    help="19_ReLU (KernelBench's, 6.4 GB) or small (the same ReLU on a 1x128 tensor, where an "
+                         "evaluation's fixed costs are all there is)")
     ap.add_argument("--out")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -141,14 +145,18 @@ def main():
         b.row("pytorch", "session, training, built ahead", gen.relu_set(d, a.pytorch_n, tag="c"), relu, training)
     if "modelnew" in only:
         d = os.path.join(work, "modelnew")
+        if a.modelnew_problem == "small":
+            relu = gen.small_relu_problem(os.path.join(work, "small"))
+            b.eval(gen.relu_set(os.path.join(work, "small-warm"), 1, tag="warm"), relu)  # its baselines
         jobs = ("--build-jobs", str(a.modelnew_build_jobs))
+        on = "1x128: " if a.modelnew_problem == "small" else ""
         # One solution named twice: built once ahead (the build threads' span is one build's time),
         # then evaluated twice with its build cached.
         single = gen.modelnew_relu_set(d, 1, tag="one")
-        one = b.row("modelnew", "one cold build, evaluated twice, training", single * 2, relu, training + jobs)
+        one = b.row("modelnew", on + "one cold build, evaluated twice, training", single * 2, relu, training + jobs)
         many = gen.modelnew_relu_set(d, a.modelnew_n, tag="many")
-        cold = b.row("modelnew", f"{a.modelnew_n} cold builds, training, built ahead", many, relu, training + jobs)
-        b.row("modelnew", f"the same {a.modelnew_n} cached, training", many, relu, training + jobs)
+        cold = b.row("modelnew", on + f"{a.modelnew_n} cold builds, training, built ahead", many, relu, training + jobs)
+        b.row("modelnew", on + f"the same {a.modelnew_n} cached, training", many, relu, training + jobs)
         if one["build_span_s"] and cold["build_span_s"]:
             print(f"modelnew: {a.modelnew_n} builds' span {cold['build_span_s']:.1f} s = "
                   f"{cold['build_span_s'] / one['build_span_s']:.2f}x one build's {one['build_span_s']:.1f} s")
