@@ -113,6 +113,8 @@ nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
 void EvaluatorBackend::expect(const std::vector<CandidateRequest>& next) {
   for (const CandidateRequest& r : next) {
     try {
+      // Most kinds start nothing ahead (plans compile in the prebuilder): nothing is read for them.
+      if (!(r.file.empty() ? kind_of_request(r) : kind_of_file(r.file)).starts_ahead()) continue;
       // Only an Evaluator of the same options can take what is started. One is made for the hint
       // when there is none (it starts nothing by itself); one made for other options stays.
       const EvalOptions options = eval_options_of(r, gpu_);
