@@ -195,8 +195,9 @@ if want ahead; then
 fi
 if want timeline; then
   # Where an evaluation's time goes (benchmarks/eval_timeline.py): native ReLU plans on the 6.4 GB
-  # level1/19_ReLU, then one load_inline ModelNew ReLU built ahead and evaluated again and again on
-  # a 1x128 ReLU and on 19_ReLU, all in one session each under --preset training.
+  # level1/19_ReLU, then six distinct load_inline ModelNew ReLUs (built ahead at once, their workers
+  # started ahead) on a 1x128 ReLU and again on 19_ReLU, all in one session each under --preset
+  # training. (One solution named several times gets one worker started ahead, not one per name.)
   TL=$OUT/timeline-work
   mkdir -p $TL
   python3 - "$TL" > $TL/files.txt <<'PY'
@@ -204,15 +205,15 @@ import sys; sys.path.insert(0, "benchmarks"); import generated_candidates as g
 d = sys.argv[1]
 print(" ".join(g.relu_set(d + "/plans", 8, tag="t")))
 print(g.small_relu_problem(d))
-print(g.modelnew_relu_set(d + "/modelnew", 1, tag="t")[0])
+print(" ".join(g.modelnew_relu_set(d + "/modelnew", 6, tag="t")))
 PY
   plans=$(sed -n 1p $TL/files.txt); small=$(sed -n 2p $TL/files.txt); mn=$(sed -n 3p $TL/files.txt)
   step timeline 150 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 2 --log $OUT/timeline-relu.log \
     -- $plans --op $KB/level1/19_ReLU.py --preset training
   step timeline 250 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 2 --log $OUT/timeline-mn-small.log \
-    --mark 'kagent-modelnew.*\(time\) answered' -- $mn $mn $mn $mn $mn $mn --op $small --preset training
+    --mark 'kagent-modelnew.*\(time\) answered' -- $mn --op $small --preset training
   step timeline 120 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 1 --log $OUT/timeline-mn-relu.log \
-    --mark 'kagent-modelnew.*\(time\) answered' -- $mn $mn $mn --op $KB/level1/19_ReLU.py --preset training
+    --mark 'kagent-modelnew.*\(time\) answered' -- $mn --op $KB/level1/19_ReLU.py --preset training
 fi
 if want serve; then
   # kagent serve under load: 4 clients, 1000 requests of honest and cheating candidates mixed, each
