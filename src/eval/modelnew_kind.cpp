@@ -266,7 +266,8 @@ class ModelNewEvaluation : public KindEvaluation {
     built.cache_hit = fs::exists(wo.build_dir / "torch_extensions", ec);
     if (&c == &ctx_.candidate)  // a baseline is never started ahead
       if (std::unique_ptr<AheadWork> ahead = ctx_.take_ahead())
-        if (auto* started = dynamic_cast<ModelNewAhead*>(ahead.get())) w = std::move(started->worker);
+        if (auto* started = dynamic_cast<ModelNewAhead*>(ahead.get()); started && started->worker->alive())
+          w = std::move(started->worker);  // one that died while it waited is not the solution's doing
     if (!w) w = std::make_unique<ModelNewWorker>(wo);
     const nlohmann::json rq = {{"cmd", "load"},
                                {"problem", fs::absolute(op.reference).string()},

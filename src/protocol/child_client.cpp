@@ -299,6 +299,16 @@ void ChildClient::stop(bool kill_now) {
   err_buf_.clear();
 }
 
+bool ChildClient::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return true;
+  if (r == pid_) pid_ = -1;  // reaped: stop() has nothing left to wait for
+  stop(true);
+  return false;
+}
+
 bool ChildClient::read_line(std::string& line, Clock::time_point deadline, Reply& r) {
   // Splits complete stderr lines into phases and the diagnostic tail.
   auto take_err_lines = [&](bool flush_partial) {

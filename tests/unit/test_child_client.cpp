@@ -107,6 +107,22 @@ TEST_F(ChildClientTest, PingRoundTripsWithIncreasingIds) {
   EXPECT_EQ(c.starts(), 1);
 }
 
+// A child that died while it waited (started ahead of its use) is seen as gone, reaped, and the next
+// request starts a fresh one instead of failing on the dead one.
+TEST_F(ChildClientTest, AliveSeesAChildThatDiedWhileItWaited) {
+  ChildClient c(fake_options());
+  EXPECT_FALSE(c.alive()) << "nothing started yet";
+  ASSERT_TRUE(ping(c).ok());
+  EXPECT_TRUE(c.alive());
+  ::kill(c.pid(), SIGKILL);
+  for (int i = 0; i < 200 && c.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(c.alive());
+  EXPECT_FALSE(c.running());
+  auto again = ping(c);
+  EXPECT_TRUE(again.ok()) << again.message;
+  EXPECT_EQ(c.starts(), 2);
+}
+
 TEST_F(ChildClientTest, NeedMessagesAreAnsweredInTheMiddleOfARequest) {
   ChildClient c(fake_options());
   std::vector<int> asked;

@@ -64,6 +64,8 @@ class ModelNewWorker {
 
   WorkerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
   const std::string& sandbox_warning() const { return warning_; }
+  // Whether its process, once started, is still there (ChildClient::alive).
+  bool alive() { return client_.alive(); }
   // Whether a request has started the worker (and its hello said torch imports).
   const nlohmann::json& hello() const { return client_.hello(); }
   // Where this solution's build lives: the kagent cache's modelnew/<source hash>. It is the one

@@ -83,6 +83,10 @@ class ChildClient {
   // no further use, which would otherwise get a grace period to exit on its own.
   void end_now() { stop(true); }
   bool running() const { return pid_ > 0; }
+  // Whether the child started is still there (not exited or killed since): a child started ahead of
+  // its use may have died meanwhile, which must not be blamed on what its next request carries.
+  // One that is gone is reaped, and the next request starts afresh.
+  bool alive();
   pid_t pid() const { return pid_; }
   int starts() const { return starts_; }                  // how many runners were started so far
   const nlohmann::json& hello() const { return hello_; }  // the last hello line
