@@ -18,15 +18,8 @@ EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateReque
     const CandidateRequest& r = *pending[next];
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(next));
     if (prebuilder) prebuilder->wait_for(r);
-    // The likely next ones (the first built, then in order): what their kind starts ahead (a
-    // ModelNew worker) starts beside this one.
-    if (!pending.empty()) {
-      const size_t first = prebuilder ? prebuilder->first_ready(pending) : 0;
-      std::vector<CandidateRequest> next = {*pending[first]};
-      for (size_t i = 0; i < pending.size() && next.size() < kExpectAhead; ++i)
-        if (i != first) next.push_back(*pending[i]);
-      backend.expect(next);
-    }
+    // The likely next ones: what their kind starts ahead (a ModelNew worker) starts beside this one.
+    if (!pending.empty()) backend.expect(likely_next(pending, prebuilder));
     nlohmann::json record;
     try {
       record = backend.evaluate(r);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/judge/prebuild.hpp"
 #include "kagent/judge/verdict.hpp"
 
 namespace kagent::serve {
@@ -133,11 +134,10 @@ void EvalQueue::work(int gpu) {
       job = std::move(*pick);
       queue_.erase(pick);
       taken = true;
-      // The likely next jobs of this worker (those built first, then in order): a hint for its backend.
-      for (int built = options_.prebuilder ? 1 : 0; built >= 0 && next.size() < judge::kExpectAhead; --built)
-        for (auto n = queue_.begin(); n != queue_.end() && next.size() < judge::kExpectAhead; ++n)
-          if ((built == 1) == (options_.prebuilder && options_.prebuilder->ready(n->request)))
-            next.push_back(n->request);
+      // The likely next jobs of this worker: a hint for its backend.
+      std::vector<const judge::CandidateRequest*> queued;
+      for (const Job& j : queue_) queued.push_back(&j.request);
+      next = judge::likely_next(queued, options_.prebuilder);
     }
     if (options_.prebuilder) options_.prebuilder->wait_for(job.request);  // not GPU time: before `start`
     const auto start = Clock::now();

@@ -127,8 +127,13 @@ TEST(Prebuild, ACandidateBuiltOutOfTurnIsEvaluatedFirst) {
       b, {slow, quick},
       [&](const nlohmann::json& j) {
         order.push_back(j["candidate"]);
+        // Judged while the slow one still builds: announcing what comes next waits for no build.
+        if (j["candidate"] == "quick") {
+          EXPECT_FALSE(pre.ready(slow));
+        }
         held.release();  // the slow build ends only once the quick candidate has been judged
       },
       &pre);
   EXPECT_EQ(order, (std::vector<std::string>{"quick", "slow"}));
+  EXPECT_EQ(s.events, (std::vector<std::string>{"expect slow", "evaluate quick", "evaluate slow"}));
 }
