@@ -89,6 +89,11 @@ class SampleJob : public ProblemJob {
     }
   }
 
+  std::optional<judge::WarmState> warm() override {
+    if (!backend_) return std::nullopt;
+    return backend_->warm();
+  }
+
   std::optional<report::ResultRecord> run(const Problem& p) override {
     if (p.sample.empty()) {
       report::ResultRecord r;

@@ -48,21 +48,23 @@ void AheadSlot::discard_locked(Result r) {
   });
 }
 
-void AheadSlot::start(const std::string& key, std::function<std::unique_ptr<AheadWork>()> make) {
+void AheadSlot::start(const std::string& key, std::function<std::unique_ptr<AheadWork>()> make, size_t count) {
   {
     std::lock_guard lock(mu_);
     if (closing_) return;
-    for (const auto& h : held_)
-      if (h.first == key) return;
-    std::packaged_task<std::unique_ptr<AheadWork>()> job(std::move(make));
-    held_.emplace_back(key, job.get_future());
-    jobs_.push_back(std::move(job));
+    size_t held = 0;
+    for (const auto& h : held_) held += h.first == key ? 1 : 0;
+    for (; held < count; ++held) {
+      std::packaged_task<std::unique_ptr<AheadWork>()> job(make);
+      held_.emplace_back(key, job.get_future());
+      jobs_.push_back(std::move(job));
+    }
     while (held_.size() > kHeld) {
       discard_locked(std::move(held_.front().second));
       held_.pop_front();
     }
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 std::unique_ptr<AheadWork> AheadSlot::take(const std::string& key) {

@@ -37,8 +37,10 @@ ChildClient& EvalContext::runner() {
 }
 
 RefServer& EvalContext::ref_server() {
-  if (!ev_.ref_server_) throw Error(ExitCode::environment, "a PyTorch reference's server was asked for, and none runs");
-  return *ev_.ref_server_;
+  RefServer* server = ev_.ref_server();
+  if (server == nullptr)
+    throw Error(ExitCode::environment, "a PyTorch reference's server was asked for, and none runs");
+  return *server;
 }
 
 std::unique_ptr<AheadWork> EvalContext::take_ahead() {

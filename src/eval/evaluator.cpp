@@ -1,8 +1,6 @@
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/report_score.hpp"
 
-#include "fresh_seed.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,6 +84,7 @@ void Evaluator::probe() {
     throw InputError(fmt::format("--gpu {}: this machine has {} GPU(s)", opt_.gpu, inv.gpus.size()));
   const GpuInfo& g = inv.gpus[static_cast<size_t>(opt_.gpu)];
   gpu_uuid_ = g.uuid;
+  gpu_memory_ = g.memory_bytes;
   driver_version_ = inv.driver_version;
   arch_ = opt_.arch.empty() ? arch_for_capability(g.cc_major, g.cc_minor) : opt_.arch;
   check_arch(arch_);
@@ -134,7 +133,25 @@ std::string ahead_key(const Candidate& cand, const Op& op) {
       .hex();
 }
 
-void Evaluator::expect(const Op& op, const Candidate& cand) {
+void Evaluator::expect_problem(const Op& op, bool with_baselines) {
+  try {
+    probe();
+    if (!gpu_problem_.empty() || op.ref_kind == RefKind::cuda) return;
+    // Its server, context, first run and (for a timed evaluation) baselines, unless it is warm.
+    WarmStart s;
+    s.op = op;
+    if (with_baselines && opt_.timing && !opt_.refresh_baselines) s.baselines = opt_.stop_rule;
+    s.gpu_lock = gpu_lock_file();
+    WarmProblems& pool = warm_problems();
+    pool.set_device(gpu_uuid_, static_cast<uint64_t>(gpu_memory_));
+    pool.start_ahead(std::move(s));
+  } catch (const std::exception& e) {
+    spdlog::debug("{} not started ahead: {}", op.reference.string(), e.what());
+  }
+}
+
+void Evaluator::expect(const Op& op, const Candidate& cand, size_t count) {
+  expect_problem(op, true);
   try {
     const CandidateKind& kind = kind_of(cand);
     if (!kind.starts_ahead()) return;
@@ -142,10 +159,26 @@ void Evaluator::expect(const Op& op, const Candidate& cand) {
     if (!gpu_problem_.empty()) return;
     if (!ahead_) ahead_ = std::make_unique<AheadSlot>();
     AheadOptions o{opt_.gpu, arch_, std::filesystem::path(runner_path(opt_)).parent_path()};
-    ahead_->start(ahead_key(cand, op), [&kind, cand, op, o] { return kind.start_ahead(cand, op, o); });
+    ahead_->start(
+        ahead_key(cand, op), [&kind, cand, op, o] { return kind.start_ahead(cand, op, o); }, count);
   } catch (const std::exception& e) {
     spdlog::debug("nothing started ahead for {}: {}", cand.path.string(), e.what());
   }
+}
+
+WarmProblems& Evaluator::warm_problems() {
+  if (!warm_) warm_ = std::make_shared<WarmProblems>(opt_.gpu, WarmLimits{1, 0.5});
+  return *warm_;
+}
+
+RefServer* Evaluator::ref_server() {
+  if (!warm_) return nullptr;
+  WarmEntry* e = warm_->current();
+  return e ? e->server.get() : nullptr;
+}
+
+std::filesystem::path Evaluator::gpu_lock_file() const {
+  return gpu_lock_path(cache_dir_, gpu_uuid_, opt_.gpu);
 }
 
 ChildClient& Evaluator::runner() {
@@ -208,72 +241,95 @@ ResolvedOp Evaluator::resolve(const Op& op) {
 
 const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   require_gpu();  // the reference server runs on this GPU
-  const std::string key = op.reference.string() + "|" + std::string(precision_name(op.precision));
-  if (ref_server_ && loaded_key_ == key) return loaded_;
-  // One server per problem file: it runs that file's code, which must not reach another problem's
-  // reference (a patched torch function, a poisoned cache).
-  if (!ref_server_ || ref_server_->problem() != std::filesystem::absolute(op.reference)) {
-    ref_server_.reset();
-    loaded_ = PyTorchReference{};
-    ref_server_ = std::make_unique<RefServer>(opt_.gpu, op.reference);
-  }
-  loaded_key_.clear();
+  WarmProblems& pool = warm_problems();
+  pool.set_device(gpu_uuid_, static_cast<uint64_t>(gpu_memory_));
+  WarmStart s;
+  s.op = op;
   // The runner keeps the last evaluation's buffers for the next one of the same tensors; another
   // problem's reference (its tensors, its baselines) needs that memory first.
-  if (runner_ && runner_->running()) runner_->request({{"cmd", "release"}}, std::chrono::seconds(30));
-  PyTorchReference r;
-  r.op = op;
-  // The model's weights are drawn under a fresh seed per load, so a candidate cannot carry
-  // constants precomputed from them; each trial's inputs get a fresh seed of their own.
-  r.seed = fresh_seed();
-  r.signature = ref_server_->load(op, op.precision, r.seed);
-  r.op.inputs = r.signature.inputs;
-  // What forward draws is an input of a native candidate like forward's own (a ModelNew solution
-  // draws it itself: modelnew_evaluation.cpp passes forward's tensors only).
-  r.op.inputs.insert(r.op.inputs.end(), r.signature.draws.begin(), r.signature.draws.end());
-  r.op.inputs.insert(r.op.inputs.end(), r.signature.params.begin(), r.signature.params.end());
-  r.op.outputs = r.signature.outputs;
-  r.op.scalars.clear();
-  for (const auto& s : r.signature.scalars) r.op.scalars.push_back(ScalarArg::from_json(s.name, s.value));
-  r.op.flops = r.signature.flops;  // the compute floor's FLOPs (task prompt, profile)
-  r.op.flops_source = r.signature.flops ? flops_source_text(r.signature) : r.signature.flops_note;
-  loaded_ = std::move(r);
-  loaded_key_ = key;
-  return loaded_;
+  s.before_load = [this] {
+    if (runner_ && runner_->running()) runner_->request({{"cmd", "release"}}, std::chrono::seconds(30));
+  };
+  WarmProblems::Use u = pool.use(s);
+  loaded_ = &u.entry->ref;
+  if (u.state != "current") {
+    switch_state_ = u.state;
+    switch_wait_s_ = u.waited_s;
+  }
+  return *loaded_;
 }
 
 const RefBaselines& Evaluator::pytorch_baselines(const ResolvedOp& op) {
   pytorch_reference(op.op);
   measure_torch_baselines();
-  return *loaded_.baselines;
+  return *loaded_->baselines;
 }
 
 void Evaluator::measure_torch_baselines() {
-  if (loaded_.baselines) return;
+  WarmEntry& e = *warm_problems().current();
+  const std::string key = baselines_key(opt_.stop_rule);
+  const bool refresh = opt_.refresh_baselines && refreshed_.count(e.key) == 0;
+  if (auto it = e.baselines.find(key); it != e.baselines.end() && !refresh) {
+    loaded_->baselines = it->second;
+    return;
+  }
   // Under the lock, a process that waited finds the baselines in the server's disk cache.
   GpuLock lock = lock_gpu("timing torch eager and torch.compile");
-  loaded_.baselines = ref_server_->baselines(opt_.refresh_baselines, opt_.stop_rule);
+  loaded_->baselines = e.baselines[key] = e.server->baselines(refresh, opt_.stop_rule);
+  if (refresh) refreshed_.insert(e.key);
 }
 
 void Evaluator::note_torch_baselines(EvalReport& rep) const {
-  if (!loaded_.baselines) return;
-  rep.baselines.eager_ms = loaded_.baselines->eager.median_ms;
-  if (loaded_.baselines->compile) rep.baselines.compile_ms = loaded_.baselines->compile->median_ms;
-  rep.torch = loaded_.baselines;
+  if (!loaded_ || !loaded_->baselines) return;
+  rep.baselines.eager_ms = loaded_->baselines->eager.median_ms;
+  if (loaded_->baselines->compile) rep.baselines.compile_ms = loaded_->baselines->compile->median_ms;
+  rep.torch = loaded_->baselines;
 }
 
 GpuLock Evaluator::lock_gpu(const std::string& what) const {
-  return GpuLock(gpu_lock_path(cache_dir_, gpu_uuid_, opt_.gpu), [&] {
+  return GpuLock(gpu_lock_file(), [&] {
     spdlog::info("GPU {}: waiting for another kagent measurement on it to finish ({})", opt_.gpu, what);
   });
 }
 
+bool Evaluator::let_idle_problems_go(const std::string& why, const Candidate& cand) {
+  if (!warm_ || warm_->evict_idle() == 0) return false;
+  spdlog::info("GPU {}: out of memory ({}); the idle problems kept warm are let go and {} is evaluated again", opt_.gpu,
+               why, cand.path.filename().string());
+  return true;
+}
+
 EvalReport Evaluator::evaluate(const Op& op, const Candidate& cand, EvalMode mode, const Candidate* baseline) {
-  return evaluate(resolve(op), cand, mode, baseline);
+  ResolvedOp resolved;
+  try {
+    resolved = resolve(op);
+  } catch (const GpuBusyError& e) {  // the problem's load did not fit beside the idle ones
+    if (!let_idle_problems_go(e.what(), cand)) throw;
+    resolved = resolve(op);
+  }
+  return evaluate(resolved, cand, mode, baseline);
 }
 
 EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
                                const Candidate* baseline) {
+  // Out of GPU memory while idle problems held some: they are let go and the candidate runs again,
+  // so what else this GPU keeps warm never decides a verdict.
+  auto let_idle_go = [&](const std::string& why) { return let_idle_problems_go(why, cand); };
+  EvalReport rep;
+  try {
+    rep = evaluate_once(resolved, cand, mode, baseline);
+  } catch (const GpuBusyError& e) {
+    if (!let_idle_go(e.what())) throw;
+    rep = evaluate_once(resolve(resolved.op), cand, mode, baseline);
+  }
+  if (rep.outcome.out_of_memory && let_idle_go(rep.outcome.message))
+    rep = evaluate_once(resolve(resolved.op), cand, mode, baseline);
+  if (rep.outcome.out_of_memory) settle_out_of_memory(rep);
+  return rep;
+}
+
+EvalReport Evaluator::evaluate_once(const ResolvedOp& resolved, const Candidate& cand, EvalMode mode,
+                                    const Candidate* baseline) {
   const CandidateKind& kind = kind_of(cand);
   if (kind.needs_gpu())
     require_gpu();
@@ -295,6 +351,12 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
   // Baselines only matter for a timed evaluation; a correctness check never pays for them.
   if (pytorch && opt_.timing) measure_torch_baselines();
   if (pytorch) note_torch_baselines(rep);
+  if (pytorch) {
+    rep.problem_state = switch_state_.empty() ? "current" : switch_state_;
+    rep.problem_wait_s = switch_wait_s_;
+    switch_state_.clear();
+    switch_wait_s_ = 0;
+  }
 
   EvalContext ctx(*this, cand, baseline, op, pytorch, mode);
   {
@@ -316,10 +378,10 @@ EvalReport Evaluator::evaluate(const ResolvedOp& resolved, const Candidate& cand
   std::optional<double> cand_ms;
   if (rep.outcome.candidate_time) cand_ms = rep.outcome.candidate_time->median_ms;
   rep.reward = compute_reward(rep.compile.ok, rep.outcome.correct, cand_ms, rep.baselines, rep.outcome.flags);
-  if (rep.outcome.out_of_memory) settle_out_of_memory(rep);
-  if (ref_server_ && !ref_server_->sandbox_warning().empty() &&
-      rep.sandbox_warning.find(ref_server_->sandbox_warning()) == std::string::npos)
-    rep.sandbox_warning += (rep.sandbox_warning.empty() ? "" : "; ") + ref_server_->sandbox_warning();
+  if (const RefServer* server = pytorch ? ref_server() : nullptr;
+      server && !server->sandbox_warning().empty() &&
+      rep.sandbox_warning.find(server->sandbox_warning()) == std::string::npos)
+    rep.sandbox_warning += (rep.sandbox_warning.empty() ? "" : "; ") + server->sandbox_warning();
   return rep;
 }
 
@@ -439,6 +501,10 @@ nlohmann::json report_json(const EvalReport& r) {
   }
   if (!r.sandbox_warning.empty()) j["sandbox_warning"] = r.sandbox_warning;
   if (!r.baseline_error.empty()) j["baseline_error"] = r.baseline_error;
+  if (!r.problem_state.empty()) {
+    j["problem_state"] = r.problem_state;
+    j["problem_wait_s"] = r.problem_wait_s;
+  }
   // The same result as every record keeps it (common/score.hpp): what the judge's front ends read.
   j["score"] = report_score(r);
   return j;

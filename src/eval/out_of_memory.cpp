@@ -24,7 +24,8 @@ constexpr uint64_t kOthersThreshold = uint64_t{64} << 20;
 void Evaluator::settle_out_of_memory(EvalReport& rep) const {
   std::vector<pid_t> ours;
   if (runner_ && runner_->running()) ours.push_back(runner_->pid());
-  if (ref_server_) ours.push_back(ref_server_->pid());
+  if (warm_)  // every problem this GPU keeps warm: the pool's own, let go before this was settled
+    for (pid_t p : warm_->pids()) ours.push_back(p);
   MemoryContention c = memory_contention(gpu_uuid_, ours);
   if (!c.note.empty()) {
     // Nothing tells who else is on the GPU: not judging is the safe side (exit 3, bench retries).

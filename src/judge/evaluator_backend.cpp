@@ -11,6 +11,8 @@
 #include "kagent/judge/prebuild.hpp"
 #include "kagent/spec/candidate.hpp"
 
+#include <map>
+
 namespace kagent::judge {
 
 namespace fs = std::filesystem;
@@ -47,8 +49,8 @@ std::string options_key(const EvalOptions& o) {
 
 }  // namespace
 
-EvaluatorBackend::EvaluatorBackend(int gpu, std::shared_ptr<CompileCache> cache)
-    : gpu_(gpu), cache_(std::move(cache)) {}
+EvaluatorBackend::EvaluatorBackend(int gpu, std::shared_ptr<CompileCache> cache, WarmLimits warm)
+    : gpu_(gpu), cache_(std::move(cache)), warm_limits_(warm) {}
 
 EvaluatorBackend::~EvaluatorBackend() = default;
 
@@ -74,10 +76,33 @@ std::string text_file_name(const CandidateKind& kind) {
 
 }  // namespace
 
-nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
+namespace {
+
+// The request's problem as `kagent eval` lays its flags over it.
+Op op_of_request(const CandidateRequest& r) {
   Op op = load_op(r.problem);
   if (r.precision) op = with_precision(std::move(op), *r.precision);
   r.overrides.apply(op);
+  return op;
+}
+
+}  // namespace
+
+Evaluator& EvaluatorBackend::evaluator_for(const EvalOptions& options) {
+  const std::string key = options_key(options);
+  if (!ev_ || key != ev_options_) {
+    ev_.reset();
+    ev_ = std::make_unique<Evaluator>(options, cache_);
+    ev_options_ = key;
+    // The problems kept warm outlive the evaluator: a request with other options finds them.
+    if (!warm_) warm_ = std::make_shared<WarmProblems>(gpu_, warm_limits_);
+    ev_->set_warm_problems(warm_);
+  }
+  return *ev_;
+}
+
+nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
+  Op op = op_of_request(r);
   const std::string shown = !r.name.empty()   ? r.name
                             : !r.file.empty() ? r.file.string()
                                               : text_file_name(kind_of_request(r));
@@ -91,49 +116,91 @@ nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
             {"reason", "the candidate does not parse"},
             {"compile", {{"ok", false}, {"log", e.what()}}}};
   }
-  const EvalOptions options = eval_options_of(r, gpu_);
-  const std::string key = options_key(options);
-  if (!ev_ || key != ev_options_) {
-    ev_.reset();
-    ev_ = std::make_unique<Evaluator>(options, cache_);
-    ev_options_ = key;
-  }
+  Evaluator& ev = evaluator_for(eval_options_of(r, gpu_));
+  start_announced(r);
   try {
-    nlohmann::json record = report_json(ev_->evaluate(op, cand));
+    nlohmann::json record = report_json(ev.evaluate(op, cand));
     record["candidate"] = shown;
     return record;
   } catch (const InputError&) {
     throw;  // the problem or a plan that does not fit it: the Evaluator is still sound
   } catch (...) {
-    ev_.reset();  // its runner or reference server may be gone: the next request starts afresh
+    // Its runner or the problem's server may be gone: the next request starts them afresh (the
+    // other problems kept warm stay).
+    if (warm_) warm_->drop_current();
+    ev_.reset();
     throw;
   }
 }
 
 void EvaluatorBackend::expect(const std::vector<CandidateRequest>& next) {
+  announced_ = next;
   for (const CandidateRequest& r : next) {
     try {
-      // Most kinds start nothing ahead (plans compile in the prebuilder): nothing is read for them.
-      if (!(r.file.empty() ? kind_of_request(r) : kind_of_file(r.file)).starts_ahead()) continue;
-      // Only an Evaluator of the same options can take what is started. One is made for the hint
+      // A problem started ahead serves any options: started now. One Evaluator is made for the hint
       // when there is none (it starts nothing by itself); one made for other options stays.
       const EvalOptions options = eval_options_of(r, gpu_);
-      const std::string key = options_key(options);
-      if (!ev_) {
-        ev_ = std::make_unique<Evaluator>(options, cache_);
-        ev_options_ = key;
-      }
-      if (key != ev_options_) continue;
-      Op op = load_op(r.problem);
-      ev_->expect(op, candidate_of_request(r));
+      Evaluator& ev = ev_ ? *ev_ : evaluator_for(options);
+      ev.expect_problem(op_of_request(r), options_key(options) == ev_options_);
     } catch (const std::exception& e) {
-      spdlog::debug("nothing started ahead for {}: {}", r.name.empty() ? r.file.string() : r.name, e.what());
+      spdlog::debug("{} not started ahead: {}", r.problem.string(), e.what());
     }
   }
 }
 
-BackendFactory evaluator_backends(std::shared_ptr<CompileCache> cache) {
-  return [cache](int gpu) -> std::unique_ptr<EvalBackend> { return std::make_unique<EvaluatorBackend>(gpu, cache); };
+void EvaluatorBackend::start_announced(const CandidateRequest& current) {
+  // What a candidate's kind starts ahead (a ModelNew worker), once its Evaluator (of the request's
+  // options) is the one that will take it: a worker per announced request, the same source twice
+  // included. The current request's own work is counted in, since its evaluation takes it now.
+  std::vector<CandidateRequest> next = std::move(announced_);
+  announced_.clear();
+  struct Want {
+    Op op;
+    Candidate cand;
+    size_t count = 0;
+  };
+  std::map<std::string, Want> wants;
+  std::vector<std::string> order;
+  auto add = [&](const CandidateRequest& r) {
+    try {
+      // Most kinds start nothing ahead (plans compile in the prebuilder): nothing is read for them.
+      if (!(r.file.empty() ? kind_of_request(r) : kind_of_file(r.file)).starts_ahead()) return;
+      if (options_key(eval_options_of(r, gpu_)) != ev_options_) return;
+      Op op = op_of_request(r);
+      Candidate cand = candidate_of_request(r);
+      const std::string key = ahead_key(cand, op);
+      auto [it, fresh] = wants.try_emplace(key, Want{std::move(op), std::move(cand), 0});
+      if (fresh) order.push_back(key);
+      it->second.count += 1;
+    } catch (const std::exception& e) {
+      spdlog::debug("nothing started ahead for {}: {}", r.name.empty() ? r.file.string() : r.name, e.what());
+    }
+  };
+  if (next.empty() || !ev_) return;
+  add(current);
+  for (const CandidateRequest& r : next) add(r);
+  for (const std::string& key : order) {
+    const Want& w = wants.at(key);
+    ev_->expect(w.op, w.cand, w.count);
+  }
+}
+
+WarmState EvaluatorBackend::warm() {
+  WarmState s;
+  s.limit = warm_limits_.max_problems;
+  s.memory_share = warm_limits_.memory_share;
+  if (warm_) static_cast<WarmStats&>(s) = warm_->stats();
+  return s;
+}
+
+std::string problem_key(const fs::path& problem) {
+  return warm_key(problem);
+}
+
+BackendFactory evaluator_backends(std::shared_ptr<CompileCache> cache, WarmLimits warm) {
+  return [cache, warm](int gpu) -> std::unique_ptr<EvalBackend> {
+    return std::make_unique<EvaluatorBackend>(gpu, cache, warm);
+  };
 }
 
 }  // namespace kagent::judge

@@ -164,6 +164,14 @@ nlohmann::json RefServer::trial(uint64_t seed) {
   return out;
 }
 
+void RefServer::warm() {
+  call({{"cmd", "warm"}, {"gpu", gpu_}}, 120s, "making its CUDA context");
+}
+
+uint64_t RefServer::release() {
+  return call({{"cmd", "release"}}, 60s, "releasing a trial's tensors").value("reserved_bytes", uint64_t{0});
+}
+
 RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   nlohmann::json body =
       call({{"cmd", "baselines"}, {"refresh", refresh}, {"cache_dir", cache_dir_.string()}, {"stop_rule", rule}}, 1800s,

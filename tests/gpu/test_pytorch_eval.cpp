@@ -141,6 +141,65 @@ TEST_F(PyTorchEval, FixtureGetsItsTierFromMeasuredBaselines) {
   EXPECT_DOUBLE_EQ(again.torch->eager.median_ms, r.torch->eager.median_ms);
 }
 
+TEST_F(PyTorchEval, ProblemsStayWarmAcrossSwitchesAndStartAhead) {
+  // Three problem files (a server each) in one evaluator that keeps up to four warm.
+  auto warm = std::make_shared<WarmProblems>(0, WarmLimits{4, 0.5});
+  opts.timing = false;
+  ev().set_warm_problems(warm);
+  const Candidate cand = load_candidate(dir.write("relu.cu", kSmallReluCandidate));
+  const Op a = load_op(dir.write("relu_a.py", kSmallRelu)), b = load_op(dir.write("relu_b.py", kSmallRelu)),
+           c = load_op(dir.write("relu_c.py", kSmallRelu));
+  EvalReport r = ev().evaluate(a, cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.problem_state, "started");
+  const pid_t server_a = ev().ref_server()->pid();
+  EXPECT_EQ(ev().evaluate(a, cand).problem_state, "current");
+  r = ev().evaluate(b, cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.problem_state, "started");
+  r = ev().evaluate(a, cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.problem_state, "warm") << "a switch back finds a's server up";
+  EXPECT_EQ(ev().ref_server()->pid(), server_a);
+  // Announced while a is evaluated: c's server, context and first run happen on a helper thread.
+  ev().expect_problem(c, true);
+  EXPECT_TRUE(ev().evaluate(a, cand).outcome.correct);
+  r = ev().evaluate(c, cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.problem_state, "started_ahead");
+  EXPECT_EQ(warm->stats().warm, 3u);
+}
+
+TEST_F(PyTorchEval, AProblemThatDoesNotFitBesideTheIdleOnesLetsThemGo) {
+  // Each problem holds 60% of the GPU's memory for as long as its model lives (a plain attribute,
+  // not a parameter): two do not fit at once. The idle share is set high enough that only the
+  // out-of-memory failure, not the bound, lets the first go; the verdict must not see it.
+  constexpr const char* kBallast = R"~(import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        free, total = torch.cuda.mem_get_info()
+        self.ballast = torch.empty(int(total * 0.6) // 4, dtype=torch.float32)
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(1000, 1001)]
+def get_init_inputs():
+    return []
+)~";
+  auto warm = std::make_shared<WarmProblems>(0, WarmLimits{4, 0.95});
+  opts.timing = false;
+  ev().set_warm_problems(warm);
+  const Candidate cand = load_candidate(dir.write("relu.cu", kSmallReluCandidate));
+  EvalReport r = ev().evaluate(load_op(dir.write("ballast_a.py", kBallast)), cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  r = ev().evaluate(load_op(dir.write("ballast_b.py", kBallast)), cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_FALSE(r.outcome.out_of_memory);
+  EXPECT_EQ(warm->stats().warm, 1u);
+  EXPECT_GE(warm->stats().evicted, 1);
+}
+
 TEST_F(PyTorchEval, WrongSolutionFailsAgainstTheServersOutputs) {
   Op op = load_op(dir.write("relu.py", kSmallRelu));
   opts.timing = false;

@@ -67,6 +67,24 @@ TEST(AheadSlot, AKeyAlreadyHeldIsNotStartedAgain) {
   EXPECT_EQ(gone, 1);
 }
 
+TEST(AheadSlot, ASourceAnnouncedSeveralTimesGetsAWorkEach) {
+  std::atomic<int> gone = 0, made = 0;
+  {
+    AheadSlot slot;
+    slot.start("a", make("a", &gone, &made), 3);
+    slot.start("a", make("a", &gone, &made), 3);  // announced again before any was taken: still three
+    EXPECT_EQ(slot.held().size(), 3u);
+    EXPECT_NE(slot.take("a"), nullptr);
+    slot.start("a", make("a", &gone, &made), 3);  // one taken: one more
+    EXPECT_NE(slot.take("a"), nullptr);
+    EXPECT_NE(slot.take("a"), nullptr);
+    EXPECT_NE(slot.take("a"), nullptr);
+    EXPECT_EQ(slot.take("a"), nullptr);
+  }
+  EXPECT_EQ(made, 4);
+  EXPECT_EQ(gone, 4);
+}
+
 TEST(AheadSlot, TheOldestIsDiscardedBeyondWhatItHolds) {
   std::atomic<int> gone = 0, made = 0;
   std::vector<std::string> keys;

@@ -21,6 +21,11 @@ trial:     {"seed": int}  inputs made under the seed, the reference run on them,
            The signature's "draws" are those numbers, named with their meaning ("dropout_mult":
            drawn by nn.Dropout(p=0.2) in forward, call 1: ...): inputs of the operator, exported
            after forward's tensors, fresh each trial.
+warm:      {"gpu": int}  torch imported and this GPU's CUDA context made, running no kernel: what a
+           problem started ahead of its turn does before it waits for the GPU to itself -> {}
+release:   {}  the last trial's tensors (and load's) let go and torch's cached blocks returned: a
+           problem kept warm while others are evaluated holds its model and CUDA context, not a
+           trial's inputs and outputs -> {"reserved_bytes": what torch still holds}
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
            -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key",
                "precision", "numerics": {"allow_tf32", ...}}
@@ -65,6 +70,26 @@ class Server:
         self.args = None  # the current trial's forward arguments (load's, then each trial's)
         self.outs = None
         self.exported = None  # the contiguous tensors behind the last trial's IPC handles
+        self.seed = 0  # load's: the baselines remake its inputs after a release
+
+    def warm(self, req):
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = int(req.get("gpu", 0))
+            torch.cuda.set_device(gpu)
+            torch.cuda.init()
+            torch.empty(1, device=f"cuda:{gpu}")  # the context and the allocator; no kernel runs
+        return {}
+
+    def release(self, req):
+        import torch
+
+        self.args, self.outs, self.exported = None, None, None
+        if self.problem is not None:
+            self.problem.draws = []
+        _release_cached_memory()
+        return {"reserved_bytes": torch.cuda.memory_reserved() if torch.cuda.is_available() else 0}
 
     def load(self, req):
         import torch
@@ -74,9 +99,10 @@ class Server:
         phase(f"importing {req['problem']}")
         gpu = int(req.get("gpu", 0))
         self.problem, self.args, self.outs, self.exported = None, None, None, None  # free the last problem's memory
-        self.problem = Problem(req["problem"], req.get("precision", "fp32"), int(req.get("seed", 0)), gpu)
+        self.seed = int(req.get("seed", 0))
+        self.problem = Problem(req["problem"], req.get("precision", "fp32"), self.seed, gpu)
         phase("running the reference once")
-        self.args, self.outs = self.problem.trial(int(req.get("seed", 0)))
+        self.args, self.outs = self.problem.trial(self.seed)
         stats = output_stats(self.outs)
         reply = {
             "signature": self.problem.signature(self.args, self.outs),
@@ -126,6 +152,8 @@ class Server:
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no GPU: baselines need one")
         p = self.problem
+        if self.args is None:  # released since load: the same inputs again
+            self.args = p.inputs(self.seed)
         flags = p.pin_numerics()  # eager and torch.compile (inductor reads the same switches) as the reference
         key = baseline_key(PROTOCOL, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
                            torch.__version__, req.get("stop_rule"))
@@ -163,7 +191,8 @@ class Server:
         return result
 
     def handle(self, req):
-        return jsonlines.dispatch(req, {"load": self.load, "baselines": self.baselines, "trial": self.trial})
+        return jsonlines.dispatch(req, {"load": self.load, "baselines": self.baselines, "trial": self.trial,
+                                        "warm": self.warm, "release": self.release})
 
 
 def main():

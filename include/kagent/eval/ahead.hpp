@@ -48,13 +48,15 @@ class AheadSlot {
   static constexpr size_t kThreads = 4;
   static constexpr size_t kHeld = 8;
 
-  // Runs `make` on the helper thread for the candidate named `key`, unless its work is held already.
-  // The oldest work not taken is discarded when more than kHeld would be held.
-  void start(const std::string& key, std::function<std::unique_ptr<AheadWork>()> make);
-  // The work started for `key`, waiting for it to finish; null when none was started for it or it
-  // failed (the evaluation then does it itself, and reports what fails). Work for other keys stays.
+  // Runs `make` on a helper thread for the candidate named `key` until `count` works of that key are
+  // held (the same solution announced three times gets three: each evaluation takes one, and a
+  // worker serves one evaluation). The oldest work not taken is discarded when more than kHeld would
+  // be held.
+  void start(const std::string& key, std::function<std::unique_ptr<AheadWork>()> make, size_t count = 1);
+  // The oldest work started for `key`, waiting for it to finish; null when none was started for it or
+  // it failed (the evaluation then does it itself, and reports what fails). Other work stays.
   std::unique_ptr<AheadWork> take(const std::string& key);
-  // The keys whose work is held, oldest first.
+  // The keys whose work is held, oldest first (a key once per work).
   std::vector<std::string> held() const;
 
  private:

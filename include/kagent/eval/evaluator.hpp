@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "kagent/compile/compiler.hpp"
@@ -18,6 +19,7 @@
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/reward.hpp"
+#include "kagent/eval/warm_problems.hpp"
 #include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/reference/ref_server.hpp"
@@ -62,6 +64,10 @@ struct EvalReport {
   // With EvalMode::profile, for a correct candidate: this GPU's measured roofs, or why not.
   std::optional<DevicePeaks> peaks;
   std::string peaks_note;
+  // PyTorch references: how this evaluation found its problem (WarmProblems::Use::state: "current",
+  // "warm", "started_ahead", "started") and the seconds it waited for it to be ready.
+  std::string problem_state;
+  double problem_wait_s = 0;
 };
 
 // What an evaluation measures besides correctness and the plan's time (EvalOptions::timing).
@@ -75,15 +81,6 @@ enum class EvalMode {
 // (tensors and scalars as the candidate sees them); a native operator as it is.
 struct ResolvedOp {
   Op op;
-};
-
-// A PyTorch reference loaded in an evaluator's reference server: the op with its signature filled
-// in and the eager/compile baselines.
-struct PyTorchReference {
-  Op op;
-  RefSignature signature;
-  std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
-  uint64_t seed = 0;                      // the model's weights were drawn under it (ModelNew is built under it too)
 };
 
 class EvalContext;  // candidate_kind.hpp
@@ -122,6 +119,11 @@ class Evaluator {
   EvalReport evaluate(const Op& op, const Candidate& cand, EvalMode mode = EvalMode::score,
                       const Candidate* baseline = nullptr);
 
+  // The problems this evaluator keeps warm, shared with the evaluators made after it on the same GPU
+  // (EvaluatorBackend makes one per set of options). Without one it keeps a single problem.
+  void set_warm_problems(std::shared_ptr<WarmProblems> warm) { warm_ = std::move(warm); }
+  WarmProblems& warm_problems();
+
   // Evaluations end by this moment (the agent's time budget): the runner's timeout is cut to
   // what is left, at least a second. nullopt: only EvalOptions::timeout.
   void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) { deadline_ = deadline; }
@@ -133,11 +135,17 @@ class Evaluator {
   std::optional<DevicePeaks> device_peaks(std::string* why);
   // A hint from a front end that knows what comes next: `cand` is likely the next candidate evaluated
   // against `op`. What its kind can start before its turn (CandidateKind::start_ahead) starts now on
-  // the evaluator's helper thread, beside whatever this thread measures; its evaluation takes it.
-  // Never throws; does nothing without a GPU or for a kind that starts nothing ahead.
-  void expect(const Op& op, const Candidate& cand);
-  ChildClient& runner();                                 // needs the GPU (EnvError without one)
-  RefServer* ref_server() { return ref_server_.get(); }  // nullptr until a PyTorch reference is used
+  // the evaluator's helper thread, beside whatever this thread measures; its evaluation takes it. A
+  // PyTorch problem that is not warm is started ahead too (WarmProblems::start_ahead).
+  // Never throws; does nothing without a GPU.
+  // `count`: how many evaluations of this very candidate are likely next (a repeated source: one
+  // worker each).
+  void expect(const Op& op, const Candidate& cand, size_t count = 1);
+  // The problem alone (a PyTorch one not warm: started ahead on the pool's helper thread), with
+  // its baselines under this evaluator's stop rule when `with_baselines`. Never throws.
+  void expect_problem(const Op& op, bool with_baselines);
+  ChildClient& runner();    // needs the GPU (EnvError without one)
+  RefServer* ref_server();  // the current PyTorch problem's server; nullptr until one is used
 
   // A resolved PyTorch reference's eager and torch.compile baselines, measured now (or read from
   // the cache) if not yet.
@@ -161,6 +169,11 @@ class Evaluator {
   // An out-of-memory failure is the candidate's only when no other process held the GPU's
   // memory; otherwise it throws GpuBusyError (out_of_memory.cpp).
   void settle_out_of_memory(EvalReport& rep) const;
+  // One try of evaluate(): the report with an out-of-memory failure not yet settled.
+  EvalReport evaluate_once(const ResolvedOp& op, const Candidate& cand, EvalMode mode, const Candidate* baseline);
+  std::filesystem::path gpu_lock_file() const;
+  // After an out-of-memory failure: lets the idle problems kept warm go (false when there were none).
+  bool let_idle_problems_go(const std::string& why, const Candidate& cand);
   std::string harness_cubin();
 
   EvalOptions opt_;
@@ -179,10 +192,14 @@ class Evaluator {
   // A native reference's timing is a baseline: measured once per (reference, shapes, arch) in
   // this process, not again for every candidate.
   std::map<std::string, TimingSummary> reference_times_;
-  std::unique_ptr<AheadSlot> ahead_;       // made by the first expect()
-  std::unique_ptr<RefServer> ref_server_;  // started for the first PyTorch reference
-  std::string loaded_key_;                 // which op the server holds
-  PyTorchReference loaded_;
+  int64_t gpu_memory_ = 0;
+  std::unique_ptr<AheadSlot> ahead_;  // made by the first expect()
+  std::shared_ptr<WarmProblems> warm_;
+  PyTorchReference* loaded_ = nullptr;  // the current problem's, in warm_
+  // How the last switch of problem found it (WarmProblems::Use), for the next evaluation's report.
+  std::string switch_state_;
+  double switch_wait_s_ = 0;
+  std::set<std::string> refreshed_;  // problems whose baselines --refresh-baselines measured again
 };
 
 // What names a candidate's work started ahead (Evaluator::expect, EvalContext::take_ahead): its

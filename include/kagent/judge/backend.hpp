@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/eval/warm_limits.hpp"
 #include "kagent/protocol/stats.hpp"
 #include "kagent/spec/candidate.hpp"
 #include "kagent/spec/op.hpp"
@@ -44,6 +45,18 @@ struct CandidateRequest {
   bool refresh_baselines = false;
 };
 
+// The key a problem is kept warm under (EvalBackend::warm, the schedulers' affinity): its file,
+// absolute and normal. A PyTorch problem's reference server serves one file, at any precision.
+std::string problem_key(const std::filesystem::path& problem);
+
+// What a backend holds ready between requests (EvalBackend::warm): its pool's figures with its
+// limits, what a scheduler reads to prefer requests whose problem is warm on a worker (`problems`,
+// `current`, as problem_key gives them), and what /health and /metrics report.
+struct WarmState : WarmStats {
+  size_t limit = 0;         // the most problems kept at once (0: this backend keeps none)
+  double memory_share = 0;  // of the GPU's memory (and the host's), what idle problems may hold
+};
+
 // Evaluates candidates on one GPU. Made and used by one thread (the runner a backend starts is
 // tied to the thread that started it), one request at a time.
 class EvalBackend {
@@ -61,6 +74,8 @@ class EvalBackend {
   // that one, so that what their kinds can start ahead starts beside its measurement
   // (Evaluator::expect). Never throws.
   virtual void expect(const std::vector<CandidateRequest>& next) { (void)next; }
+  // What it holds warm now. Called by the thread that calls evaluate(), between requests.
+  virtual WarmState warm() { return {}; }
 };
 
 // How many upcoming requests a front end announces (EvalBackend::expect): as many as the evaluator

@@ -82,6 +82,14 @@ class RefServer {
   // forward started from and ended in, for a ModelNew worker)}: the runner's answer to its "trial"
   // need. They stay valid until the next trial or load.
   nlohmann::json trial(uint64_t seed);
+  // torch imported and the GPU's CUDA context made, no kernel run: a problem started ahead does this
+  // before it takes the GPU lock for its first run.
+  void warm();
+  // Lets go of the last trial's (and load's) tensors and torch's cached blocks: a problem kept warm
+  // while others are evaluated holds its model and context only. Returns what torch still reserves.
+  uint64_t release();
+  // Whether the server still runs (one that died while idle is started afresh).
+  bool alive() { return client_.alive(); }
 
   static std::string tools_dir();  // $KAGENT_TOOLS_DIR, else the source tree's tools/
   // The one folder the server of `problem` may write: baselines, torch.compile's and Triton's
