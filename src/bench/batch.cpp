@@ -1,6 +1,7 @@
 #include "kagent/bench/batch.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/worker_pool.hpp"
+#include "kagent/judge/affinity.hpp"
 #include "kagent/judge/backend.hpp"
 
 namespace kagent::bench {
@@ -45,44 +47,85 @@ std::optional<report::ResultRecord> run_when_gpu_free(ProblemJob& job, const Pro
   }
 }
 
+// The key the affinity policy knows a problem by: its file's (judge::problem_key), as the backend
+// reports it warm; a problem without a file (a test's) by its id.
+std::string affinity_key(const Problem& p) {
+  return p.path.empty() ? "id:" + p.id : judge::problem_key(p.path);
+}
+
 }  // namespace
 
 BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions& options, const JobFactory& make_job,
                        const BatchEvents& events, const std::atomic<bool>& stop) {
-  // The queue's mutex guards outcome and the event callbacks too (they print and write files).
+  // The queue's mutex guards outcome, the policy and the event callbacks too (they print and write files).
   WorkQueue queue(problems.size(), &stop);
   std::mutex& mu = queue.mutex();
+  std::condition_variable changed;  // a worker ended a problem or stopped: one waiting looks again
   BatchOutcome outcome;
+  judge::AffinityPolicy policy(options.gpus.size() * static_cast<size_t>(std::max(1, options.jobs_per_gpu)));
+  std::vector<std::string> keys;
+  std::vector<judge::ProblemId> problem_of;
+  for (const Problem& p : problems) {
+    keys.push_back(affinity_key(p));
+    problem_of.push_back(policy.problem_id(keys.back()));
+  }
+  // A build once over stays over: asked again only for those not yet seen built.
+  std::vector<char> built(problems.size(), options.ready ? 0 : 1);
+  std::atomic<size_t> slots{0};
 
   auto worker = [&](int gpu) {
     using Clock = std::chrono::steady_clock;
+    const size_t slot = slots++;  // this worker's place in the policy
     std::unique_ptr<ProblemJob> job;
     std::string job_error;
     int env_in_a_row = 0;
+    // Leaving: it holds nothing any more, and a worker waiting for its problems looks again.
+    auto leave = [&] {
+      policy.forget(slot);
+      changed.notify_all();
+    };
     for (;;) {
       const Problem* p = nullptr;
+      judge::Pick pick;
       std::vector<Problem> next;
-      for (;;) {
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          // Builds run in the queue's order, so only its head can have ended out of turn.
-          constexpr size_t kReadyWindow = 256;
-          auto built = [&](size_t k) { return !options.ready || options.ready(problems[k]); };
-          std::optional<size_t> i =
-              options.ready ? queue.take_preferred_locked(built, kReadyWindow) : queue.take_locked();
-          if (i) {
-            p = &problems[*i];
-            for (size_t n : queue.peek_locked(built, kReadyWindow, judge::kExpectAhead)) next.push_back(problems[n]);
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        for (;;) {
+          if (queue.done_locked()) {
+            leave();
+            return;
+          }
+          std::vector<size_t> items = queue.pending_locked(policy.options().window);
+          std::vector<judge::QueuedRequest> view;
+          for (size_t i : items) {
+            if (!built[i] && options.ready(problems[i])) built[i] = 1;
+            view.push_back({i, problem_of[i], built[i] != 0});
+          }
+          pick = policy.pick(slot, view);
+          if (pick.index) {
+            const auto at = static_cast<std::ptrdiff_t>(*pick.index);
+            queue.take_item_locked(items[*pick.index]);
+            p = &problems[items[*pick.index]];
+            items.erase(items.begin() + at);
+            view.erase(view.begin() + at);
+            for (size_t k : policy.likely_next(slot, view)) next.push_back(problems[items[k]]);
             if (events.started) events.started(*p, gpu);
             break;
           }
-          if (queue.done_locked()) return;
+          if (pick.any_ready) {
+            // Its problems are warm on busy workers whose queued work is shorter than a cold
+            // start: wait for one of them to end a problem, and look again.
+            changed.wait_for(lock, std::chrono::milliseconds(100));
+            continue;
+          }
+          // None built yet: wait for a build to end, outside the queue's lock, and look again.
+          lock.unlock();
+          if (options.wait_for_builds)
+            options.wait_for_builds();
+          else
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          lock.lock();
         }
-        // None built yet: wait for a build to end, outside the queue's lock, and look again.
-        if (options.wait_for_builds)
-          options.wait_for_builds();
-        else
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       const auto t0 = Clock::now();
       std::optional<report::ResultRecord> rec;
@@ -100,12 +143,27 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
         rec = error_record(*p, e.what(), gpu);
         job.reset();
       }
+      const double took_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::optional<judge::WarmState> warm;
+      if (job) {
+        warm = job->warm();
+        if (!warm) {
+          warm.emplace();
+          warm->current = keys[static_cast<size_t>(p - problems.data())];
+        }
+      }
       std::lock_guard<std::mutex> lock(mu);
+      policy.evaluated(took_s, pick.warm);
+      if (warm)
+        policy.set_warm(slot, *warm);
+      else
+        policy.forget(slot);
+      changed.notify_all();
       if (!rec) {
         ++outcome.not_run;
         continue;
       }
-      if (!rec->wall_s) rec->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!rec->wall_s) rec->wall_s = took_s;
       if (!rec->gpu) rec->gpu = gpu;
       ++outcome.finished;
       if (events.finished) events.finished(*rec);
@@ -114,6 +172,7 @@ BatchOutcome run_batch(const std::vector<Problem>& problems, const BatchOptions&
         ++outcome.workers_stopped;
         outcome.env_failure = fmt::format("GPU {}: {} problems in a row failed in the environment; last: {}", gpu,
                                           env_in_a_row, job_error);
+        leave();
         return;
       }
     }

@@ -31,9 +31,12 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string token_env, problems_root, gpus;
-  int queue = 64;
-  double max_body_mb = 8, max_source_mb = 1;
-  int max_batch = 64;
+  int queue = 4096;  // four RL steps of 1024
+  double queue_mb = 512;
+  double max_body_mb = 64, max_source_mb = 1;
+  int max_batch = 1024;  // one RL step
+  int warm_problems = 16;
+  double warm_memory = 0.5;
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
@@ -55,6 +58,9 @@ int run_serve(const ServeArgs& a) {
   o.port = a.port;
   o.problems_root = std::filesystem::absolute(a.problems_root).lexically_normal();
   o.queue_capacity = static_cast<size_t>(a.queue);
+  o.queue_bytes = static_cast<size_t>(a.queue_mb * (1 << 20));
+  o.warm.max_problems = static_cast<size_t>(a.warm_problems);
+  o.warm.memory_share = a.warm_memory;
   o.queue_timeout_s = a.queue_timeout_s;
   o.limits.max_body_bytes = static_cast<size_t>(a.max_body_mb * (1 << 20));
   o.limits.max_source_bytes = static_cast<size_t>(a.max_source_mb * (1 << 20));
@@ -86,19 +92,20 @@ int run_serve(const ServeArgs& a) {
   if (o.gpus.empty())
     o.unavailable = fmt::format("no GPU to evaluate on: {}", inv.problem.empty() ? "no CUDA device" : inv.problem);
   else
-    o.unavailable = judge::EvaluatorBackend(o.gpus.front(), cache).unavailable();
+    o.unavailable = judge::EvaluatorBackend(o.gpus.front(), cache, o.warm).unavailable();
 
   if (o.unavailable.empty())
     o.prebuilder = make_prebuilder(a.build_jobs, "", o.gpus.front(), static_cast<int>(o.gpus.size()), cache);
-  serve::Service service(o, judge::evaluator_backends(cache));
+  serve::Service service(o, judge::evaluator_backends(cache, o.warm));
   const int port = service.bind();
   std::string gpu_text;
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
   fmt::print(
-      "kagent serve: listening on http://{}:{} (GPUs {}, queue {}, {} build thread(s), preset {}, problems under "
-      "{}{})\n",
-      o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, o.prebuilder ? o.prebuilder->threads() : 0,
-      o.limits.default_preset, o.problems_root.string(), o.token.empty() ? "" : ", bearer token required");
+      "kagent serve: listening on http://{}:{} (GPUs {}, queue {} / {:g} MiB, batches up to {}, {} warm problem(s) per "
+      "GPU within {:g} of memory, {} build thread(s), preset {}, problems under {}{})\n",
+      o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, a.queue_mb, o.limits.max_batch,
+      o.warm.max_problems, o.warm.memory_share, o.prebuilder ? o.prebuilder->threads() : 0, o.limits.default_preset,
+      o.problems_root.string(), o.token.empty() ? "" : ", bearer token required");
   if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
   std::fflush(stdout);
 
@@ -135,8 +142,17 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--token-env", a->token_env,
                   "Environment variable holding the bearer token clients must send (required off 127.0.0.1)");
   sub->add_option("--gpus", a->gpus, "GPU indices, e.g. 0,1 (default: all): a worker each");
-  sub->add_option("--queue", a->queue, "Evaluations waiting at most; beyond, 429 with Retry-After (default 64)")
+  sub->add_option("--queue", a->queue, "Evaluations waiting at most; beyond, 429 with Retry-After (default 4096)")
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--queue-mb", a->queue_mb,
+                  "MiB of candidate sources waiting at most; beyond, 429 with Retry-After (default 512)")
+      ->check(CLI::Range(1.0, 65536.0));
+  sub->add_option("--warm-problems", a->warm_problems,
+                  "Problems each GPU's worker keeps warm (their reference servers, baselines) (default 16)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--warm-memory", a->warm_memory,
+                  "Share of the GPU's memory (and the host's) the idle warm problems may hold (default 0.5)")
+      ->check(CLI::Range(0.05, 0.95));
   sub->add_option("--preset", a->preset,
                   fmt::format("The measurement preset of requests whose \"measure\" names none: {} (default: default)",
                               measure_preset_names()));
@@ -144,11 +160,12 @@ Command add_serve_command(CLI::App& app) {
                   "Threads that compile and build queued candidates while the GPUs measure (default: the machine's "
                   "cores less two per GPU; 0: each in its worker's turn)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body, MiB; beyond, 413 (default 8)")
+  sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body, MiB; beyond, 413 (default 64)")
       ->check(CLI::Range(0.001, 1024.0));
   sub->add_option("--max-source-mb", a->max_source_mb, "Largest candidate source, MiB; beyond, 413 (default 1)")
       ->check(CLI::Range(0.001, 64.0));
-  sub->add_option("--max-batch", a->max_batch, "Most requests in one batch (default 64)")->check(CLI::Range(1, 100000));
+  sub->add_option("--max-batch", a->max_batch, "Most requests in one batch (default 1024)")
+      ->check(CLI::Range(1, 100000));
   sub->add_option("--timeout", a->timeout_s,
                   "Seconds: a request's limit for the GPU part when it gives no timeout_s (default 60)")
       ->check(CLI::Range(1.0, 86400.0));

@@ -19,13 +19,25 @@ std::optional<size_t> WorkQueue::take_preferred_locked(const std::function<bool(
   for (size_t i = next_; i < count_ && looked < window; ++i) {
     if (taken_[i]) continue;
     ++looked;
-    if (!prefer(i)) continue;
-    taken_[i] = true;
-    ++taken_count_;
-    while (next_ < count_ && taken_[next_]) ++next_;
-    return i;
+    if (prefer(i) && take_item_locked(i)) return i;
   }
   return std::nullopt;
+}
+
+std::vector<size_t> WorkQueue::pending_locked(size_t window) const {
+  std::vector<size_t> out;
+  if (done_locked()) return out;
+  for (size_t i = next_; i < count_ && out.size() < window; ++i)
+    if (!taken_[i]) out.push_back(i);
+  return out;
+}
+
+bool WorkQueue::take_item_locked(size_t i) {
+  if (done_locked() || i >= count_ || taken_[i]) return false;
+  taken_[i] = true;
+  ++taken_count_;
+  while (next_ < count_ && taken_[next_]) ++next_;
+  return true;
 }
 
 std::vector<size_t> WorkQueue::peek_locked(const std::function<bool(size_t)>& prefer, size_t window,

@@ -159,16 +159,6 @@ size_t Prebuilder::first_ready(const std::vector<const CandidateRequest*>& pendi
   }
 }
 
-std::vector<CandidateRequest> likely_next(const std::vector<const CandidateRequest*>& pending,
-                                          const Prebuilder* prebuilder) {
-  std::vector<CandidateRequest> next;
-  auto built = [&](const CandidateRequest& r) { return !prebuilder || prebuilder->ready(r); };
-  for (bool group : {true, false})
-    for (const CandidateRequest* r : pending)
-      if (next.size() < kExpectAhead && built(*r) == group) next.push_back(*r);
-  return next;
-}
-
 void Prebuilder::wait_for_progress(std::chrono::milliseconds at_most) const {
   std::unique_lock lock(mu_);
   done_cv_.wait_for(lock, at_most);

@@ -17,6 +17,7 @@ Metrics::Metrics(std::vector<int> gpus) : buckets_(latency_buckets().size(), 0) 
   for (const char* o :
        {"correct", "incorrect", "compile_error", "crash", "timeout", "rejected", "expired", "unavailable", "error"})
     outcomes_[o] = 0;
+  for (const char* r : {"aged", "warm", "cold", "steal"}) picks_[r] = 0;
 }
 
 void Metrics::evaluation(const std::string& outcome, double latency_s) {
@@ -34,12 +35,17 @@ void Metrics::gpu_busy(int gpu, double seconds) {
   busy_s_[gpu] += seconds;
 }
 
+void Metrics::pick(const std::string& rule) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++picks_[rule];
+}
+
 void Metrics::http_answer(int status) {
   std::lock_guard<std::mutex> lock(mu_);
   ++http_[status];
 }
 
-std::string Metrics::render(size_t queue_depth, size_t queue_capacity, bool available) const {
+std::string Metrics::render(const QueueState& q, bool available) const {
   std::lock_guard<std::mutex> lock(mu_);
   const double up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string out;
@@ -49,9 +55,21 @@ std::string Metrics::render(size_t queue_depth, size_t queue_capacity, bool avai
   head("kagent_up", "gauge", "1 when the service can evaluate (a GPU), 0 when it answers 503.");
   out += fmt::format("kagent_up {}\n", available ? 1 : 0);
   head("kagent_queue_depth", "gauge", "Evaluations admitted and waiting for a GPU worker.");
-  out += fmt::format("kagent_queue_depth {}\n", queue_depth);
+  out += fmt::format("kagent_queue_depth {}\n", q.depth);
   head("kagent_queue_capacity", "gauge", "Evaluations the queue holds before answering 429.");
-  out += fmt::format("kagent_queue_capacity {}\n", queue_capacity);
+  out += fmt::format("kagent_queue_capacity {}\n", q.capacity);
+  head("kagent_queue_bytes", "gauge", "Bytes of the sources of the evaluations waiting.");
+  out += fmt::format("kagent_queue_bytes {}\n", q.bytes);
+  head("kagent_queue_capacity_bytes", "gauge", "Bytes of sources the queue holds before answering 429.");
+  out += fmt::format("kagent_queue_capacity_bytes {}\n", q.capacity_bytes);
+  head("kagent_batches_in_flight", "gauge", "Batches admitted and not yet wholly answered (a single request is one).");
+  out += fmt::format("kagent_batches_in_flight {}\n", q.batches);
+  head("kagent_batch_requests", "gauge", "Requests of the batches in flight, by state.");
+  out += fmt::format("kagent_batch_requests{{state=\"queued\"}} {}\n", q.batch_queued);
+  out += fmt::format("kagent_batch_requests{{state=\"running\"}} {}\n", q.batch_running);
+  out += fmt::format("kagent_batch_requests{{state=\"done\"}} {}\n", q.batch_done);
+  head("kagent_queue_picks_total", "counter", "Requests taken by the workers, by the rule that chose them.");
+  for (const auto& [r, n] : picks_) out += fmt::format("kagent_queue_picks_total{{rule=\"{}\"}} {}\n", r, n);
   head("kagent_evaluations_total", "counter", "Evaluations answered, by outcome.");
   for (const auto& [o, n] : outcomes_) out += fmt::format("kagent_evaluations_total{{outcome=\"{}\"}} {}\n", o, n);
   head("kagent_evaluation_latency_seconds", "histogram", "Seconds from admission to answer of an evaluation.");
@@ -69,6 +87,23 @@ std::string Metrics::render(size_t queue_depth, size_t queue_capacity, bool avai
   head("kagent_gpu_busy_ratio", "gauge", "Each GPU's busy seconds over the service's uptime.");
   for (const auto& [g, s] : busy_s_)
     out += fmt::format("kagent_gpu_busy_ratio{{gpu=\"{}\"}} {}\n", g, up_s > 0 ? std::min(1.0, s / up_s) : 0.0);
+  head("kagent_warm_problems_limit", "gauge", "Problems each GPU's worker keeps warm at most.");
+  out += fmt::format("kagent_warm_problems_limit {}\n", q.warm_limit);
+  head("kagent_warm_problems", "gauge", "Problems warm (or being started ahead) on each GPU.");
+  for (const GpuWarm& g : q.gpus) out += fmt::format("kagent_warm_problems{{gpu=\"{}\"}} {}\n", g.gpu, g.problems);
+  head("kagent_warm_gpu_bytes", "gauge", "GPU memory held by each GPU's warm problems, as last measured.");
+  for (const GpuWarm& g : q.gpus) out += fmt::format("kagent_warm_gpu_bytes{{gpu=\"{}\"}} {}\n", g.gpu, g.gpu_bytes);
+  head("kagent_warm_host_bytes", "gauge", "Host memory held by each GPU's warm problems, as last measured.");
+  for (const GpuWarm& g : q.gpus) out += fmt::format("kagent_warm_host_bytes{{gpu=\"{}\"}} {}\n", g.gpu, g.host_bytes);
+  head("kagent_problem_starts_total", "counter",
+       "Problems started on each GPU: ahead (announced, on a helper thread) or in turn (cold when taken).");
+  for (const GpuWarm& g : q.gpus) {
+    out += fmt::format("kagent_problem_starts_total{{gpu=\"{}\",how=\"ahead\"}} {}\n", g.gpu, g.started_ahead);
+    out += fmt::format("kagent_problem_starts_total{{gpu=\"{}\",how=\"in_turn\"}} {}\n", g.gpu, g.started_in_turn);
+  }
+  head("kagent_problem_evictions_total", "counter", "Warm problems let go on each GPU to stay within the bounds.");
+  for (const GpuWarm& g : q.gpus)
+    out += fmt::format("kagent_problem_evictions_total{{gpu=\"{}\"}} {}\n", g.gpu, g.evicted);
   head("kagent_http_responses_total", "counter", "HTTP answers, by status code.");
   for (const auto& [code, n] : http_) out += fmt::format("kagent_http_responses_total{{code=\"{}\"}} {}\n", code, n);
   head("kagent_uptime_seconds", "gauge", "Seconds since the service started.");

@@ -44,6 +44,10 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+double mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1 << 20);
+}
+
 }  // namespace
 
 bool is_loopback(const std::string& host) {
@@ -61,12 +65,18 @@ struct Service::Impl {
       EvalQueue::Options qo;
       qo.gpus = opt.gpus;
       qo.capacity = opt.queue_capacity;
+      qo.capacity_bytes = opt.queue_bytes;
       qo.max_wait_s = opt.queue_timeout_s;
       qo.prebuilder = opt.prebuilder.get();
+      qo.warm = opt.warm;
       queue = std::make_unique<EvalQueue>(qo, std::move(backends), &metrics);
     }
-    const size_t threads =
-        opt.http_threads > 0 ? static_cast<size_t>(opt.http_threads) : opt.queue_capacity + opt.gpus.size() + 8;
+    // Each /v1/evaluate holds a thread while its request waits, so the pool follows the queue, up
+    // to 1024 (a thread's stack is reserved memory; a trainer sends its step as batches, a thread
+    // each). Beyond, connections wait in the pool's own queue; a few more threads keep /health,
+    // /metrics and refusals answered while every other one waits on an evaluation.
+    const size_t threads = opt.http_threads > 0 ? static_cast<size_t>(opt.http_threads)
+                                                : std::min<size_t>(opt.queue_capacity, 1024) + opt.gpus.size() + 8;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(opt.limits.max_body_bytes);
     http.set_read_timeout(60, 0);
@@ -75,23 +85,41 @@ struct Service::Impl {
     routes();
   }
 
-  // The request's candidates admitted, evaluated and answered; refusals as their status.
-  std::vector<Answer> evaluate(std::vector<EvaluateRequest> requests, int* refusal, int* retry_after) {
+  // The request's candidates admitted, evaluated and answered; a refusal as its status, its
+  // Retry-After and what the queue lacked room for.
+  std::vector<Answer> evaluate(std::vector<EvaluateRequest> requests, int* refusal, int* retry_after,
+                               std::string* why) {
     std::vector<judge::CandidateRequest> cands;
     for (auto& r : requests) cands.push_back(std::move(r.candidate));
-    auto futures = queue->submit(std::move(cands));
-    if (!futures && queue->stopping()) {
-      *refusal = 503;
-      return {};
-    }
+    EvalQueue::Refusal refused = EvalQueue::Refusal::none;
+    auto futures = queue->submit(std::move(cands), &refused);
     if (!futures) {
-      *refusal = 429;
+      *refusal = refused == EvalQueue::Refusal::stopping ? 503 : 429;
       *retry_after = queue->retry_after_s();
+      *why = refused == EvalQueue::Refusal::bytes
+                 ? fmt::format("the queue's sources would pass --queue-mb ({:g} MiB)", mib(opt.queue_bytes))
+                 : fmt::format("the queue is full ({} evaluations waiting)", opt.queue_capacity);
       return {};
     }
     std::vector<Answer> out;
     for (auto& f : *futures) out.push_back(f.get());
     return out;
+  }
+
+  // 413 for candidates the queue could never hold (more than its requests or bytes): refused as too
+  // large, not as busy, so a client does not retry them.
+  bool refuse_too_large(httplib::Response& res, const std::vector<EvaluateRequest>& rs, const std::string& field) {
+    size_t bytes = 0;
+    for (const auto& r : rs) bytes += r.candidate.source.size();
+    std::string why;
+    if (rs.size() > opt.queue_capacity)
+      why = fmt::format("{} requests, more than the queue holds ({})", rs.size(), opt.queue_capacity);
+    else if (bytes > opt.queue_bytes)
+      why =
+          fmt::format("{} bytes of sources, more than the queue holds (--queue-mb {:g})", bytes, mib(opt.queue_bytes));
+    if (why.empty()) return false;
+    send(res, 413, error_body(413, why, field));
+    return true;
   }
 
   // Parses (and resolves the problems of) a body, or answers the refusal.
@@ -155,16 +183,30 @@ struct Service::Impl {
         send(res, 503, {{"status", "unavailable"}, {"reason", opt.unavailable}});
         return;
       }
+      const QueueState q = queue->state();
+      nlohmann::json gpus = nlohmann::json::object();
+      for (const GpuWarm& g : q.gpus)
+        gpus[std::to_string(g.gpu)] = {
+            {"problems", g.problems}, {"gpu_bytes", g.gpu_bytes}, {"host_bytes", g.host_bytes}};
       send(res, 200,
            {{"status", "ok"},
             {"gpus", opt.gpus},
-            {"queue_depth", queue->depth()},
-            {"queue_capacity", queue->capacity()},
+            {"queue_depth", q.depth},
+            {"queue_capacity", q.capacity},
+            {"warm", {{"limit", q.warm_limit}, {"memory_share", q.warm_memory_share}, {"gpus", gpus}}},
             {"version", KAGENT_VERSION}});
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.render(queue ? queue->depth() : 0, opt.queue_capacity, opt.unavailable.empty()),
-                      "text/plain; version=0.0.4; charset=utf-8");
+      QueueState q;
+      if (queue) {
+        q = queue->state();
+      } else {
+        q.capacity = opt.queue_capacity;
+        q.capacity_bytes = opt.queue_bytes;
+        q.warm_limit = opt.warm.max_problems;
+        q.warm_memory_share = opt.warm.memory_share;
+      }
+      res.set_content(metrics.render(q, opt.unavailable.empty()), "text/plain; version=0.0.4; charset=utf-8");
     });
     http.Post("/v1/evaluate", [this](const httplib::Request& req, httplib::Response& res) {
       std::vector<EvaluateRequest> rs;
@@ -174,12 +216,11 @@ struct Service::Impl {
           }))
         return;
       if (refuse_unavailable(res)) return;
+      if (refuse_too_large(res, rs, "source")) return;
       int refusal = 0, retry_after = 0;
-      auto answers = evaluate(std::move(rs), &refusal, &retry_after);
-      if (answer_refusal(res, refusal, retry_after,
-                         fmt::format("the queue is full ({} evaluations waiting): try again in {} s",
-                                     opt.queue_capacity, retry_after)))
-        return;
+      std::string why;
+      auto answers = evaluate(std::move(rs), &refusal, &retry_after, &why);
+      if (answer_refusal(res, refusal, retry_after, fmt::format("{}: try again in {} s", why, retry_after))) return;
       send(res, answers[0].status, answers[0].body, answers[0].retry_after_s);
     });
     http.Post("/v1/evaluate_batch", [this](const httplib::Request& req, httplib::Response& res) {
@@ -192,16 +233,12 @@ struct Service::Impl {
           }))
         return;
       if (refuse_unavailable(res)) return;
-      if (rs.size() > opt.queue_capacity) {
-        send(res, 413,
-             error_body(413, fmt::format("{} requests, more than the queue holds ({})", rs.size(), opt.queue_capacity),
-                        "requests"));
-        return;
-      }
+      if (refuse_too_large(res, rs, "requests")) return;
       int refusal = 0, retry_after = 0;
-      auto answers = evaluate(std::move(rs), &refusal, &retry_after);
+      std::string why;
+      auto answers = evaluate(std::move(rs), &refusal, &retry_after, &why);
       if (answer_refusal(res, refusal, retry_after,
-                         fmt::format("the queue has no room for the batch: try again in {} s", retry_after)))
+                         fmt::format("{}: no room for the batch; try again in {} s", why, retry_after)))
         return;
       nlohmann::json results = nlohmann::json::array();
       for (auto& a : answers) results.push_back(std::move(a.body));  // a record, or {"error": ...}

@@ -193,6 +193,62 @@ TEST(BenchBatch, EachJobHearsOfItsLikelyNextProblem) {
                                                     "expect " + ps[2].id, "run " + ps[1].id, "run " + ps[2].id}));
 }
 
+// bench --samples over two workers: a problem's samples go to the worker that ran the problem
+// (judge/affinity.hpp), so each worker switches problems about once per problem it takes, not once
+// per sample. The jobs say nothing of what they hold warm: the batch counts the last problem.
+TEST(BenchBatch, AProblemsSamplesStayWithOneWorker) {
+  constexpr int kProblems = 4, kSamples = 6;
+  std::vector<Problem> items;
+  for (int p = 0; p < kProblems; ++p)
+    for (int s = 0; s < kSamples; ++s) {
+      Problem item{"level1/" + std::to_string(p) + "_p", "level1", std::to_string(p) + "_p",
+                   "/problems/level1/" + std::to_string(p) + "_p.py"};
+      item.sample = "/samples/" + std::to_string(p) + "/" + std::to_string(s) + ".cu";
+      items.push_back(item);
+    }
+  std::atomic<int> switches{0};
+  class Switching : public ProblemJob {
+   public:
+    explicit Switching(std::atomic<int>& switches) : switches_(switches) {}
+    std::optional<report::ResultRecord> run(const Problem& p) override {
+      if (p.id != last_) {  // a problem switch costs a start
+        ++switches_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        last_ = p.id;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      report::ResultRecord r;
+      r.problem = p.id;
+      r.sample = p.sample.filename().string();
+      r.status = "correct";
+      return r;
+    }
+
+   private:
+    std::atomic<int>& switches_;
+    std::string last_;
+  };
+  BatchOptions o;
+  o.gpus = {0, 1};
+  std::mutex mu;
+  std::multiset<std::string> seen;
+  BatchEvents ev;
+  ev.finished = [&](const report::ResultRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.insert(r.problem + "/" + r.sample);
+  };
+  std::atomic<bool> stop{false};
+  auto out = run_batch(
+      items, o, [&](int) { return std::make_unique<Switching>(switches); }, ev, stop);
+  EXPECT_EQ(out.finished, kProblems * kSamples);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kProblems * kSamples));
+  for (const auto& item : items) EXPECT_EQ(seen.count(item.id + "/" + item.sample.filename().string()), 1u);
+  // Each problem once, and a few more where an idle worker took over part of a long backlog; in
+  // arrival order the two workers would share every problem (8 switches or more).
+  EXPECT_GE(switches.load(), kProblems);
+  EXPECT_LE(switches.load(), kProblems + 3);
+}
+
 TEST(BenchBatch, RepeatedEnvironmentFailuresStopTheWorker) {
   class NoGpu : public ProblemJob {
     std::optional<report::ResultRecord> run(const Problem&) override { throw EnvError("no CUDA device"); }

@@ -149,6 +149,33 @@ TEST(ServeCli, AnUnknownPresetIsAUsageErrorNamingThePresets) {
   EXPECT_NE(r.output.find("--preset fast: expected one of default, training"), std::string::npos) << r.output;
 }
 
+// The warm problems' bounds are flags, checked for range and said in the "listening on" line, as
+// are the queue's bounds and the largest batch.
+TEST(ServeCli, WarmProblemsAndQueueBoundsAreSaid) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "root");
+  const std::string kagent = (test::binary_dir() / "kagent").string();
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--warm-problems", "0"},
+                                       {"--warm-problems", "257"},
+                                       {"--warm-memory", "0.01"},
+                                       {"--warm-memory", "0.96"},
+                                       {"--queue-mb", "0"}}) {
+    std::vector<std::string> argv = {kagent, "serve", "--problems-root", (tmp / "root").string()};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    auto r = run_capture(argv, 60s);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.output;
+    EXPECT_NE(r.output.find(bad[0]), std::string::npos) << r.output;
+  }
+  ServeProcess p({"--problems-root", (tmp / "root").string(), "--port", "0", "--warm-problems", "8", "--warm-memory",
+                  "0.3", "--queue-mb", "256"},
+                 {"CUDA_VISIBLE_DEVICES=", "KAGENT_CACHE_DIR=" + (tmp / "cache").string()}, tmp / "serve.log");
+  ASSERT_GT(p.port(), 0) << p.output();
+  for (const char* said :
+       {"queue 4096 / 256 MiB", "batches up to 1024", "8 warm problem(s) per GPU within 0.3 of memory"})
+    EXPECT_NE(p.output().find(said), std::string::npos) << said << "\n" << p.output();
+  EXPECT_EQ(p.terminate(), 0) << p.output();
+}
+
 TEST(ServeCli, TokenFromTheEnvironment) {
   test::TempDir tmp;
   std::filesystem::create_directories(tmp / "root");

@@ -74,11 +74,21 @@ TEST_F(ServeTest, EvaluatesAndAnswersTheRecord) {
   EXPECT_EQ(j["tier"], 2);
   EXPECT_EQ(j["candidate"], "s1.cu");
   EXPECT_EQ(j["op"], "19_ReLU.py");  // the problem resolved under the root
+  // How the service ran it: the GPU, the seconds queued and evaluated, the problem cold (the first).
+  EXPECT_EQ(j["serve"]["gpu"], 0);
+  EXPECT_GE(j["serve"]["queued_s"].get<double>(), 0.0);
+  EXPECT_GE(j["serve"]["evaluated_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["serve"]["problem"], "cold");
 
   auto h = c.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(json_of(h)["status"], "ok");
+  auto hj = json_of(h);
+  EXPECT_EQ(hj["status"], "ok");
+  EXPECT_EQ(hj["queue_capacity"], 4096);
+  EXPECT_EQ(hj["warm"]["limit"], 16);  // what the backends were told (the fake says nothing)
+  EXPECT_EQ(hj["warm"]["memory_share"], 0.5);
+  EXPECT_EQ(hj["warm"]["gpus"]["0"]["problems"], 0);
 
   // A batch: a record per request, in order; a failing candidate is its own record.
   auto b = c.Post(
@@ -92,6 +102,8 @@ TEST_F(ServeTest, EvaluatesAndAnswersTheRecord) {
   EXPECT_EQ(results[0]["tier"], 3);
   EXPECT_EQ(results[1]["tier"], -1);
   EXPECT_EQ(results[2]["error"]["status"], 422);
+  // The same problem again on the same worker: warm.
+  EXPECT_EQ(results[0]["serve"]["problem"], "warm");
 }
 
 TEST_F(ServeTest, BadRequestsAre4xxNamingTheField) {
@@ -166,6 +178,41 @@ TEST_F(ServeTest, FullQueueAnswers429WithRetryAfter) {
   auto huge = client().Post("/v1/evaluate_batch", "{\"requests\": [" + body("tier 1") + "," + body("tier 1") + "]}",
                             "application/json");
   EXPECT_EQ(huge->status, 413);
+}
+
+// The queue is bounded in bytes of sources too (--queue-mb): 429 naming it while the sources
+// waiting fill it, 413 for candidates it could never hold. A batch in flight shows in /metrics.
+TEST_F(ServeTest, TheQueueIsBoundedInBytesOfSources) {
+  ServeOptions o;
+  o.queue_bytes = 1000;
+  start(o);
+  auto first = std::async(std::launch::async, [&] {
+    return client().Post("/v1/evaluate_batch",
+                         "{\"requests\": [" + body("block") + "," + body(std::string(600, 'x')) + "]}",
+                         "application/json");
+  });
+  ASSERT_TRUE(state.wait_blocked(1));
+  // One evaluates ("block"), 600 bytes wait: 600 more do not fit.
+  auto m = client().Get("/metrics");
+  ASSERT_TRUE(m);
+  for (const char* line : {"kagent_batches_in_flight 1\n", "kagent_batch_requests{state=\"queued\"} 1\n",
+                           "kagent_batch_requests{state=\"running\"} 1\n", "kagent_queue_bytes 600\n"})
+    EXPECT_NE(m->body.find(line), std::string::npos) << line << m->body;
+  auto full = client().Post("/v1/evaluate", body(std::string(600, 'y')), "application/json");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429) << full->body;
+  EXPECT_TRUE(full->has_header("Retry-After"));
+  EXPECT_NE(json_of(full)["error"]["message"].get<std::string>().find("--queue-mb"), std::string::npos) << full->body;
+  // More than the queue could ever hold: too large, not busy.
+  auto huge = client().Post("/v1/evaluate", body(std::string(1200, 'z')), "application/json");
+  EXPECT_EQ(huge->status, 413) << huge->body;
+  EXPECT_EQ(json_of(huge)["error"]["field"], "source");
+  state.release();
+  auto r = first.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json_of(r)["results"].size(), 2u);
+  EXPECT_EQ(client().Post("/v1/evaluate", body(std::string(600, 'y')), "application/json")->status, 200);
 }
 
 TEST_F(ServeTest, BearerTokenRequiredWhenSet) {
@@ -254,15 +301,34 @@ TEST_F(ServeTest, MetricsArePrometheusText) {
   EXPECT_EQ(m->status, 200);
   EXPECT_EQ(m->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
   const std::string& t = m->body;
-  for (const char* s :
-       {"kagent_queue_depth 0\n", "kagent_queue_capacity 64\n", "kagent_up 1\n",
-        "kagent_evaluations_total{outcome=\"correct\"} 1\n", "kagent_evaluations_total{outcome=\"compile_error\"} 1\n",
-        "kagent_evaluation_latency_seconds_bucket{le=\"+Inf\"} 2\n", "kagent_evaluation_latency_seconds_count 2\n",
-        "kagent_gpu_busy_seconds_total{gpu=\"0\"} ", "kagent_gpu_busy_ratio{gpu=\"0\"} ",
-        "kagent_http_responses_total{code=\"400\"} 1\n", "# TYPE kagent_evaluation_latency_seconds histogram\n"})
+  for (const char* s : {"kagent_queue_depth 0\n",
+                        "kagent_queue_capacity 4096\n",
+                        "kagent_up 1\n",
+                        "kagent_queue_capacity_bytes 536870912\n",
+                        "kagent_queue_bytes 0\n",
+                        "kagent_batches_in_flight 0\n",
+                        "kagent_batch_requests{state=\"queued\"} 0\n",
+                        "kagent_batch_requests{state=\"done\"} 0\n",
+                        "kagent_queue_picks_total{rule=\"cold\"} 1\n",
+                        "kagent_queue_picks_total{rule=\"warm\"} 1\n",
+                        "kagent_warm_problems_limit 16\n",
+                        "kagent_warm_problems{gpu=\"0\"} 0\n",
+                        "kagent_warm_gpu_bytes{gpu=\"0\"} 0\n",
+                        "kagent_warm_host_bytes{gpu=\"0\"} 0\n",
+                        "kagent_problem_starts_total{gpu=\"0\",how=\"ahead\"} 0\n",
+                        "kagent_problem_starts_total{gpu=\"0\",how=\"in_turn\"} 0\n",
+                        "kagent_problem_evictions_total{gpu=\"0\"} 0\n",
+                        "kagent_evaluations_total{outcome=\"correct\"} 1\n",
+                        "kagent_evaluations_total{outcome=\"compile_error\"} 1\n",
+                        "kagent_evaluation_latency_seconds_bucket{le=\"+Inf\"} 2\n",
+                        "kagent_evaluation_latency_seconds_count 2\n",
+                        "kagent_gpu_busy_seconds_total{gpu=\"0\"} ",
+                        "kagent_gpu_busy_ratio{gpu=\"0\"} ",
+                        "kagent_http_responses_total{code=\"400\"} 1\n",
+                        "# TYPE kagent_evaluation_latency_seconds histogram\n"})
     EXPECT_NE(t.find(s), std::string::npos) << s << "\n" << t;
   // Every line is a comment or `name{labels} value`, every sample's family declared with # TYPE.
-  const std::regex sample(R"(([a-z_]+)(\{[a-z]+="[^"]*"\})? [-+0-9.eE]+|([a-z_]+)(\{[a-z]+="[^"]*"\})? [+]Inf)");
+  const std::regex sample(R"(([a-z_]+)(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? ([-+0-9.eE]+|[+]Inf))");
   std::istringstream in(t);
   std::string line;
   std::set<std::string> typed;

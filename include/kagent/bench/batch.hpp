@@ -1,8 +1,10 @@
 #pragma once
 // The batch engine behind `kagent bench`: a shared queue of problems and worker threads (one or
 // more per GPU; common/worker_pool.hpp, which `kagent check` runs on too), each owning its job
-// (and so its runner and reference server). Whatever happens to one problem becomes its record
-// and the batch goes on; an interrupt stops the workers after the problems they are on.
+// (and so its runner and reference server). Workers take items by the judge's affinity policy
+// (judge/affinity.hpp): a problem's samples go to a worker that has it warm. Whatever happens to
+// one problem becomes its record and the batch goes on; an interrupt stops the workers after the
+// problems they are on.
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "kagent/bench/problems.hpp"
+#include "kagent/judge/backend.hpp"
 #include "kagent/report/results.hpp"
 
 namespace kagent::bench {
@@ -27,6 +30,10 @@ class ProblemJob {
   // A hint before run(): `next` are likely the problems this job gets after the one it runs now, in
   // order (judge::EvalBackend::expect). Never throws.
   virtual void expect(const std::vector<Problem>& next) { (void)next; }
+  // What its backend holds warm (judge::EvalBackend::warm), for the workers' affinity
+  // (judge/affinity.hpp); nullopt when it does not say: the batch then counts the problem it ran
+  // last as the only one warm. Called by its worker's thread between problems.
+  virtual std::optional<judge::WarmState> warm() { return std::nullopt; }
 };
 
 using JobFactory = std::function<std::unique_ptr<ProblemJob>(int gpu)>;
@@ -43,8 +50,9 @@ struct BatchOptions {
   int busy_retries = 2;
   double busy_wait_s = 5;
   // Building ahead (bench --samples): whether a problem's build is over, and a short wait for a
-  // build to end. A worker takes the first problem whose build is over, so a GPU does not wait on a
-  // build while a built one waits; while none is, it waits and looks again. Unset: in order.
+  // build to end. A worker takes only problems whose build is over (by the affinity policy), so a
+  // GPU does not wait on a build while a built one waits; while none is, it waits and looks again.
+  // Unset: every problem counts as built.
   std::function<bool(const Problem&)> ready;
   std::function<void()> wait_for_builds;
 };

@@ -28,6 +28,12 @@ class WorkQueue {
   // out: those `prefer` is true for (among the first `window` not taken) first, then the others in
   // order. A hint of what comes next. Call with mutex() held.
   std::vector<size_t> peek_locked(const std::function<bool(size_t)>& prefer, size_t window, size_t count) const;
+  // The first `window` items not taken, in order (none when the queue is done or stopped): what a
+  // scheduler chooses among (judge/affinity.hpp). Call with mutex() held.
+  std::vector<size_t> pending_locked(size_t window) const;
+  // Takes item `i`; false when it was taken already or the queue is done or stopped. Call with
+  // mutex() held.
+  bool take_item_locked(size_t i);
   // Every item taken, or the queue stopped. Call with mutex() held.
   bool done_locked() const;
   std::mutex& mutex() { return mu_; }

@@ -21,8 +21,9 @@ struct EachOutcome {
 // `sink` gets each candidate's record, or {"candidate": name, "error": message} for an InputError.
 // EnvError (no GPU, GPU busy) ends it: the rest would fail the same way.
 // With a prebuilder, every candidate is submitted to it first, so that the next ones compile and
-// build while one is measured, and they are evaluated as their builds end (in the given order
-// among those built): the records then come in that order.
+// build while one is measured, and they are evaluated as their builds end. Among those built, the
+// order is judge/affinity.hpp's for one worker: the given order, a problem warm on the backend
+// first. The records come in the order evaluated.
 EachOutcome evaluate_each(EvalBackend& backend, const std::vector<CandidateRequest>& requests,
                           const std::function<void(const nlohmann::json&)>& sink, Prebuilder* prebuilder = nullptr);
 

@@ -80,12 +80,6 @@ class Prebuilder {
   std::vector<std::thread> threads_;
 };
 
-// The requests of `pending` likely evaluated next, at most kExpectAhead (EvalBackend::expect's hint):
-// those whose build is over first, then the rest, each group in order. Never waits for a build;
-// without a prebuilder, the first ones in order.
-std::vector<CandidateRequest> likely_next(const std::vector<const CandidateRequest*>& pending,
-                                          const Prebuilder* prebuilder);
-
 // The machine's hardware threads less two per GPU worker (its own thread and its runner), at least one.
 int default_prebuild_threads(int gpu_workers);
 

@@ -1,15 +1,39 @@
 #pragma once
 // What `kagent serve` counts, and its rendering in Prometheus' text exposition format (version
-// 0.0.4) for GET /metrics: queue depth and capacity, evaluations by outcome, the latency of an
-// evaluation from admission to answer as a histogram, each GPU's busy seconds and busy share of
-// the service's uptime, and the HTTP answers by status. Thread-safe.
+// 0.0.4) for GET /metrics: the queue (depth, capacity, source bytes, the progress of the batches in
+// flight), evaluations by outcome, the latency of an evaluation from admission to answer as a
+// histogram, each GPU's busy seconds and busy share of the service's uptime, each GPU's warm
+// problems (EvalBackend::warm), how workers picked requests (judge/affinity.hpp), and the HTTP
+// answers by status. Thread-safe.
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace kagent::serve {
+
+// One GPU worker's warm problems as its backend last reported them. The counters add up over the
+// backends the worker made (a fresh one after a failure starts its own from 0).
+struct GpuWarm {
+  int gpu = 0;
+  size_t problems = 0;
+  uint64_t gpu_bytes = 0, host_bytes = 0;
+  long started_ahead = 0, started_in_turn = 0, evicted = 0;
+};
+
+// The evaluation queue as of now (EvalQueue::state).
+struct QueueState {
+  size_t depth = 0, capacity = 0;
+  size_t bytes = 0, capacity_bytes = 0;  // of the queued requests' sources
+  // Batches admitted and not yet wholly answered (a single /v1/evaluate is a batch of one), and
+  // their requests by state.
+  size_t batches = 0, batch_queued = 0, batch_running = 0, batch_done = 0;
+  size_t warm_limit = 0;  // problems kept warm per GPU
+  double warm_memory_share = 0;
+  std::vector<GpuWarm> gpus;
+};
 
 class Metrics {
  public:
@@ -22,9 +46,11 @@ class Metrics {
   void evaluation(const std::string& outcome, double latency_s);
   // A GPU's worker spent `seconds` on an evaluation.
   void gpu_busy(int gpu, double seconds);
+  // A worker took a request by this rule of the affinity policy ("aged", "warm", "cold", "steal").
+  void pick(const std::string& rule);
   void http_answer(int status);
-  // Everything, with the queue's depth and capacity as of now.
-  std::string render(size_t queue_depth, size_t queue_capacity, bool available) const;
+  // Everything, with the queue as of now.
+  std::string render(const QueueState& queue, bool available) const;
 
  private:
   mutable std::mutex mu_;
@@ -34,6 +60,7 @@ class Metrics {
   long latency_count_ = 0;
   double latency_sum_ = 0;
   std::map<int, double> busy_s_;
+  std::map<std::string, long> picks_;
   std::map<int, long> http_;
 };
 

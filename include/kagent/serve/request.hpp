@@ -36,9 +36,10 @@ class RequestError : public InputError {
 };
 
 struct RequestLimits {
-  size_t max_body_bytes = size_t{8} << 20;    // 413 beyond
+  // 413 beyond. A trainer step's batch (1024 sources of tens of KiB, JSON-escaped) fits.
+  size_t max_body_bytes = size_t{64} << 20;
   size_t max_source_bytes = size_t{1} << 20;  // a candidate's text (413 beyond)
-  size_t max_batch = 64;                      // requests of one batch (413 beyond)
+  size_t max_batch = 1024;                    // requests of one batch (413 beyond): an RL step's
   double default_timeout_s = 60;              // the GPU part's limit when a request gives none
   double max_timeout_s = 600;                 // the most a request may ask for
   // The candidate kinds' names a request's "kind" may give (the registry's: candidate_kind_names in

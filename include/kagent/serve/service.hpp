@@ -2,18 +2,19 @@
 // `kagent serve`: evaluations over HTTP (cpp-httplib) for sampling and RL training (docs/serve.md).
 //   POST /v1/evaluate        one candidate (serve/request.hpp) -> `kagent eval --json`'s record
 //   POST /v1/evaluate_batch  {"requests": [...]} -> {"results": [record or {"error": ...}, ...]}
-//   GET  /health             200 {"status": "ok", ...}, or 503 {"status": "unavailable", "reason"}
+//   GET  /health             200 {"status": "ok", ..., "warm": {...}}, or 503 {"status": "unavailable", "reason"}
 //   GET  /metrics            Prometheus text (serve/metrics.hpp)
 // Errors are {"error": {"status", "field", "message"}}: 400 a bad request (naming the field), 401
 // no or a wrong bearer token, 404 no such problem, 413 too large, 422 the problem or a plan that
-// does not fit it, 429 the queue is full (Retry-After), 503 no GPU (naming why) or the GPU busy,
-// 504 waited longer than --queue-timeout for a GPU. A request is parsed before anything else, so a
-// service without a GPU still says what is wrong with a request.
+// does not fit it, 429 the queue is full, in requests or in bytes of sources (Retry-After), 503 no
+// GPU (naming why) or the GPU busy, 504 waited longer than --queue-timeout for a GPU. A request is
+// parsed before anything else, so a service without a GPU still says what is wrong with a request.
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kagent/eval/warm_limits.hpp"
 #include "kagent/judge/backend.hpp"
 #include "kagent/serve/eval_queue.hpp"
 #include "kagent/serve/metrics.hpp"
@@ -29,10 +30,16 @@ struct ServeOptions {
   std::filesystem::path problems_root;  // requests name problems under it
   std::vector<int> gpus;                // a worker each
   std::string unavailable;              // non-empty: no GPU to evaluate on; evaluations answer 503 with it
-  size_t queue_capacity = 64;
-  double queue_timeout_s = 600;  // waiting longer for a worker: 504
+  size_t queue_capacity = 4096;
+  size_t queue_bytes = size_t{512} << 20;  // of the queued sources (429 beyond)
+  double queue_timeout_s = 600;            // waiting longer for a worker: 504
   RequestLimits limits;
-  int http_threads = 0;  // 0: enough for the queue, the workers and a few more (health, metrics, refusals)
+  // What each GPU's backend keeps warm (the backends are made with it; reported by /health and
+  // /metrics until a backend says).
+  WarmLimits warm;
+  // 0: enough for the requests waiting (at most 1024), the workers and a few more (health,
+  // metrics, refusals).
+  int http_threads = 0;
   // Builds queued candidates ahead of the GPU workers (judge/prebuild.hpp); null: none.
   std::shared_ptr<judge::Prebuilder> prebuilder;
 };
