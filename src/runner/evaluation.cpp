@@ -175,17 +175,28 @@ std::optional<std::string> Evaluation::stray_writes(const std::string& who, cons
 }
 
 void Evaluation::check_candidate_writes(const std::string& when) {
-  if (auto m = stray_writes("candidate", when)) throw BoundsViolation(*m);
+  if (auto d = bounds_.damaged(all_buffers())) throw BoundsViolation(guard_damage_message("candidate", *d, when));
+  if (const GuardedBuffer* b = bounds_.changed()) {
+    for (const auto& in : in_)
+      if (b == &in)
+        throw InputsWritten(fmt::format(
+            "the candidate wrote its input '{}', found after {}. Inputs are read-only: the timed runs share one "
+            "copy of them, so a kernel that writes its inputs would be timed on other data than it was checked on. "
+            "Use a scratch buffer",
+            b->name(), when));
+    throw BoundsViolation(private_write_message("candidate", b->kind(), b->name(), when));
+  }
 }
 
 void Evaluation::check_reference_writes(const std::string& when) {
   if (auto m = stray_writes("reference " + rq_.reference.name, when)) throw ReferenceFailure(*m);
 }
 
-void Evaluation::prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin) {
+void Evaluation::prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin,
+                                bool restore) {
   check(cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache");
   if (begin != nullptr) check(cu().cuEventRecord(begin, dev_.stream()), "cuEventRecord");
-  restore_inputs();
+  if (restore) restore_inputs();
   poison(outs);
   plan.poison_scratch();
   h_.flush(flush_.get(), flush_.bytes());
@@ -242,6 +253,10 @@ EvaluationResult Evaluation::run() {
   } catch (const BoundsViolation& e) {
     o.correct = false;
     o.failure_stage = FailureStage::bounds;
+    o.message = e.what();
+  } catch (const InputsWritten& e) {
+    o.correct = false;
+    o.failure_stage = FailureStage::inputs;
     o.message = e.what();
   } catch (const ReferenceFailure& e) {
     o.correct = false;

@@ -49,6 +49,13 @@ class BoundsViolation : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The candidate wrote one of its inputs while it was timed (failure stage "inputs"): its timed runs
+// share one copy of the inputs, so a kernel that wrote them would be timed on other data.
+class InputsWritten : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 inline std::vector<CUdeviceptr> pointers(const std::vector<GuardedBuffer>& bufs) {
   std::vector<CUdeviceptr> out;
   for (const auto& b : bufs) out.push_back(b.get());
@@ -100,9 +107,11 @@ class Evaluation {
   void check_reference_writes(const std::string& when);
   // What precedes every measured execution of a plan (timed samples, the A/B and CUPTI samples,
   // per-launch timing, the counters' replay), written once so the modes cannot drift apart: L2
-  // persisting lines reset, then (queued on the stream, after `begin` when given) inputs restored,
+  // persisting lines reset, then (queued on the stream, after `begin` when given) inputs restored
+  // (unless `restore` is false: the candidate's timed samples, whose inputs are sealed instead),
   // outputs and scratch poisoned, L2 flushed.
-  void prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin = nullptr);
+  void prepare_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, CUevent begin = nullptr,
+                      bool restore = true);
 
   // --- measure_correctness.cpp ---
   // The trials: fresh inputs (or the server's), the reference (native: run here), the candidate,
@@ -128,11 +137,16 @@ class Evaluation {
   TimingSummary time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, const std::string& label,
                           bool recheck, EvalOutcome& o, bool& recheck_failed);
   // One timed sample: prepare_sample, all of it queued before the start event, then the plan,
-  // then the stop event.
+  // then the stop event. enqueue_sample queues it; read_sample waits for its stop event and reads
+  // its times, so that several samples can be queued back to back and waited for once.
   struct Sample {
     double plan_ms;  // the timed span
     double busy_ms;  // everything the GPU did for this sample (warm-up counts this)
   };
+  void enqueue_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev, const std::string& label,
+                      bool restore);
+  Sample read_sample(Events& ev, const std::string& label);
+  // enqueue_sample (inputs restored) and read_sample: the A/B and CUPTI passes' one sample at a time.
   Sample timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev, const std::string& label);
   // Bytes moved, achieved bandwidth, the memory floor and its flag, from the candidate's median.
   void note_bandwidth(EvalOutcome& o) const;

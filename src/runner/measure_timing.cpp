@@ -18,7 +18,11 @@ bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, 
     bounds_.seal(guarded(ref_out_));
   }
   // Checked once after all the samples: the checks stay out of the timed spans and cost one
-  // check per pass, not per sample (the bands and seals keep what any sample did).
+  // check per pass, not per sample (the bands and seals keep what any sample did). The inputs are
+  // restored once and sealed, not restored before every sample: a candidate that writes them fails
+  // at this check (stage "inputs"), so every timed run saw the inputs the trials checked it on.
+  restore_inputs();
+  bounds_.seal(guarded(in_));
   o.candidate_time = time_plan(cand_plan, cand_out_, "timing candidate", true, o, failed);
   check_candidate_writes("the timing");
   // The re-checks compared against the runner's copy of the server's outputs, which candidate
@@ -37,11 +41,16 @@ bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, 
 
 TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs,
                                     const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
-  Events ev;
   const auto wall0 = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall0).count(); };
-
-  auto sample = [&]() { return timed_sample(plan, outs, ev, label); };
+  // The candidate's samples share one copy of its sealed inputs (measure_times); a reference's are
+  // restored before each of its runs.
+  const bool restore = !recheck;
+  // The samples between two re-checks are queued back to back and waited for once: the GPU does not
+  // idle while the host waits for each sample and queues the next. Each sample still has its own
+  // set-up (poison, flush) and its own events; the re-check reads the last one's outputs.
+  const size_t group = static_cast<size_t>(std::max(1, rq_.knobs.check_every));
+  std::vector<Events> evs(group);
 
   // Warm-up is about clocks ramping up: what counts is how long the GPU has been busy (restores,
   // flushes and the plan), not the plan's share of it.
@@ -49,16 +58,24 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   int runs = 0;
   double warm_ms = 0;
   while (!warmup_done(runs, warm_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
-    warm_ms += sample().busy_ms;
+    enqueue_sample(plan, outs, evs[0], label, restore);
+    warm_ms += read_sample(evs[0], label).busy_ms;
     ++runs;
   }
   phase(label + ": sampling");
   std::vector<double> samples;
   StopDecision d;
   while (!d.stop) {
-    samples.push_back(sample().plan_ms);
+    for (size_t i = 0; i < group; ++i) enqueue_sample(plan, outs, evs[i], label, restore);
+    for (size_t i = 0; i < group && !d.stop; ++i) {
+      samples.push_back(read_sample(evs[i], label).plan_ms);
+      // A cap reached inside a group stops at that sample; the group's later samples ran but are
+      // not counted, so the samples a stop rule sees are those it would have seen one at a time.
+      if (i + 1 < group) d = should_stop(samples, wall_s(), rq_.stop_rule);
+    }
+    if (d.stop) break;
     // Outputs checked right after the stop event: deferred or racy work cannot hide.
-    if (recheck && samples.size() % static_cast<size_t>(std::max(1, rq_.knobs.check_every)) == 0) {
+    if (recheck) {
       ++o.rechecks;
       if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
         recheck_failed = true;
@@ -76,12 +93,21 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   return s;
 }
 
-Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
-                                            const std::string& label) {
-  prepare_sample(plan, outs, ev.begin_.get());
+void Evaluation::enqueue_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
+                                const std::string& label, bool restore) {
+  prepare_sample(plan, outs, ev.begin_.get(), restore);
   check(cu().cuEventRecord(ev.start_.get(), dev_.stream()), "cuEventRecord");
   plan.run(false, label);
   check(cu().cuEventRecord(ev.stop_.get(), dev_.stream()), "cuEventRecord");
+}
+
+Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev,
+                                            const std::string& label) {
+  enqueue_sample(plan, outs, ev, label, true);
+  return read_sample(ev, label);
+}
+
+Evaluation::Sample Evaluation::read_sample(Events& ev, const std::string& label) {
   check(cu().cuEventSynchronize(ev.stop_.get()), label);
   float plan_ms = 0, busy_ms = 0;
   check(cu().cuEventElapsedTime(&plan_ms, ev.start_.get(), ev.stop_.get()), "cuEventElapsedTime");

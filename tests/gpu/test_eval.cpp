@@ -121,12 +121,14 @@ TEST_F(GpuEval, HalfWrittenOutputFails) {
   EXPECT_EQ(r.outcome.mismatch->first_index, r.outcome.mismatch->numel / 2);
 }
 
-TEST_F(GpuEval, ZeroingInputsGainsNothing) {
-  // Correct on restored inputs; without restoration every timed sample after the first would add
-  // zeros and the re-checks would fail.
+TEST_F(GpuEval, WritingInputsFails) {
+  // Correct in each trial (fresh inputs each), but the timed samples share one sealed copy of the
+  // inputs: the zeroed inputs are found after the timing, stage "inputs", whatever the re-checks saw.
   EvalReport r = eval(fixture("zero_inputs.cu"));
-  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
-  EXPECT_GE(r.outcome.rechecks, 2);
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::inputs) << r.outcome.message;
+  EXPECT_NE(r.outcome.message.find("wrote its input 'a'"), std::string::npos) << r.outcome.message;
+  EXPECT_EQ(r.reward.tier, -1);
 }
 
 TEST_F(GpuEval, IllegalAddressIsContainedAndTheNextEvaluationWorks) {

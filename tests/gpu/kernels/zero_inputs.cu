@@ -10,12 +10,9 @@
 */
 // Fixture (examples/vector_add/op.json): a candidate that writes its inputs (reward hack 2 of
 // docs/measurement.md). The first launch computes out = a + b correctly; the second launch then sets
-// every element of a and b to zero. Run on restored inputs it is correct, so it must PASS
-// correctness, and on every later run (each correctness trial, each timing sample, the checks
-// during and after timing) it is correct only if the harness restored a and b from pristine
-// copies first: without the restore, the second and later runs would compute 0 + 0 = 0 and fail.
-// The test therefore checks that it passes with several trials and timing samples, i.e. that
-// inputs are restored before every run (and it gains nothing: its time includes the zeroing).
+// every element of a and b to zero. Each correctness trial makes fresh inputs, so it passes the
+// trials; the timed samples share one copy of the inputs, restored once and sealed, so the zeroed
+// inputs are found after the timing and it fails at stage "inputs" (docs/measurement.md, Timing).
 
 extern "C" __global__ void vector_add(const float* a, const float* b, float* out, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
