@@ -2,8 +2,9 @@
 # One run on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
-#   ncu roofline level1 check problems precision precision-tests multigpu library before-after
-#   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead all
+#   ncu roofline level1 check problems precision precision-tests multigpu library before-after warm-tests
+#   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
+#   mixed all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -16,7 +17,7 @@ modes=" ${*:-all} "
 # want MODE...: whether any of these modes was asked for.
 want() { local m; for m; do [[ $modes == *" $m "* ]] && return 0; done; return 1; }
 export KAGENT_CACHE_DIR=/tmp/kagent-cache
-KB=${KAGENT_KERNELBENCH_DIR:-../shared/kernelbench}
+KB=$(realpath -m "${KAGENT_KERNELBENCH_DIR:-../shared/kernelbench}")  # absolute: tests run from the build folder
 export KAGENT_KERNELBENCH_DIR=$KB
 summary=()
 # step NAME LIMIT_S CMD...: runs CMD with a time limit, appending to $OUT/NAME.log.
@@ -24,6 +25,41 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$
          summary+=("$(printf '%-22s rc=%-3s %4ss' "$name: ${1##*/}" "$rc" $((SECONDS - t0)))"); return $rc; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/env.log" 2>&1
+# cpp-httplib (kagent serve), where the machine has none: the Debian packages carried in .debs/
+# (libcpp-httplib-dev, libcpp-httplib0.11, and for its header the -dev packages of OpenSSL, zlib and
+# brotli, with brotli's library), each the machine lacks unpacked into /tmp/debroot, whose
+# pkg-config files say prefix=/usr: moved to /tmp/debroot/usr. The -dev packages' library links
+# (libz.so -> /lib/.../libz.so.1.2.13, libssl.so -> libssl.so.3) point at the machine's own library
+# where the package's is not there. Fetched with `apt-get download libcpp-httplib-dev
+# libcpp-httplib0.11 libssl-dev zlib1g-dev libbrotli-dev libbrotli1` in .debs/ (not committed).
+if compgen -G "$PWD/.debs/*.deb" > /dev/null && ! pkg-config --exists cpp-httplib 2>/dev/null; then
+  DR=/tmp/debroot
+  DL=$DR/usr/lib/x86_64-linux-gnu
+  rm -rf $DR && mkdir -p $DR
+  for deb in "$PWD"/.debs/*.deb; do
+    case $(dpkg-deb -f "$deb" Package) in
+      libssl-dev) pkg-config --exists openssl && continue ;;
+      zlib1g-dev) pkg-config --exists zlib && continue ;;
+      libbrotli-dev) pkg-config --exists libbrotlidec && continue ;;
+      libbrotli1) ldconfig -p 2>/dev/null | grep -q 'libbrotlidec\.so\.1 ' && continue ;;
+    esac
+    dpkg -x "$deb" $DR
+  done
+  sed -i "s|^prefix=/usr\$|prefix=$DR/usr|" $DL/pkgconfig/*.pc
+  for lib in $DL/*.so; do
+    if [ -L "$lib" ] && [ ! -e "$lib" ]; then
+      own=$(ls /usr/lib/x86_64-linux-gnu/"${lib##*/}".* /lib/x86_64-linux-gnu/"${lib##*/}".* 2>/dev/null | head -n1)
+      [ -n "$own" ] && ln -sf "$own" "$lib"
+    fi
+  done
+  export PKG_CONFIG_PATH=$DL/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export CMAKE_PREFIX_PATH=$DR/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export CPATH=$DR/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=$DL${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$DL${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "cpp-httplib from .debs: $(pkg-config --modversion cpp-httplib 2>&1) ($(pkg-config --cflags --libs cpp-httplib 2>&1))" \
+    >> "$OUT/env.log"
+fi
 step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 step build 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS}
 step env 60 $B/kagent doctor
@@ -197,7 +233,7 @@ if want timeline; then
   # Where an evaluation's time goes (benchmarks/eval_timeline.py): native ReLU plans on the 6.4 GB
   # level1/19_ReLU, then six distinct load_inline ModelNew ReLUs (built ahead at once, their workers
   # started ahead) on a 1x128 ReLU and again on 19_ReLU, all in one session each under --preset
-  # training. (One solution named several times gets one worker started ahead, not one per name.)
+  # training.
   TL=$OUT/timeline-work
   mkdir -p $TL
   python3 - "$TL" > $TL/files.txt <<'PY'
@@ -215,6 +251,28 @@ PY
   step timeline 120 python3 benchmarks/eval_timeline.py --top 22 --kagent $B/kagent --skip-first 1 --log $OUT/timeline-mn-relu.log \
     --mark 'kagent-modelnew.*\(time\) answered' -- $mn --op $KB/level1/19_ReLU.py --preset training
 fi
+if want warm-tests; then
+  # The GPU tests of this round: problems kept warm across switches, started ahead, and let go when
+  # a problem does not fit beside them; inputs sealed instead of restored for the timed samples (the
+  # plan suites); the judge's backend; then the service's own tests (the queue's affinity).
+  step warmtests ${WARM_TESTS_LIMIT:-400} bash -c "cd $B && ./tests/kagent_gpu_tests \
+    --gtest_filter='GpuEval.*:PyTorchEval.ProblemsStay*:PyTorchEval.AProblemThat*:PyTorchEval.FixtureGets*:PyTorchEval.WrongSolution*:PyTorchEval.InPlace*:JudgeBackendGpu.*' \
+    && ./tests/kagent_serve_tests"
+fi
+if want rate; then
+  # The harness's own cost per evaluation: 96 distinct native vector_add plans (65 us) in one session
+  # under each preset, steady rate from the 24th record; where a training evaluation's time goes;
+  # one cached ModelNew solution named 8 times (a worker each, started ahead).
+  step rate ${RATE_LIMIT:-300} python3 benchmarks/session_throughput.py --kagent $B/kagent --kernelbench "$KB" \
+    --only native --native-n 96 --separate-n 0 --steady-from 24 --out $OUT/rate.json
+  RT=$OUT/rate-work
+  mkdir -p $RT
+  rplans=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import generated_candidates as g; print(' '.join(g.vector_add_set('$RT', 16, tag='tl')))")
+  step rate 120 python3 benchmarks/eval_timeline.py --top 25 --kagent $B/kagent --skip-first 6 --log $OUT/timeline-native.log \
+    -- $rplans --op examples/vector_add/op.json --preset training
+  step rate ${RATE_MN_LIMIT:-300} python3 benchmarks/session_throughput.py --kagent $B/kagent --kernelbench "$KB" \
+    --only modelnew-repeat --repeat-n 8 --out $OUT/rate-modelnew.json
+fi
 if want serve; then
   # kagent serve under load: 4 clients, 1000 requests of honest and cheating candidates mixed, each
   # verdict compared with kagent eval under the same preset; the service killed with SIGKILL halfway
@@ -222,6 +280,60 @@ if want serve; then
   step serve ${SERVE_LIMIT:-560} python3 benchmarks/serve_load.py --kagent $B/kagent --clients 4 \
     --requests ${SERVE_REQUESTS:-1000} --preset ${SERVE_PRESET:-training} --kill-restart --out $OUT/serve-load.json
   [ -n "${SERVE_TESTS:-}" ] && step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
+fi
+if want mixed; then
+  # kagent serve keeping several problems warm per GPU (benchmarks/mixed_batch.py): an RL step of every
+  # examples/kernelbench problem (>= 24) x MIXED_REQUESTS requests sent at once, shuffled against
+  # sorted, each order to a fresh service on GPUs 0,1 after a warm-up (shuffled/sorted throughput,
+  # goal >= 0.9); switching costs on GPU 0 (a switch back <= 0.2 s, a problem announced ahead <= 1 s
+  # over a repeat); the ballast problems of benchmarks/ops/ballast with level1/19_ReLU on GPU 0
+  # (evictions, no out-of-memory, nothing lost); then every served verdict against `kagent eval`
+  # alone. The parts end by MIXED_END_S seconds after this script started (default 540, inside a
+  # 10-minute call, the build included), each with its share of the time left (MIXED_PARTS picks
+  # them); the cache and the warm-up's marker stay in the build folder, so that a later call on the
+  # same machine starts warm (and one that is carried build-gpu/mixed/cache, from mixed-work.tgz).
+  # Needs cpp-httplib where kagent is built (see .debs above).
+  MX=$B/mixed
+  rm -rf $MX/work && mkdir -p $MX/work
+  mparts=" ${MIXED_PARTS:-orders switch eviction verdicts} "
+  declare -A mweight=([orders]=50 [switch]=13 [eviction]=17 [verdicts]=20)
+  # mixed_budget PART: PART's seconds, by its weight among the parts still to run, of what is left.
+  mixed_budget() {
+    local q rest=0 seen=0 left=$(( ${MIXED_END_S:-540} - SECONDS - 15 ))
+    for q in orders switch eviction verdicts; do
+      [[ $q == "$1" ]] && seen=1
+      [[ $seen == 1 && $mparts == *" $q "* ]] && rest=$((rest + ${mweight[$q]}))
+    done
+    (( left < 60 )) && left=60
+    echo $(( left * ${mweight[$1]} / rest ))
+  }
+  mx=(--kagent "$B/kagent" --cache-dir "$MX/cache" --work "$MX/work")
+  if [[ $mparts == *" orders "* ]]; then
+    mb=$(mixed_budget orders)
+    step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py orders "${mx[@]}" --kernelbench "$KB" --gpus 0,1 \
+      --requests ${MIXED_REQUESTS:-8} --rounds ${MIXED_ROUNDS:-1} --budget-s $mb --out $OUT/mixed-orders.json
+    [ -f $OUT/mixed-orders.json ] && cp $OUT/mixed-orders.json $MX/orders.json
+  fi
+  if [[ $mparts == *" switch "* ]]; then
+    mb=$(mixed_budget switch)
+    step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py switch "${mx[@]}" --kernelbench "$KB" --gpus 0 \
+      --budget-s $mb --out $OUT/mixed-switch.json
+  fi
+  if [[ $mparts == *" eviction "* ]]; then
+    mb=$(mixed_budget eviction)
+    step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py eviction "${mx[@]}" --kernelbench "$KB" --gpus 0 \
+      --requests-each ${MIXED_EVICTION_EACH:-6} --budget-s $mb --out $OUT/mixed-eviction.json
+  fi
+  if [[ $mparts == *" verdicts "* && -f $MX/orders.json ]]; then
+    mb=$(mixed_budget verdicts)
+    step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py verdicts "${mx[@]}" --from $MX/orders.json \
+      --kernelbench "$KB" --gpus 0,1 --budget-s $mb --out $OUT/mixed-verdicts.json
+  fi
+  # The services' logs, and the cache less torch's and Triton's compiled kernels (the compiled plans, the
+  # baselines and the warm-up's marker): unpacked into build-gpu/mixed here and carried, a fresh machine
+  # starts as warm as this one ends.
+  tar -czf $OUT/mixed-work.tgz -C $MX --exclude=cache/inductor --exclude=cache/triton --exclude=cache/modelnew \
+    work cache 2>/dev/null
 fi
 if want house; then
   # The code reorganized around one evaluator (candidate kinds, one score record, the child client)
@@ -277,10 +389,13 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }
 [ -f "$OUT/preset.log" ] && { echo "== preset"; grep -E "candidates of|built ahead|TIER DIFFERS|refused|tiers equal|default vs|wall per" "$OUT/preset.log" | tail -n 24; }
+[ -f "$OUT/warmtests.log" ] && { echo "== warm-tests"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is" "$OUT/warmtests.log" | cut -c1-200 | tail -n 60; }
+[ -f "$OUT/rate.log" ] && { echo "== rate"; grep -E "^(native|modelnew) |^ +[0-9.]+ +[0-9.]+%|^exit|^  !" "$OUT/rate.log" | cut -c1-160 | tail -n 40; }
 [ -f "$OUT/throughput.log" ] && { echo "== throughput"; grep -E "^(native|pytorch|modelnew)|^  !" "$OUT/throughput.log" | tail -n 24; }
 [ -f "$OUT/ahead.log" ] && { echo "== ahead"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual|fixture" "$OUT/ahead.log" | cut -c1-300 | tail -n 40; }
 [ -f "$OUT/timeline.log" ] && { echo "== timeline"; grep -vE "^warning" "$OUT/timeline.log" | cut -c1-150 | tail -n 80; }
 [ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
+[ -f "$OUT/mixed.log" ] && { echo "== mixed"; awk '/^(orders: [0-9]+ problems x|switch: GPUs .*, pattern|eviction: [0-9]+ problems x|verdicts: [0-9]+ served records of [0-9]+ problems against)/ {p = 1} p || /^mixed_batch|^Traceback|Error:/ {print} /^\(figures in/ {p = 0}' "$OUT/mixed.log" | cut -c1-240 | tail -n 90; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
 [ -f "$OUT/house.log" ] && { echo "== house"; grep -v "^warning\|^\[" "$OUT/house.log" | tail -n 48; }

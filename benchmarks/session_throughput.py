@@ -14,6 +14,11 @@ Rows (each its own candidates):
              small, the same ReLU on a 1x128 tensor): one cold build alone, 16
              cold builds in one session (the build threads' span, first start to last end, against
              the single build's), then the same 16 again with their builds cached.
+  modelnew-repeat  one cached ModelNew solution named --repeat-n times in one session (an RL batch at low
+             temperature repeats completions): each evaluation gets a worker of its own started ahead.
+
+"steady" is the time per evaluation between the --steady-from-th record and the last: the
+session's start and its first evaluations left out, as a long-running service has them behind it.
 
     python3 benchmarks/session_throughput.py --kagent build/kagent --kernelbench DIR [--only native,pytorch]
         [--out throughput.json]
@@ -38,9 +43,10 @@ VECTOR_ADD = os.path.join(ROOT, "examples", "vector_add", "op.json")
 
 
 class Bench:
-    def __init__(self, kagent, cache):
+    def __init__(self, kagent, cache, steady_from=1):
         self.kagent, self.env = kagent, dict(os.environ, KAGENT_CACHE_DIR=cache)
         self.rows = []
+        self.steady_from = steady_from
 
     def eval(self, files, op, flags=(), timeout=900):
         """The records, the wall time, the build threads' span, and when each record came (s)."""
@@ -83,7 +89,9 @@ class Bench:
             # Between the first record and the last: the session's start (the reference server, the
             # problem's tensors) left out, as a long-running service has it behind it.
             if len(arrivals) >= 2:
-                steady = (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1)
+                k = max(0, min(self.steady_from, len(arrivals)) - 1)
+                k = min(k, len(arrivals) - 2)
+                steady = (arrivals[-1] - arrivals[k]) / (len(arrivals) - 1 - k)
         correct = sum(1 for r in recs if r.get("tier", -1) > 0)
         tiers = sorted({r.get("tier") for r in recs})
         row = {"group": group, "mode": mode, "n": len(files), "wall_s": wall, "per_eval_s": wall / len(files),
@@ -111,11 +119,14 @@ def main():
     ap.add_argument("--modelnew-problem", default="19_ReLU",
                     help="19_ReLU (KernelBench's, 6.4 GB) or small (the same ReLU on a 1x128 tensor, where an "
                          "evaluation's fixed costs are all there is)")
+    ap.add_argument("--repeat-n", type=int, default=8, help="copies of one solution in the modelnew-repeat row")
+    ap.add_argument("--steady-from", type=int, default=1,
+                    help="the record steady rates are counted from (1: the first; the issue's figure: 24 of 96)")
     ap.add_argument("--out")
     a = ap.parse_args()
     only = set(a.only.split(","))
     work = tempfile.mkdtemp(prefix="kagent-throughput-")
-    b = Bench(a.kagent, os.path.join(work, "cache"))
+    b = Bench(a.kagent, os.path.join(work, "cache"), a.steady_from)
     relu = os.path.join(a.kernelbench, "level1", "19_ReLU.py")
     training = ("--preset", "training")
     serial = ("--build-jobs", "0")
@@ -160,6 +171,13 @@ def main():
         if one["build_span_s"] and cold["build_span_s"]:
             print(f"modelnew: {a.modelnew_n} builds' span {cold['build_span_s']:.1f} s = "
                   f"{cold['build_span_s'] / one['build_span_s']:.2f}x one build's {one['build_span_s']:.1f} s")
+    if "modelnew-repeat" in only:
+        d = os.path.join(work, "modelnew-repeat")
+        if a.modelnew_problem == "small":
+            relu = gen.small_relu_problem(os.path.join(work, "small"))
+        one = gen.modelnew_relu_set(d, 1, tag="rep")
+        b.eval(one, relu, training)  # its build (cached from here on) and the problem's baselines
+        b.row("modelnew", f"one cached solution x{a.repeat_n}, training", one * a.repeat_n, relu, training)
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             json.dump(b.rows, f, indent=1)
