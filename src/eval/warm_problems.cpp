@@ -61,6 +61,11 @@ uint64_t private_bytes_of_tree(pid_t root) {
   return kib << 10;
 }
 
+// The process an entry's server runs as (0 for a test's entry without one).
+pid_t pid_of(const WarmEntry& e) {
+  return e.server ? e.server->pid() : 0;
+}
+
 // The GPU bytes an idle entry holds, for the memory bound.
 uint64_t idle_gpu_bytes(const WarmEntry& e) {
   return std::max(e.gpu_bytes, e.reserved_bytes + kContextBytes);
@@ -128,8 +133,7 @@ WarmProblems::WarmProblems(int gpu, WarmLimits limits, WarmHooks hooks)
     };
   if (!hooks_.idle) hooks_.idle = [](WarmEntry& e) { return e.server->release(); };
   if (!hooks_.measure)
-    hooks_.measure = [this](const WarmEntry& e) -> std::pair<uint64_t, uint64_t> {
-      const pid_t root = e.server->pid();
+    hooks_.measure = [this](pid_t root) -> std::pair<uint64_t, uint64_t> {
       uint64_t gpu = 0;
       std::string uuid;
       {
@@ -280,19 +284,23 @@ WarmProblems::Use WarmProblems::use(const WarmStart& s) {
   // (Only this thread changes the current one, and the pool never lets it go.) From here it is an
   // idle problem like the others: should the new one not fit beside it, evict_idle() lets it go.
   if (previous != nullptr) {
+    const std::string left = previous->key;
+    bool idle = true;
     try {
       previous->reserved_bytes = hooks_.idle(*previous);
-      std::tie(previous->gpu_bytes, previous->host_bytes) = hooks_.measure(*previous);
     } catch (const std::exception& e) {
-      spdlog::info("GPU {}: {} is let go: {}", gpu_, previous->key, e.what());
+      spdlog::info("GPU {}: {} is let go: {}", gpu_, left, e.what());
+      idle = false;
       std::lock_guard lock(mu_);
-      if (auto it = warm_.find(previous->key); it != warm_.end()) {
+      if (auto it = warm_.find(left); it != warm_.end()) {
         gone.push_back(std::move(it->second));
         warm_.erase(it);
       }
     }
     std::lock_guard lock(mu_);
     current_.clear();
+    // Its memory is measured on a helper thread (NVML and /proc take a while): not on this path.
+    if (idle) measure_later_locked(left, pid_of(*previous));
   }
   if (u.entry == nullptr) {
     const auto start = Clock::now();
@@ -325,6 +333,20 @@ WarmProblems::Use WarmProblems::use(const WarmStart& s) {
   return u;  // `gone` is destroyed here, outside the lock: their servers are killed
 }
 
+void WarmProblems::measure_later_locked(const std::string& key, pid_t pid) {
+  jobs_.emplace_back([this, key, pid] {
+    const auto [gpu, host] = hooks_.measure(pid);
+    std::vector<std::unique_ptr<WarmEntry>> dropped;
+    std::lock_guard lock(mu_);
+    auto it = warm_.find(key);
+    if (it == warm_.end() || pid_of(*it->second) != pid) return;  // let go, or started again, meanwhile
+    it->second->gpu_bytes = gpu;
+    it->second->host_bytes = host;
+    enforce_locked(0, dropped);
+  });  // `dropped` ends after the lock is released: its servers are killed outside it
+  cv_.notify_one();
+}
+
 bool WarmProblems::start_ahead(WarmStart s) {
   const std::string key = warm_key(s.op.reference);
   std::vector<std::unique_ptr<WarmEntry>> gone;
@@ -350,7 +372,7 @@ bool WarmProblems::start_ahead(WarmStart s) {
       try {
         e = start_now(s);
         e->reserved_bytes = hooks_.idle(*e);
-        std::tie(e->gpu_bytes, e->host_bytes) = hooks_.measure(*e);
+        std::tie(e->gpu_bytes, e->host_bytes) = hooks_.measure(pid_of(*e));
       } catch (const std::exception& ex) {
         why = ex.what();
         e.reset();

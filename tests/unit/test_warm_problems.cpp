@@ -28,6 +28,7 @@ struct Log {
   std::set<std::string> fail;       // problems whose spawn throws
   bool hold_spawn = false;          // spawns wait until released
   uint64_t reserved = 0;            // what an idle server reports torch holds
+  uint64_t measured_gpu = 0;        // what NVML "says" a server holds
   std::atomic<int> alive_entries{0};
 
   void add(const std::string& e) {
@@ -95,7 +96,10 @@ WarmHooks hooks(Log& log) {
     log.add("idle " + static_cast<CountedEntry&>(e).name);
     return log.reserved;
   };
-  h.measure = [](const WarmEntry&) { return std::pair<uint64_t, uint64_t>{0, 0}; };
+  h.measure = [&log](pid_t) {
+    std::lock_guard lock(log.mu);
+    return std::pair<uint64_t, uint64_t>{log.measured_gpu, 0};
+  };
   h.alive = [&log](WarmEntry& e) {
     std::lock_guard lock(log.mu);
     return log.dead.count(static_cast<CountedEntry&>(e).name) == 0;
@@ -166,6 +170,21 @@ TEST(WarmProblems, IdleProblemsStayWithinTheirShareOfGpuMemory) {
   EXPECT_TRUE(log.saw("gone a.py"));
   EXPECT_FALSE(log.saw("gone b.py"));
   EXPECT_EQ(pool.stats().warm, 3u);
+}
+
+TEST(WarmProblems, WhatAnIdleProblemHoldsIsMeasuredOffTheSwitchAndBoundsTheRest) {
+  Log log;
+  {
+    std::lock_guard lock(log.mu);
+    log.measured_gpu = uint64_t{6} << 30;  // NVML's figure for each server, above torch's reserve
+  }
+  WarmProblems pool(0, {16, 0.5}, hooks(log));
+  pool.set_device("", uint64_t{16} << 30);  // 8 GiB for the idle ones: one of 6 GiB
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));
+  pool.use(start("c.py"));  // a and b idle, measured on a helper thread: 12 GiB, so a goes
+  EXPECT_TRUE(log.wait_for("gone a.py"));
+  EXPECT_FALSE(log.saw("gone b.py"));
 }
 
 TEST(WarmProblems, StartsAheadOnAHelperThreadAndTheTurnTakesIt) {

@@ -94,8 +94,9 @@ struct WarmHooks {
   std::function<void(WarmEntry&, const WarmStart&)> load;
   // The entry goes idle: its trial tensors let go; what torch still reserves.
   std::function<uint64_t(WarmEntry&)> idle;
-  // Its GPU bytes by NVML and its private host bytes now (0 where they cannot be told).
-  std::function<std::pair<uint64_t, uint64_t>(const WarmEntry&)> measure;
+  // The GPU bytes by NVML and the private host bytes of the server whose process is `pid`, and
+  // its descendants, now (0 where they cannot be told).
+  std::function<std::pair<uint64_t, uint64_t>(pid_t pid)> measure;
   // Whether its server still runs.
   std::function<bool(WarmEntry&)> alive;
 };
@@ -147,6 +148,9 @@ class WarmProblems {
   // The entries let go are moved into `gone` and destroyed by the caller outside the lock.
   void enforce_locked(size_t room, std::vector<std::unique_ptr<WarmEntry>>& gone);
   std::unique_ptr<WarmEntry> start_now(const WarmStart& s);
+  // Measures the idle problem `key` (its server's process `pid`) on a helper thread, then applies
+  // the bounds with what it found.
+  void measure_later_locked(const std::string& key, pid_t pid);
   uint64_t host_share_bytes() const;
 
   int gpu_;
