@@ -253,16 +253,19 @@ PY
 fi
 if want warm-tests; then
   # The GPU tests of this round: problems kept warm across switches, started ahead, and let go when
-  # a problem does not fit beside them; inputs sealed instead of restored for the timed samples (the
-  # plan suites); the judge's backend; then the service's own tests (the queue's affinity).
+  # a problem does not fit beside them; inputs sealed instead of restored for the timed samples, and
+  # re-checks queued behind their samples (the plan suites, an fp64 twin's included); the judge's
+  # backend; then the service's own tests (the queue's affinity), whatever the first suite gave.
   step warmtests ${WARM_TESTS_LIMIT:-400} bash -c "cd $B && ./tests/kagent_gpu_tests \
-    --gtest_filter='GpuEval.*:PyTorchEval.ProblemsStay*:PyTorchEval.AProblemThat*:PyTorchEval.FixtureGets*:PyTorchEval.WrongSolution*:PyTorchEval.InPlace*:JudgeBackendGpu.*' \
-    && ./tests/kagent_serve_tests"
+    --gtest_filter='GpuEval.*:PyTorchEval.ProblemsStay*:PyTorchEval.AProblemThat*:PyTorchEval.FixtureGets*:PyTorchEval.WrongSolution*:PyTorchEval.InPlace*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.ExactFp32*:JudgeBackendGpu.*'; \
+    ./tests/kagent_serve_tests"
 fi
 if want rate; then
   # The harness's own cost per evaluation: 96 distinct native vector_add plans (65 us) in one session
   # under each preset, steady rate from the 24th record; where a training evaluation's time goes;
   # one cached ModelNew solution named 8 times (a worker each, started ahead).
+  # What each part of a timed sample's set-up costs apart (poison, flush, persisting-L2 reset).
+  [ -x $B/benchmarks/sample_setup ] && step rate 60 $B/benchmarks/sample_setup --samples 400
   step rate ${RATE_LIMIT:-300} python3 benchmarks/session_throughput.py --kagent $B/kagent --kernelbench "$KB" \
     --only native --native-n 96 --separate-n 0 --steady-from 24 --out $OUT/rate.json
   RT=$OUT/rate-work

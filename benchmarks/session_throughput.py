@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,16 +94,30 @@ class Bench:
                 k = min(k, len(arrivals) - 2)
                 steady = (arrivals[-1] - arrivals[k]) / (len(arrivals) - 1 - k)
         correct = sum(1 for r in recs if r.get("tier", -1) > 0)
+        # The candidate's timing pass, median over the records: samples, their kernel time, the GPU's
+        # busy time (each sample's poison and flush included) and the pass's wall time.
+        passes = [r.get("outcome", {}).get("candidate_time") or {} for r in recs]
+        passes = [t for t in passes if t.get("wall_s")]
+        timing = None
+        if passes:
+            med = lambda k: statistics.median(t.get(k, 0) for t in passes)  # noqa: E731
+            timing = {"samples": med("n"), "kernel_ms": 1e3 * med("gpu_time_s"), "busy_ms": 1e3 * med("busy_s"),
+                      "wall_ms": 1e3 * med("wall_s"), "warmup_runs": med("warmup_n"),
+                      "stops": sorted({t.get("stop_reason", "") for t in passes})}
         tiers = sorted({r.get("tier") for r in recs})
         row = {"group": group, "mode": mode, "n": len(files), "wall_s": wall, "per_eval_s": wall / len(files),
                "evals_per_s": len(files) / wall, "correct": correct, "tiers": tiers, "build_span_s": span,
-               "steady_per_eval_s": steady}
+               "steady_per_eval_s": steady, "timing_pass": timing}
         self.rows.append(row)
         print(f"{group:9} {mode:44} n={len(files):3} wall {wall:7.1f} s  {wall / len(files):6.2f} s/eval  "
               f"{len(files) / wall:6.2f} evals/s"
               + (f" (steady {steady:5.2f} s/eval, {1 / steady:6.2f}/s)" if steady else "")
               + f"  correct {correct}/{len(files)} tiers {tiers}"
               + (f"  builds' span {span:.1f} s" if span is not None else ""), flush=True)
+        if timing:
+            print(f"{'':9} timing pass (median): {timing['warmup_runs']:.0f} warm-up runs, {timing['samples']:.0f} "
+                  f"samples, kernel {timing['kernel_ms']:.1f} ms, GPU busy {timing['busy_ms']:.1f} ms, wall "
+                  f"{timing['wall_ms']:.1f} ms; stopped: {', '.join(timing['stops'])}", flush=True)
         return row
 
 

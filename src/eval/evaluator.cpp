@@ -440,6 +440,12 @@ std::string render_report(const EvalReport& r) {
                        o.achieved_gbs, 100 * o.bandwidth_share, o.memory_floor_ms, o.bytes_moved);
     out += fmt::format("timing: L2 flush {} MiB before each sample; stop rule: {}\nknobs: {}\n", o.flush_bytes >> 20,
                        stop_rule_text(o.stop_rule), knobs_text(o.knobs));
+    // What the candidate's pass cost beside its samples: set-up on the GPU, the host's share.
+    if (const TimingSummary& c = *o.candidate_time; c.wall_s > 0)
+      out += fmt::format(
+          "candidate's timing pass: {} warm-up run(s), {} samples of {:.1f} ms kernel time in {:.1f} ms of GPU busy "
+          "time (poison and flush included), {:.1f} ms wall (warm-up and re-checks included)\n",
+          c.warmup_n, c.n, c.gpu_time_s * 1e3, c.busy_s * 1e3, c.wall_s * 1e3);
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

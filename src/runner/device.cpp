@@ -58,6 +58,25 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+HostBuffer::HostBuffer(size_t bytes) : bytes_(bytes) {
+  check(cu().cuMemAllocHost(&ptr_, bytes == 0 ? 8 : bytes), fmt::format("cuMemAllocHost({} bytes)", bytes));
+}
+
+HostBuffer::~HostBuffer() {
+  if (ptr_) cu().cuMemFreeHost(ptr_);
+}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cu().cuMemFreeHost(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
 Event::Event() {
   check(cu().cuEventCreate(&e_, CU_EVENT_DEFAULT), "cuEventCreate");
 }

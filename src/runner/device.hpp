@@ -50,6 +50,25 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Page-locked host memory (cuMemAllocHost): what a copy queued on the stream (cuMemcpyDtoHAsync)
+// writes into without the host waiting for it.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  explicit HostBuffer(size_t bytes);
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr, o.bytes_ = 0; }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // A CUDA event (timing enabled), destroyed with its owner.
 class Event {
  public:

@@ -124,6 +124,13 @@ class Evaluation {
   // The outputs again after a timed sample: against the runner's copies, or, when an fp64 twin
   // exists that the runner could not copy, against the server's own tensors.
   bool recheck_outputs(const std::string& when, EvalOutcome& o);
+  // The re-checks during timing queued on the stream right after a group's last sample, with the
+  // next group queued behind them, and read when the host gets there (measure_timing.cpp): each
+  // output against the runner's copy of the reference and its fp64 twin in one pass, the verdict
+  // recheck_outputs gives. Not where a twin stayed in the server (fp64_not_copied_): those wait.
+  bool rechecks_can_queue() const { return !fp64_not_copied_; }
+  void enqueue_recheck(size_t slot);
+  bool read_recheck(size_t slot, const std::string& when, EvalOutcome& o);
   // Compares candidate outputs with reference outputs; fills the mismatch report and returns false
   // on the first tensor that fails.
   // reference64: per output the fp64 reference, or 0 (none).
@@ -188,6 +195,11 @@ class Evaluation {
   std::string fp64_note_;         // the server's word on why a trial has no fp64 twin
   DeviceBuffer flush_;
   std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
+  // Two slots of queued re-checks (a compare slot per output each), their copy on the host and the
+  // event after each slot's copy; made on the first queued re-check.
+  DeviceBuffer recheck_stats_;
+  HostBuffer recheck_host_;
+  std::vector<Event> recheck_done_;
 };
 
 }  // namespace kagent::runner

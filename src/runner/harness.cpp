@@ -8,8 +8,9 @@
 namespace kagent::runner {
 
 namespace {
-constexpr size_t kCompareWords = 13;  // CompareStats in harness_kernels.cu
-constexpr size_t kReadSlot = kCompareWords * 8;
+constexpr size_t kCompareWords = 13;  // CompareStats in harness_kernels.cu; then the first bad value
+static_assert(Harness::kCompareSlotBytes == (kCompareWords + 1) * 8);
+constexpr size_t kReadSlot = Harness::kCompareSlotBytes;
 
 // Inverse of ordered_key() in harness_kernels.cu.
 double from_key(uint64_t key) {
@@ -49,16 +50,33 @@ void Harness::fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, 
 
 CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
                                CUdeviceptr ref64) {
-  CUdeviceptr st = stats_.get();
-  void* init_args[] = {&st};
-  CUfunction init = kernel("kagent_compare_init");
-  check(cu().cuLaunchKernel(init, 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr), "compare init");
-  double atol = tol.atol, rtol = tol.rtol;
-  void* args[] = {&out, &ref, &ref64, &numel, &atol, &rtol, &st};
-  launch(fn("compare", t), numel, args);
-  uint64_t w[kCompareWords];
+  enqueue_compare(stats_.get(), out, ref, numel, t, tol, ref64);
+  uint64_t w[kCompareWords + 1];
   dev_.sync();
-  check(cu().cuMemcpyDtoH(w, st, sizeof w), "reading comparison results");
+  check(cu().cuMemcpyDtoH(w, stats_.get(), sizeof w), "reading comparison results");
+  return decode_compare(w, ref64 != 0, nullptr);
+}
+
+void Harness::enqueue_compare(CUdeviceptr slot, CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t,
+                              const Tolerance& tol, CUdeviceptr ref64) {
+  void* init_args[] = {&slot};
+  check(cu().cuLaunchKernel(kernel("kagent_compare_init"), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr),
+        "compare init");
+  double atol = tol.atol, rtol = tol.rtol;
+  void* args[] = {&out, &ref, &ref64, &numel, &atol, &rtol, &slot};
+  // 8 blocks per SM striding over the elements: each block ends with one atomic per statistic on
+  // the same two cache lines (harness_kernels.cu, compare), so fewer blocks, fewer of them.
+  const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * 8);
+  check(cu().cuLaunchKernel(fn("compare", t), static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, dev_.stream(), args,
+                            nullptr),
+        "compare launch");
+  CUdeviceptr value = slot + kCompareWords * 8;
+  void* read_args[] = {&out, &slot, &value};
+  check(cu().cuLaunchKernel(fn("read_first_bad", t), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), read_args, nullptr),
+        "read first mismatch");
+}
+
+CompareResult Harness::decode_compare(const uint64_t* w, bool has_fp64, double* first_bad_value) {
   CompareResult r;
   r.mismatches = w[0];
   r.nan_mismatches = w[1];
@@ -68,12 +86,13 @@ CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, 
   r.ref_min = from_key(w[5]);
   r.ref_max = from_key(w[6]);
   r.ref_max_abs = from_key(w[7]);
-  r.has_fp64 = ref64 != 0;
+  r.has_fp64 = has_fp64;
   r.passed_by_fp64 = w[8];
   r.max_abs_fp64 = from_key(w[9]);
   r.ref_error_fp64 = from_key(w[10]);
   r.ref_zeros = w[11];
   r.ref_min_abs = from_key(w[12]);
+  if (first_bad_value != nullptr) std::memcpy(first_bad_value, &w[kCompareWords], 8);
   return r;
 }
 

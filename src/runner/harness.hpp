@@ -31,6 +31,14 @@ class Harness {
   // kagent/protocol/compare_rule.hpp's.
   CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
                         CUdeviceptr ref64 = 0);
+  // The same comparison queued only, for a check the host reads later (the re-checks during
+  // timing): its words land in the kCompareSlotBytes at `slot` (device memory), the candidate's
+  // value at the first mismatching index last, in stream order, before anything queued after it
+  // can overwrite `out`. decode_compare reads a slot's words once they are on the host.
+  static constexpr size_t kCompareSlotBytes = 14 * 8;
+  void enqueue_compare(CUdeviceptr slot, CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
+                       CUdeviceptr ref64);
+  static CompareResult decode_compare(const uint64_t* words, bool has_fp64, double* first_bad_value);
   double read(CUdeviceptr p, int64_t index, DType t);
   // Reads `bytes` (a multiple of 16) at p: the L2 flush (see kagent_flush).
   void flush(CUdeviceptr p, size_t bytes);
@@ -59,7 +67,7 @@ class Harness {
   const Device& dev_;
   Module mod_;
   std::map<std::string, CUfunction> kernels_;
-  DeviceBuffer stats_;  // CompareStats (kCompareWords words), then one double for read()
+  DeviceBuffer stats_;  // a compare slot (kCompareSlotBytes), then one double for read()
 };
 
 }  // namespace kagent::runner

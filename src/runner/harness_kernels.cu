@@ -122,8 +122,7 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
   u64 bad = 0, nan_bad = 0, first = ~0ull, by64 = 0, zeros = 0;
   double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0, rminabs = 1.0 / 0.0;
   double max_abs64 = 0, ref_err64 = 0;
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-    double o = to_double(out[i]), r = to_double(ref[i]), r64 = has64 ? ref64[i] : 0.0;
+  auto add = [&](i64 i, double o, double r, double r64) {
     const int v = kagent::element_verdict(o, r, r64, has64, atol, rtol);
     if (v == kagent::kElementNanMismatch) ++nan_bad;
     if (v == kagent::kElementPassesFp64) ++by64;
@@ -150,8 +149,29 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
       ++bad;
       if ((u64)i < first) first = (u64)i;
     }
+  };
+  // kLoads elements loaded before any is judged: the comparison is a read of two or three arrays,
+  // and a thread with one load in flight at a time leaves most of the memory bandwidth unused.
+  constexpr int kLoads = 4;
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  for (i64 base = blockIdx.x * (i64)blockDim.x + threadIdx.x; base < n; base += kLoads * stride) {
+    double o[kLoads], r[kLoads], r64[kLoads];
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      const i64 i = base + k * stride;
+      o[k] = i < n ? to_double(out[i]) : 0.0;
+      r[k] = i < n ? to_double(ref[i]) : 0.0;
+      r64[k] = has64 && i < n ? ref64[i] : 0.0;
+    }
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k)
+      if (base + k * stride < n) add(base + k * stride, o[k], r[k], r64[k]);
   }
-  // One atomic per warp: reduce within the warp first.
+  // One atomic per block and statistic: the warp reduces by shuffles, the block through shared
+  // memory. The 13 words share two cache lines, whose L2 slice serializes every atomic on them:
+  // one per warp was 13 x 33792 atomics for a 16M-element output on the 4224 blocks of 256 threads
+  // the other harness kernels get on an H200; one per block of the compare's own grid of 8 blocks
+  // per SM (Harness::enqueue_compare) is 13 x 1056.
   for (int off = 16; off > 0; off >>= 1) {
     bad += __shfl_down_sync(0xffffffffu, bad, off);
     nan_bad += __shfl_down_sync(0xffffffffu, nan_bad, off);
@@ -167,21 +187,38 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
     max_abs64 = fmax(max_abs64, __shfl_down_sync(0xffffffffu, max_abs64, off));
     ref_err64 = fmax(ref_err64, __shfl_down_sync(0xffffffffu, ref_err64, off));
   }
+  __shared__ u64 s_count[5][32];   // bad, nan_bad, by64, zeros, first
+  __shared__ double s_val[8][32];  // max_abs, max_rel, rmin, rmax, rabs, rminabs, max_abs64, ref_err64
+  const int warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   if ((threadIdx.x & 31) == 0) {
-    if (bad) atomicAdd(&st->mismatches, bad);
-    if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
-    if (by64) atomicAdd(&st->passed_by_fp64, by64);
-    if (zeros) atomicAdd(&st->ref_zeros, zeros);
-    if (first != ~0ull) atomicMin(&st->first_bad, first);
-    atomicMax(&st->max_abs_key, ordered_key(max_abs));
-    atomicMax(&st->max_rel_key, ordered_key(max_rel));
-    atomicMin(&st->ref_min_key, ordered_key(rmin));
-    atomicMax(&st->ref_max_key, ordered_key(rmax));
-    atomicMax(&st->ref_max_abs_key, ordered_key(rabs));
-    atomicMin(&st->ref_min_abs_key, ordered_key(rminabs));
-    atomicMax(&st->max_abs64_key, ordered_key(max_abs64));
-    atomicMax(&st->ref_err64_key, ordered_key(ref_err64));
+    s_count[0][warp] = bad, s_count[1][warp] = nan_bad, s_count[2][warp] = by64, s_count[3][warp] = zeros;
+    s_count[4][warp] = first;
+    s_val[0][warp] = max_abs, s_val[1][warp] = max_rel, s_val[2][warp] = rmin, s_val[3][warp] = rmax;
+    s_val[4][warp] = rabs, s_val[5][warp] = rminabs, s_val[6][warp] = max_abs64, s_val[7][warp] = ref_err64;
   }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < warps; ++w) {
+    bad += s_count[0][w], nan_bad += s_count[1][w], by64 += s_count[2][w], zeros += s_count[3][w];
+    first = min(first, s_count[4][w]);
+    max_abs = fmax(max_abs, s_val[0][w]), max_rel = fmax(max_rel, s_val[1][w]);
+    rmin = fmin(rmin, s_val[2][w]), rmax = fmax(rmax, s_val[3][w]);
+    rabs = fmax(rabs, s_val[4][w]), rminabs = fmin(rminabs, s_val[5][w]);
+    max_abs64 = fmax(max_abs64, s_val[6][w]), ref_err64 = fmax(ref_err64, s_val[7][w]);
+  }
+  if (bad) atomicAdd(&st->mismatches, bad);
+  if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
+  if (by64) atomicAdd(&st->passed_by_fp64, by64);
+  if (zeros) atomicAdd(&st->ref_zeros, zeros);
+  if (first != ~0ull) atomicMin(&st->first_bad, first);
+  atomicMax(&st->max_abs_key, ordered_key(max_abs));
+  atomicMax(&st->max_rel_key, ordered_key(max_rel));
+  atomicMin(&st->ref_min_key, ordered_key(rmin));
+  atomicMax(&st->ref_max_key, ordered_key(rmax));
+  atomicMax(&st->ref_max_abs_key, ordered_key(rabs));
+  atomicMin(&st->ref_min_abs_key, ordered_key(rminabs));
+  atomicMax(&st->max_abs64_key, ordered_key(max_abs64));
+  atomicMax(&st->ref_err64_key, ordered_key(ref_err64));
 }
 
 extern "C" __global__ void kagent_compare_init(CompareStats* st) {
@@ -204,6 +241,14 @@ extern "C" __global__ void kagent_compare_init(CompareStats* st) {
 template <typename T>
 __device__ void read_element(const T* p, i64 i, double* out) {
   *out = to_double(p[i]);
+}
+
+// The element at a comparison's first mismatching index (0 when none), queued right after the
+// comparison: a re-check read later by the host still reports the value the candidate wrote there,
+// though the next samples have overwritten the outputs by then.
+template <typename T>
+__device__ void read_first_bad(const T* p, const CompareStats* st, double* out) {
+  *out = st->first_bad == ~0ull ? 0.0 : to_double(p[st->first_bad]);
 }
 
 // The L2 flush before each timed sample: 16-byte loads over a buffer of twice the L2. Reading,
@@ -254,8 +299,8 @@ extern "C" __global__ void kagent_guard_fill(unsigned char* base, i64 front, i64
 // result (4 words, zeroed before): [0] ~distance of the damaged front byte nearest the data (the
 // largest key is the smallest distance; 0: none), [1] damaged front bytes, [2] and [3] the same
 // for the back band (distance 0 is the byte right at the data's end).
-extern "C" __global__ void kagent_guard_check(const unsigned char* base, i64 front, i64 back_offset, i64 back,
-                                              u64 seed, u64* result) {
+extern "C" __global__ void kagent_guard_check(const unsigned char* base, i64 front, i64 back_offset, i64 back, u64 seed,
+                                              u64* result) {
   u64 front_key = 0, front_count = 0, back_key = 0, back_count = 0;
   for (i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x; j < front + back; j += (i64)gridDim.x * blockDim.x) {
     const i64 k = band_offset(j, front, back_offset);
@@ -411,20 +456,23 @@ template <int Kind>
 __device__ __forceinline__ void mma_step(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if (Kind == kMmaTf32)
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   else if (Kind == kMmaF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   (void)d;
   (void)a;
@@ -463,16 +511,19 @@ extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_bf16(int iters
   peak_mma<kMmaBf16>(iters, never, sink);
 }
 
-#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                      \
-  extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {   \
-    fill<T>(out, n, seed, kind, a, b);                                                                     \
-  }                                                                                                        \
-  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, const double* ref64, i64 n, \
-                                                   double atol, double rtol, CompareStats* st) {           \
-    compare<T>(out, ref, ref64, n, atol, rtol, st);                                                        \
-  }                                                                                                        \
-  extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) {                          \
-    read_element<T>(p, i, out);                                                                            \
+#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                        \
+  extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {     \
+    fill<T>(out, n, seed, kind, a, b);                                                                       \
+  }                                                                                                          \
+  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, const double* ref64, i64 n,   \
+                                                   double atol, double rtol, CompareStats* st) {             \
+    compare<T>(out, ref, ref64, n, atol, rtol, st);                                                          \
+  }                                                                                                          \
+  extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) {                            \
+    read_element<T>(p, i, out);                                                                              \
+  }                                                                                                          \
+  extern "C" __global__ void kagent_read_first_bad_##NAME(const T* p, const CompareStats* st, double* out) { \
+    read_first_bad<T>(p, st, out);                                                                           \
   }
 
 KAGENT_DTYPE_KERNELS(float, f32)

@@ -2,6 +2,7 @@
 // reference's), the re-checks during and after timing, and the flags on a reference that cannot
 // tell right from wrong (degenerate, weak).
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -104,6 +105,50 @@ bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
   std::vector<CUdeviceptr> ref64(rq_.outputs.size(), 0);
   for (size_t i = 0; i < ref64_out_.size() && i < ref64.size(); ++i) ref64[i] = ref64_out_[i].get();
   return outputs_match(rq_.trials - 1, when, o, pointers(ref_out_), ref64);
+}
+
+void Evaluation::enqueue_recheck(size_t slot) {
+  const size_t per_slot = rq_.outputs.size() * Harness::kCompareSlotBytes;
+  if (recheck_done_.empty()) {
+    recheck_stats_ = DeviceBuffer(2 * per_slot);
+    recheck_host_ = HostBuffer(2 * per_slot);
+    recheck_done_.resize(2);
+  }
+  const CUdeviceptr base = recheck_stats_.get() + slot * per_slot;
+  for (size_t i = 0; i < rq_.outputs.size(); ++i) {
+    const TensorSpec& t = rq_.outputs[i];
+    const CUdeviceptr ref64 = i < ref64_out_.size() ? ref64_out_[i].get() : 0;
+    h_.enqueue_compare(base + i * Harness::kCompareSlotBytes, cand_out_[i].get(), ref_out_[i].get(), t.numel(), t.dtype,
+                       rq_.tolerance, ref64);
+  }
+  auto* host = static_cast<unsigned char*>(recheck_host_.get()) + slot * per_slot;
+  check(cu().cuMemcpyDtoHAsync(host, base, per_slot, dev_.stream()), "queue a re-check's results");
+  check(cu().cuEventRecord(recheck_done_[slot].get(), dev_.stream()), "cuEventRecord");
+}
+
+bool Evaluation::read_recheck(size_t slot, const std::string& when, EvalOutcome& o) {
+  check(cu().cuEventSynchronize(recheck_done_[slot].get()), when);
+  const size_t per_slot = rq_.outputs.size() * Harness::kCompareSlotBytes;
+  const auto* host = static_cast<const unsigned char*>(recheck_host_.get()) + slot * per_slot;
+  const OutputCheck chk{rq_.outputs, rq_.tolerance, rq_.trials - 1, when, false};
+  for (size_t i = 0; i < rq_.outputs.size(); ++i) {
+    const TensorSpec& t = rq_.outputs[i];
+    const CUdeviceptr ref64 = i < ref64_out_.size() ? ref64_out_[i].get() : 0;
+    uint64_t words[Harness::kCompareSlotBytes / 8];
+    std::memcpy(words, host + i * Harness::kCompareSlotBytes, sizeof words);
+    double first_bad_value = 0;
+    const CompareResult c = Harness::decode_compare(words, ref64 != 0, &first_bad_value);
+    // The candidate's value was read on the GPU right after the comparison; the reference's (and
+    // its twin's) are still there, sealed.
+    auto values = [&] {
+      const auto at = static_cast<int64_t>(c.first_bad);
+      MismatchValues v{first_bad_value, h_.read(ref_out_[i].get(), at, t.dtype), std::nullopt};
+      if (ref64 != 0) v.reference64 = h_.read(ref64, at, DType::f64);
+      return v;
+    };
+    if (!judge_output(chk, i, c, values, o)) return false;
+  }
+  return true;
 }
 
 bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o,

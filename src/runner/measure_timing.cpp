@@ -1,6 +1,7 @@
 // Timing: the reference's and the candidate's timed samples (warm-up, the stopping rule, the
 // outputs re-checked between samples), and what the candidate's median says about bandwidth.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -39,6 +40,15 @@ bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, 
   return true;
 }
 
+namespace {
+// The next group of samples is queued before the host reads the current one while a group takes
+// at most this much GPU time: then the host's turn-around between groups (reading the events and
+// the re-check, the stop rule, queueing) would leave the GPU idle for a share worth saving. A
+// longer group is not queued ahead: the turn-around is small beside it, and a group queued ahead
+// when the stop rule stops is GPU time spent for nothing.
+constexpr double kQueueAheadMaxMs = 5.0;
+}  // namespace
+
 TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs,
                                     const std::string& label, bool recheck, EvalOutcome& o, bool& recheck_failed) {
   const auto wall0 = Clock::now();
@@ -48,48 +58,86 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   const bool restore = !recheck;
   // The samples between two re-checks are queued back to back and waited for once: the GPU does not
   // idle while the host waits for each sample and queues the next. Each sample still has its own
-  // set-up (poison, flush) and its own events; the re-check reads the last one's outputs.
+  // set-up (poison, flush) and its own events. Two groups' events: one read while the other runs.
   const size_t group = static_cast<size_t>(std::max(1, rq_.knobs.check_every));
-  std::vector<Events> evs(group);
+  std::vector<Events> evs(2 * group);
 
   // Warm-up is about clocks ramping up: what counts is how long the GPU has been busy (restores,
-  // flushes and the plan), not the plan's share of it.
+  // flushes and the plan), not the plan's share of it. One run first, then as many at once as the
+  // rest needs at that pace (at most two groups' worth).
   phase(label + ": warm-up");
   int runs = 0;
   double warm_ms = 0;
   while (!warmup_done(runs, warm_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
-    enqueue_sample(plan, outs, evs[0], label, restore);
-    warm_ms += read_sample(evs[0], label).busy_ms;
-    ++runs;
+    size_t n = 1;
+    if (runs > 0 && warm_ms > 0) {
+      const double per_run = warm_ms / runs;
+      const double want = std::max<double>(rq_.knobs.warmup_runs - runs, (rq_.knobs.warmup_ms - warm_ms) / per_run);
+      n = static_cast<size_t>(std::clamp(std::ceil(want), 1.0, static_cast<double>(evs.size())));
+    }
+    for (size_t i = 0; i < n; ++i) enqueue_sample(plan, outs, evs[i], label, restore);
+    for (size_t i = 0; i < n; ++i) warm_ms += read_sample(evs[i], label).busy_ms;
+    runs += static_cast<int>(n);
   }
+
+  // A group's re-check is queued right behind its last sample, so the next group can be queued
+  // before the host reads this one (the outputs it checks are overwritten by then). Where the
+  // re-check cannot be queued (an fp64 twin left in the server), the host checks after each group.
   phase(label + ": sampling");
+  const bool queued_checks = recheck && rechecks_can_queue();
+  const bool may_queue_ahead = !recheck || queued_checks;
+  auto queue_group = [&](size_t half) {
+    for (size_t i = 0; i < group; ++i) enqueue_sample(plan, outs, evs[half * group + i], label, restore);
+    if (queued_checks) enqueue_recheck(half);
+  };
   std::vector<double> samples;
+  double busy_ms = 0;
+  double per_sample_ms = runs > 0 ? warm_ms / runs : 0;  // GPU busy time per sample, as last seen
+  size_t ran = 0;                                        // samples run, counted or not
+  size_t half = 0;
   StopDecision d;
-  while (!d.stop) {
-    for (size_t i = 0; i < group; ++i) enqueue_sample(plan, outs, evs[i], label, restore);
-    for (size_t i = 0; i < group && !d.stop; ++i) {
-      samples.push_back(read_sample(evs[i], label).plan_ms);
+  queue_group(half);
+  while (true) {
+    const bool ahead = may_queue_ahead && per_sample_ms * static_cast<double>(group) <= kQueueAheadMaxMs;
+    if (ahead) queue_group(1 - half);
+    double group_busy_ms = 0;
+    size_t counted = 0;
+    for (size_t i = 0; i < group && !d.stop; ++i, ++counted) {
+      const Sample sample = read_sample(evs[half * group + i], label);
+      samples.push_back(sample.plan_ms);
+      busy_ms += sample.busy_ms;
+      group_busy_ms += sample.busy_ms;
       // A cap reached inside a group stops at that sample; the group's later samples ran but are
       // not counted, so the samples a stop rule sees are those it would have seen one at a time.
       if (i + 1 < group) d = should_stop(samples, wall_s(), rq_.stop_rule);
     }
-    if (d.stop) break;
-    // Outputs checked right after the stop event: deferred or racy work cannot hide.
-    if (recheck) {
+    ran += group;
+    per_sample_ms = group_busy_ms / static_cast<double>(std::max<size_t>(counted, 1));
+    // Outputs checked right after the group's last stop event: deferred or racy work cannot hide.
+    // A queued re-check is read even when the rule stopped inside the group: it has run.
+    if (recheck && (queued_checks || !d.stop)) {
       ++o.rechecks;
-      if (!recheck_outputs(fmt::format("re-check after timing sample {}", samples.size()), o)) {
+      const std::string when = fmt::format("re-check after timing sample {}", ran);
+      if (!(queued_checks ? read_recheck(half, when, o) : recheck_outputs(when, o))) {
         recheck_failed = true;
         break;
       }
     }
-    d = should_stop(samples, wall_s(), rq_.stop_rule);
+    if (!d.stop) d = should_stop(samples, wall_s(), rq_.stop_rule);
+    if (d.stop) break;  // a group queued ahead still runs; its samples are not counted
+    if (!ahead) queue_group(1 - half);
+    half = 1 - half;
   }
+  // The last word on the outputs as the pass left them (a group queued ahead included).
   if (recheck && !recheck_failed) {
     ++o.rechecks;
     if (!recheck_outputs("re-check after timing", o)) recheck_failed = true;
   }
   TimingSummary s = summarize(samples);
   s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
+  s.warmup_n = runs;
+  s.busy_s = busy_ms / 1000.0;
+  s.wall_s = wall_s();
   return s;
 }
 

@@ -4,6 +4,8 @@
 // flags on a reference that cannot tell right from wrong. Shared by a plan's evaluation
 // (measure_correctness.cpp) and the compare request of a ModelNew solution's outputs
 // (compare_request.cpp), so both are judged by the same words and numbers.
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,5 +28,15 @@ struct OutputCheck {
 bool check_outputs(Harness& h, const OutputCheck& c, const std::vector<CUdeviceptr>& cand,
                    const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64,
                    EvalOutcome& o);
+
+// What output i's comparison `c` says, as check_outputs words it: its errors noted, the
+// reference flagged on the first check, and on a mismatch the report, with the values at the first
+// mismatching index from `values` (asked only then). False on a mismatch.
+struct MismatchValues {
+  double candidate = 0, reference = 0;
+  std::optional<double> reference64;  // where the comparison had an fp64 reference
+};
+bool judge_output(const OutputCheck& chk, size_t i, const CompareResult& c,
+                  const std::function<MismatchValues()>& values, EvalOutcome& o);
 
 }  // namespace kagent::runner

@@ -164,6 +164,23 @@ TEST_F(GpuEval, EndlessLoopTimesOutNamingTheLaunch) {
   EXPECT_TRUE(next.outcome.correct) << next.outcome.message;
 }
 
+// A re-check is queued behind its group's last sample and read while the next group runs: the
+// candidate's value it reports is the one that sample wrote (the fixture writes its launch number
+// into out[0]: 5 trials, the warm-up runs, then the samples up to the one the re-check names).
+TEST_F(GpuEval, AQueuedRecheckReportsTheValueOfTheSampleItChecked) {
+  EvalReport r = eval(fixture("numbered_after_warmup.cu"));
+  ASSERT_EQ(failure_stage_name(r.outcome.failure_stage), "re-check") << r.outcome.message;
+  ASSERT_TRUE(r.outcome.mismatch);
+  ASSERT_TRUE(r.outcome.candidate_time);
+  EXPECT_EQ(r.outcome.mismatch->first_index, 0u);
+  const std::string& when = r.outcome.mismatch->when;
+  const std::string prefix = "re-check after timing sample ";
+  ASSERT_EQ(when.rfind(prefix, 0), 0u) << when;
+  const int sample = std::stoi(when.substr(prefix.size()));
+  EXPECT_EQ(r.outcome.mismatch->candidate_value, 5 + r.outcome.candidate_time->warmup_n + sample - 1)
+      << when << "; warm-up runs " << r.outcome.candidate_time->warmup_n;
+}
+
 TEST_F(GpuEval, RaceIsCaught) {
   EvalReport r = eval(fixture("race.cu"));
   EXPECT_FALSE(r.outcome.correct) << "a kernel that is right only sometimes must fail";
@@ -250,8 +267,9 @@ TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
   ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
   EXPECT_EQ(r.outcome.knobs.check_every, 2);
   ASSERT_TRUE(r.outcome.candidate_time.has_value());
-  // One re-check per 2 samples, and one after the last.
-  EXPECT_EQ(r.outcome.rechecks, r.outcome.candidate_time->n / 2 + 1) << r.outcome.candidate_time->n;
+  // One re-check per group of 2 samples begun (a group the stop rule ends early was re-checked
+  // all the same: its check was queued behind it), and one after the last.
+  EXPECT_EQ(r.outcome.rechecks, (r.outcome.candidate_time->n + 1) / 2 + 1) << r.outcome.candidate_time->n;
   if (r.outcome.cupti && r.outcome.cupti->ran) {
     EXPECT_EQ(r.outcome.cupti->samples, 3);
   }

@@ -18,7 +18,7 @@ namespace kagent {
       X(cuGetErrorString) X(cuGetErrorName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                   \
           X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxResetPersistingL2Cache) X(cuCtxGetLimit) X(cuMemGetInfo)       \
               X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetParamInfo) X(cuFuncSetAttribute) \
-                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD)   \
+                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyDtoH) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoD)   \
                       X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) \
                           X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                   \
                               X(cuEventSynchronize) X(cuEventElapsedTime) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) \

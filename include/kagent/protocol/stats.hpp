@@ -12,6 +12,12 @@ struct TimingSummary {
   double rse_median = 0;    // relative standard error of the median (see relative_se_of_median)
   double gpu_time_s = 0;    // sum of the samples
   std::string stop_reason;  // why sampling stopped ("converged", "max samples", ...)
+  // What the pass cost beside the samples' own time (kagent-runner's timing passes fill these):
+  // warm-up runs, the GPU's busy time over the counted samples (each sample's set-up, i.e.
+  // poison and L2 flush, included) and the pass's wall time (warm-up and re-checks included).
+  int warmup_n = 0;
+  double busy_s = 0;
+  double wall_s = 0;
 };
 
 // Summary of samples in milliseconds (any order). Percentiles by linear interpolation.
@@ -43,11 +49,11 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
 // The measurement's knobs beside the stopping rule: explicit, settable (the measurement flags of
 // eval, profile, check and bench) and echoed in every report, as nvbench echoes its own.
 struct MeasureKnobs {
-  int warmup_runs = 3;         // warm-up lasts at least this many samples ...
-  double warmup_ms = 50.0;     // ... and at least this much GPU busy time (clocks ramp up)
-  int check_every = 4;         // outputs re-checked after every N-th timed sample (and after the last)
-  int cupti_samples = 5;       // timed samples of the CUPTI cross-check
-  int per_launch_samples = 21; // samples of the per-launch timing (the profile)
+  int warmup_runs = 3;          // warm-up lasts at least this many samples ...
+  double warmup_ms = 50.0;      // ... and at least this much GPU busy time (clocks ramp up)
+  int check_every = 4;          // outputs re-checked after every N-th timed sample (and after the last)
+  int cupti_samples = 5;        // timed samples of the CUPTI cross-check
+  int per_launch_samples = 21;  // samples of the per-launch timing (the profile)
 };
 
 // Warm-up: at least knobs.warmup_runs runs and knobs.warmup_ms of GPU time.
