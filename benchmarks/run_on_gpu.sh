@@ -25,14 +25,17 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS; timeout "$limit" "$
          summary+=("$(printf '%-22s rc=%-3s %4ss' "$name: ${1##*/}" "$rc" $((SECONDS - t0)))"); return $rc; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/env.log" 2>&1
-# cpp-httplib (kagent serve), where the machine has none: the Debian packages carried in .debs/
-# (libcpp-httplib-dev, libcpp-httplib0.11, and for its header the -dev packages of OpenSSL, zlib and
+# Boost's headers (kagent serve's HTTP layer) and cpp-httplib (the tests' HTTP clients and mock
+# servers), where the machine has none: the Debian packages carried in .debs/ (libboost1.74-dev,
+# libcpp-httplib-dev, libcpp-httplib0.11, and for its header the -dev packages of OpenSSL, zlib and
 # brotli, with brotli's library), each the machine lacks unpacked into /tmp/debroot, whose
 # pkg-config files say prefix=/usr: moved to /tmp/debroot/usr. The -dev packages' library links
 # (libz.so -> /lib/.../libz.so.1.2.13, libssl.so -> libssl.so.3) point at the machine's own library
-# where the package's is not there. Fetched with `apt-get download libcpp-httplib-dev
-# libcpp-httplib0.11 libssl-dev zlib1g-dev libbrotli-dev libbrotli1` in .debs/ (not committed).
-if compgen -G "$PWD/.debs/*.deb" > /dev/null && ! pkg-config --exists cpp-httplib 2>/dev/null; then
+# where the package's is not there. Fetched with `apt-get download libboost1.74-dev
+# libcpp-httplib-dev libcpp-httplib0.11 libssl-dev zlib1g-dev libbrotli-dev libbrotli1` in .debs/
+# (not committed).
+if compgen -G "$PWD/.debs/*.deb" > /dev/null &&
+   { ! pkg-config --exists cpp-httplib 2>/dev/null || [ ! -f /usr/include/boost/beast/http.hpp ]; }; then
   DR=/tmp/debroot
   DL=$DR/usr/lib/x86_64-linux-gnu
   rm -rf $DR && mkdir -p $DR
@@ -42,10 +45,12 @@ if compgen -G "$PWD/.debs/*.deb" > /dev/null && ! pkg-config --exists cpp-httpli
       zlib1g-dev) pkg-config --exists zlib && continue ;;
       libbrotli-dev) pkg-config --exists libbrotlidec && continue ;;
       libbrotli1) ldconfig -p 2>/dev/null | grep -q 'libbrotlidec\.so\.1 ' && continue ;;
+      libboost*-dev) [ -f /usr/include/boost/beast/http.hpp ] && continue ;;
+      libcpp-httplib*) pkg-config --exists cpp-httplib 2>/dev/null && continue ;;
     esac
     dpkg -x "$deb" $DR
   done
-  sed -i "s|^prefix=/usr\$|prefix=$DR/usr|" $DL/pkgconfig/*.pc
+  [ -d $DL/pkgconfig ] && sed -i "s|^prefix=/usr\$|prefix=$DR/usr|" $DL/pkgconfig/*.pc
   for lib in $DL/*.so; do
     if [ -L "$lib" ] && [ ! -e "$lib" ]; then
       own=$(ls /usr/lib/x86_64-linux-gnu/"${lib##*/}".* /lib/x86_64-linux-gnu/"${lib##*/}".* 2>/dev/null | head -n1)

@@ -17,6 +17,7 @@ checks=(
   "libspdlog-dev:file:/usr/include/spdlog/spdlog.h"
   "libfmt-dev:file:/usr/include/fmt/core.h"
   "libcurl4-openssl-dev:cmd:curl-config"
+  "libboost-dev:file:/usr/include/boost/beast/http.hpp"
   "pkg-config:cmd:pkg-config"
 )
 test_checks=(

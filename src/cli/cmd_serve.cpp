@@ -3,9 +3,12 @@
 // holds it). Without a GPU it still starts and answers 503 naming why, so that a readiness probe
 // on /health keeps it out of a load balancer. Runs until SIGINT or SIGTERM: exit 0; 2 bad flags,
 // 3 the address cannot be bound.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -19,9 +22,7 @@
 #include "kagent/judge/evaluator_backend.hpp"
 #include "kagent/judge/prebuild.hpp"
 #include "kagent/protocol/measure_preset.hpp"
-#ifdef KAGENT_HAVE_HTTPLIB
 #include "kagent/serve/service.hpp"
-#endif
 
 namespace kagent::cli {
 
@@ -40,6 +41,10 @@ struct ServeArgs {
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
+  // The HTTP layer (serve/http_server.hpp).
+  double max_header_kb = 16;
+  double header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 60;
+  int max_connections = 8192, max_client_connections = 2048, backlog = 4096, http_threads = 2;
 };
 
 std::atomic<bool> g_serve_stop{false};
@@ -49,10 +54,6 @@ void on_serve_signal(int) {
 }
 
 int run_serve(const ServeArgs& a) {
-#ifndef KAGENT_HAVE_HTTPLIB
-  (void)a;
-  throw EnvError("this kagent was built without cpp-httplib (Debian: libcpp-httplib-dev): kagent serve is unavailable");
-#else
   serve::ServeOptions o;
   o.host = a.host;
   o.port = a.port;
@@ -68,6 +69,37 @@ int run_serve(const ServeArgs& a) {
   o.limits.default_timeout_s = a.timeout_s;
   o.limits.max_timeout_s = a.max_timeout_s;
   o.limits.default_preset = std::string(measure_preset(a.preset).name);  // InputError naming the presets
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
+  o.http.header_bytes = static_cast<size_t>(a.max_header_kb * 1024);
+  o.http.header_deadline = ms(a.header_timeout_s);
+  o.http.body_deadline = ms(a.body_timeout_s);
+  o.http.idle_timeout = ms(a.idle_timeout_s);
+  o.http.write_deadline = ms(a.body_timeout_s);
+  o.http.max_connections = static_cast<size_t>(a.max_connections);
+  o.http.max_connections_per_client = static_cast<size_t>(a.max_client_connections);
+  o.http.backlog = a.backlog;
+  o.http.io_threads = a.http_threads;
+  // Every connection is a descriptor: the soft limit raised towards what --max-connections needs
+  // (with room for the workers' children and files), and the bound lowered to what the hard limit
+  // allows, said.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    const rlim_t want = static_cast<rlim_t>(o.http.max_connections) + 1024;
+    if (nofile.rlim_cur < want) {
+      nofile.rlim_cur = std::min(want, nofile.rlim_max);
+      setrlimit(RLIMIT_NOFILE, &nofile);
+      getrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    if (nofile.rlim_cur < want) {
+      const size_t fit = nofile.rlim_cur > 1024 + 64 ? static_cast<size_t>(nofile.rlim_cur) - 1024 : 64;
+      spdlog::warn(
+          "kagent serve: the descriptor limit is {} (ulimit -n, hard limit {}): --max-connections {} lowered "
+          "to {}",
+          static_cast<unsigned long long>(nofile.rlim_cur), static_cast<unsigned long long>(nofile.rlim_max),
+          o.http.max_connections, fit);
+      o.http.max_connections = std::min(o.http.max_connections, fit);
+    }
+  }
   if (a.timeout_s > a.max_timeout_s)
     throw InputError(fmt::format("--timeout {:g} is above --max-timeout {:g}", a.timeout_s, a.max_timeout_s));
   if (!a.token_env.empty()) {
@@ -76,6 +108,15 @@ int run_serve(const ServeArgs& a) {
       throw InputError(
           fmt::format("--token-env {}: the variable is not set or empty (it holds the bearer token)", a.token_env));
     o.token = t;
+    // What a client can send after "Bearer ": visible ASCII. HTTP strips the whitespace around a
+    // field's value, so a token that begins or ends with a space (a stray newline from a file)
+    // would refuse every client.
+    for (const unsigned char c : o.token)
+      if (c < 0x21 || c > 0x7e)
+        throw InputError(fmt::format(
+            "--token-env {}: the token holds a character a client cannot send in an Authorization header (byte "
+            "0x{:02x}: whitespace, a control character or not ASCII); the token is what follows \"Bearer \"",
+            a.token_env, c));
   }
   if (!serve::is_loopback(o.host) && o.token.empty())
     throw InputError(
@@ -124,7 +165,6 @@ int run_serve(const ServeArgs& a) {
   std::signal(SIGTERM, prev_term);
   fmt::print(stderr, "kagent serve: stopped\n");
   return 0;
-#endif
 }
 
 }  // namespace
@@ -174,6 +214,32 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--queue-timeout", a->queue_timeout_s,
                   "Seconds a request may wait for a GPU worker; longer: 504, not evaluated (default 600)")
       ->check(CLI::Range(0.001, 86400.0));
+  // The HTTP layer's bounds: what a client may make the service hold before and while it is served.
+  sub->add_option("--max-header-kb", a->max_header_kb,
+                  "Largest request header (line and fields), KiB; beyond, 431 "
+                  "(default 16)")
+      ->check(CLI::Range(1.0, 1024.0));
+  sub->add_option("--header-timeout", a->header_timeout_s,
+                  "Seconds from a request's first byte to its header's end (and from a connection's start to its "
+                  "first byte); longer: closed (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option("--body-timeout", a->body_timeout_s,
+                  "Seconds for a request's body, and for writing an answer; longer: closed (default 60)")
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option("--idle-timeout", a->idle_timeout_s,
+                  "Seconds a kept-alive connection may wait for its next request (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--max-connections", a->max_connections,
+                  "Connections open at most; beyond, a new one is closed at once (default 8192)")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--max-client-connections", a->max_client_connections,
+                  "Connections open at most from one address (default 2048)")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--backlog", a->backlog, "Connections the kernel queues before they are accepted (default 4096)")
+      ->check(CLI::Range(16, 65535));
+  sub->add_option("--http-threads", a->http_threads,
+                  "Threads of the HTTP layer's event loop (default 2): connections, idle or waiting, hold none")
+      ->check(CLI::Range(1, 64));
   return {sub, [a]() { return run_serve(*a); }};
 }
 

@@ -49,39 +49,50 @@ void EvalQueue::stop() {
 
 std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<judge::CandidateRequest> requests,
                                                                   Refusal* why) {
+  auto promises = std::make_shared<std::vector<std::promise<Answer>>>(requests.size());
+  std::vector<std::future<Answer>> futures;
+  for (auto& p : *promises) futures.push_back(p.get_future());
+  if (!submit(
+          std::move(requests), [promises](size_t i, Answer a) { (*promises)[i].set_value(std::move(a)); }, why))
+    return std::nullopt;
+  return futures;
+}
+
+bool EvalQueue::submit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why) {
   Refusal refusal = Refusal::none;
   if (why == nullptr) why = &refusal;
   size_t bytes = 0;
   for (const auto& r : requests) bytes += r.source.size();
-  std::vector<std::future<Answer>> futures;
+  auto shared_on_answer = std::make_shared<OnAnswer>(std::move(on_answer));
   {
     std::lock_guard<std::mutex> lock(mu_);
     *why = stopping_                                             ? Refusal::stopping
            : queue_.size() + requests.size() > options_.capacity ? Refusal::full
            : bytes_ + bytes > options_.capacity_bytes            ? Refusal::bytes
                                                                  : Refusal::none;
-    if (*why != Refusal::none) return std::nullopt;
+    if (*why != Refusal::none) return false;
     const auto now = Clock::now();
     auto batch = std::make_shared<Batch>();
     batch->total = batch->queued = requests.size();
     ++batches_;
     in_flight_.queued += requests.size();
     bytes_ += bytes;
-    for (auto& r : requests) {
+    for (size_t i = 0; i < requests.size(); ++i) {
       Job j;
       j.id = next_id_++;
-      j.problem = policy_.problem_id(judge::problem_key(r.problem));
+      j.problem = policy_.problem_id(judge::problem_key(requests[i].problem));
       // Built while it waits, and known to the prebuilder before a worker can see it.
-      if (options_.prebuilder) j.built = options_.prebuilder->submit(r);
-      j.request = std::move(r);
+      if (options_.prebuilder) j.built = options_.prebuilder->submit(requests[i]);
+      j.request = std::move(requests[i]);
       j.admitted = now;
       j.batch = batch;
-      futures.push_back(j.answer.get_future());
+      j.index = i;
+      j.on_answer = shared_on_answer;
       queue_.push_back(std::move(j));
     }
   }
   cv_.notify_all();
-  return futures;
+  return true;
 }
 
 bool EvalQueue::stopping() const {
@@ -160,7 +171,7 @@ void EvalQueue::answer_locked(Job& job, Answer answer, bool taken) {
     in_flight_.done -= b.total;
     --batches_;
   }
-  job.answer.set_value(std::move(answer));
+  (*job.on_answer)(job.index, std::move(answer));
 }
 
 void EvalQueue::warm_locked(size_t slot, const std::optional<judge::WarmState>& state) {

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/files.hpp"
@@ -189,4 +190,32 @@ TEST(ServeCli, TokenFromTheEnvironment) {
   c.set_bearer_token_auth("tok-123");
   EXPECT_EQ(c.Get("/metrics")->status, 200);
   EXPECT_EQ(p.terminate(), 0) << p.output();
+}
+
+// The port is bound exclusively: a second service on it fails with exit 3 naming the address, and
+// the first goes on serving. A token no client could send is a usage error.
+TEST(ServeCli, ASecondServiceOnABoundPortFailsAndABadTokenIsRefused) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "root");
+  ServeProcess first({"--problems-root", (tmp / "root").string(), "--port", "0"},
+                     {"CUDA_VISIBLE_DEVICES=", "KAGENT_CACHE_DIR=" + (tmp / "cache").string()}, tmp / "first.log");
+  const int port = first.port();
+  ASSERT_GT(port, 0) << first.output();
+  const std::string kagent = (test::binary_dir() / "kagent").string();
+  auto second = run_capture({"/usr/bin/env", "CUDA_VISIBLE_DEVICES=", kagent, "serve", "--problems-root",
+                             (tmp / "root").string(), "--port", std::to_string(port)},
+                            60s);
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_NE(second.output.find(fmt::format("127.0.0.1:{}", port)), std::string::npos) << second.output;
+  httplib::Client c("127.0.0.1", port);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503) << "the first service still answers (no GPU here)";
+  EXPECT_EQ(first.terminate(), 0) << first.output();
+
+  auto spaced = run_capture({"/usr/bin/env", "KAGENT_TEST_TOKEN=tok-123 ", kagent, "serve", "--problems-root",
+                             (tmp / "root").string(), "--token-env", "KAGENT_TEST_TOKEN"},
+                            60s);
+  EXPECT_EQ(spaced.exit_code, 2) << spaced.output;
+  EXPECT_NE(spaced.output.find("0x20"), std::string::npos) << spaced.output;
 }

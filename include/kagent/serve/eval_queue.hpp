@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,11 @@ class EvalQueue {
   // answered record carries "serve": {"gpu", "queued_s", "evaluated_s", "problem": "warm"|"cold"}.
   std::optional<std::vector<std::future<Answer>>> submit(std::vector<judge::CandidateRequest> requests,
                                                          Refusal* why = nullptr);
+  // The same, each answer given to `on_answer` with its request's index instead of a future: so a
+  // waiting request holds no thread. It is called once per request, on a worker's thread (or the
+  // one calling stop()) with the queue's lock held: it must be quick and must not call the queue.
+  using OnAnswer = std::function<void(size_t index, Answer answer)>;
+  bool submit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why = nullptr);
 
   size_t depth() const;
   size_t capacity() const { return options_.capacity; }
@@ -95,7 +101,8 @@ class EvalQueue {
     judge::ProblemId problem = 0;
     std::shared_future<void> built;  // from the prebuilder; invalid: nothing to wait for
     bool ready = false;              // its build was seen over (it stays over)
-    std::promise<Answer> answer;
+    size_t index = 0;                // in its request
+    std::shared_ptr<OnAnswer> on_answer;
     std::chrono::steady_clock::time_point admitted;
     std::shared_ptr<Batch> batch;
   };

@@ -1,14 +1,15 @@
 #pragma once
-// `kagent serve`: evaluations over HTTP (cpp-httplib) for sampling and RL training (docs/serve.md).
+// `kagent serve`: evaluations over HTTP (serve/http_server.hpp) for sampling and RL training (docs/serve.md).
 //   POST /v1/evaluate        one candidate (serve/request.hpp) -> `kagent eval --json`'s record
 //   POST /v1/evaluate_batch  {"requests": [...]} -> {"results": [record or {"error": ...}, ...]}
 //   GET  /health             200 {"status": "ok", ..., "warm": {...}}, or 503 {"status": "unavailable", "reason"}
 //   GET  /metrics            Prometheus text (serve/metrics.hpp)
 // Errors are {"error": {"status", "field", "message"}}: 400 a bad request (naming the field), 401
-// no or a wrong bearer token, 404 no such problem, 413 too large, 422 the problem or a plan that
-// does not fit it, 429 the queue is full, in requests or in bytes of sources (Retry-After), 503 no
-// GPU (naming why) or the GPU busy, 504 waited longer than --queue-timeout for a GPU. A request is
-// parsed before anything else, so a service without a GPU still says what is wrong with a request.
+// no or a wrong bearer token, 404 no such problem or endpoint, 405 a known endpoint with another
+// method, 408 a header or body slower than its deadline, 413 too large, 431 a header too large, 422 the problem or a
+// plan that does not fit it, 429 the queue is full, in requests or in bytes of sources (Retry-After), 503 no GPU
+// (naming why) or the GPU busy, 504 waited longer than --queue-timeout for a GPU. A request is parsed before anything
+// else, so a service without a GPU still says what is wrong with a request.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "kagent/eval/warm_limits.hpp"
 #include "kagent/judge/backend.hpp"
 #include "kagent/serve/eval_queue.hpp"
+#include "kagent/serve/http_server.hpp"
 #include "kagent/serve/metrics.hpp"
 #include "kagent/serve/request.hpp"
 
@@ -37,9 +39,8 @@ struct ServeOptions {
   // What each GPU's backend keeps warm (the backends are made with it; reported by /health and
   // /metrics until a backend says).
   WarmLimits warm;
-  // 0: enough for the requests waiting (at most 1024), the workers and a few more (health,
-  // metrics, refusals).
-  int http_threads = 0;
+  // The HTTP layer's bounds, deadlines and threads (its body limit is limits.max_body_bytes).
+  HttpLimits http;
   // Builds queued candidates ahead of the GPU workers (judge/prebuild.hpp); null: none.
   std::shared_ptr<judge::Prebuilder> prebuilder;
 };
