@@ -52,19 +52,19 @@ class Service:
         if not self.port:
             raise RuntimeError("kagent serve did not say its port")
 
-    def rss_kib(self):
+    def status_field(self, name):
+        """A number of /proc/PID/status: VmHWM (peak RSS, KiB), Threads, ..."""
         with open(f"/proc/{self.p.pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(name + ":"):
                     return int(line.split()[1])
         return 0
 
+    def rss_kib(self):
+        return self.status_field("VmHWM")
+
     def threads(self):
-        with open(f"/proc/{self.p.pid}/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-        return 0
+        return self.status_field("Threads")
 
     def stop(self):
         t0 = time.monotonic()

@@ -41,20 +41,12 @@ void check(CUresult rc, const char* what) {
   std::exit(3);
 }
 
-// The same kernels as the runner's flush (harness_kernels.cu) and a plain vector add, plus a
-// spin that keeps the GPU busy for a given number of clock ticks.
+// A plain vector add, and a spin that keeps the GPU busy for a given number of clock ticks; the
+// flush and the comparison are the harness's own (harness_kernels.cu), compiled below.
 const char* kSource = R"(
 typedef long long i64;
 extern "C" __global__ void vector_add(const float* a, const float* b, float* c, i64 n) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) c[i] = a[i] + b[i];
-}
-extern "C" __global__ void flush(const uint4* p, i64 n16, unsigned int never, unsigned int* sink) {
-  unsigned int acc = 0;
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n16; i += (i64)gridDim.x * blockDim.x) {
-    uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == never && never == 0xFFFFFFFFu) *sink = acc;
 }
 extern "C" __global__ void spin(long long ticks) {
   long long t0 = clock64();
@@ -161,13 +153,13 @@ int main(int argc, char** argv) {
   check(cu.cuModuleLoadData(&harness, harness_cubin.data()), "cuModuleLoadData (harness)");
   int sms = 0;
   check(cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "SMs");
-  CUfunction compare_init, compare_f32, read_first_bad;
+  CUfunction compare_init, compare_f32, read_first_bad, flush;
   check(cu.cuModuleGetFunction(&compare_init, harness, "kagent_compare_init"), "kagent_compare_init");
   check(cu.cuModuleGetFunction(&compare_f32, harness, "kagent_compare_f32"), "kagent_compare_f32");
   check(cu.cuModuleGetFunction(&read_first_bad, harness, "kagent_read_first_bad_f32"), "kagent_read_first_bad_f32");
-  CUfunction add, flush, spin;
+  check(cu.cuModuleGetFunction(&flush, harness, "kagent_flush"), "kagent_flush");
+  CUfunction add, spin;
   check(cu.cuModuleGetFunction(&add, mod, "vector_add"), "vector_add");
-  check(cu.cuModuleGetFunction(&flush, mod, "flush"), "flush");
   check(cu.cuModuleGetFunction(&spin, mod, "spin"), "spin");
   CUstream s;
   check(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -193,7 +185,9 @@ int main(int argc, char** argv) {
     long long n16 = static_cast<long long>(flush_bytes / 16);
     unsigned never = 0;
     void* args[] = {&fbuf, &n16, &never, &sink};
-    check(cu.cuLaunchKernel(flush, blocks, 1, 1, threads, 1, 1, 0, s, args, nullptr), "flush");
+    // The grid Harness::launch gives it: a thread per 16 bytes, at most 32 blocks per SM.
+    const auto grid = static_cast<unsigned>(std::min<long long>((n16 + 255) / 256, sms * 32LL));
+    check(cu.cuLaunchKernel(flush, grid, 1, 1, 256, 1, 1, 0, s, args, nullptr), "flush");
   };
 
   struct Ev {
@@ -290,8 +284,8 @@ int main(int argc, char** argv) {
       CUdeviceptr none = 0;
       double atol = 1e-5, rtol = 1e-5;
       void* args[] = {&c, &b, &none, &elements, &atol, &rtol, &stats};
-      const auto blocks = static_cast<unsigned>(std::min<long long>((elements + 255) / 256, sms * blocks_per_sm));
-      check(cu.cuLaunchKernel(compare_f32, blocks, 1, 1, 256, 1, 1, 0, s, args, nullptr), "compare");
+      const auto grid = static_cast<unsigned>(std::min<long long>((elements + 255) / 256, sms * blocks_per_sm));
+      check(cu.cuLaunchKernel(compare_f32, grid, 1, 1, 256, 1, 1, 0, s, args, nullptr), "compare");
       CUdeviceptr value = stats + 13 * 8;
       void* read_args[] = {&c, &stats, &value};
       check(cu.cuLaunchKernel(read_first_bad, 1, 1, 1, 1, 1, 1, 0, s, read_args, nullptr), "read first bad");

@@ -6,6 +6,7 @@
 
 #include <strings.h>
 #include <atomic>
+#include <cstdint>  // before Boost: some of its headers use std::uint32_t without it (GCC 13, 14)
 #include <map>
 #include <mutex>
 #include <thread>
@@ -147,7 +148,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     for (const auto& f : req) head_.fields.push_back({std::string(f.name_string()), std::string(f.value())});
     keep_alive_ = req.keep_alive();
     if (srv_->authorize) {
-      if (std::optional<HttpResponse> no = srv_->authorize(head_)) {
+      std::optional<HttpResponse> no;
+      try {
+        no = srv_->authorize(head_);
+      } catch (const std::exception& e) {  // an exception must not leave the event loop
+        no = srv_->refusal(500, std::string("internal error: ") + e.what(), "");
+      }
+      if (no) {
         keep_alive_ = false;  // its body, if any, is never read
         return write(std::move(*no));
       }

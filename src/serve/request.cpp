@@ -174,7 +174,8 @@ EvaluateRequest read_request(const Json& j, const std::string& prefix, const Req
   c.overrides.rtol = both ? both : rtol;
   if (auto v = f.integer("trials", 1, 100)) c.trials = *v;
   if (auto v = f.boolean("timing")) c.timing = *v;
-  const double timeout_s = f.number("timeout_s", 0, limits.max_timeout_s, true).value_or(limits.default_timeout_s);
+  // At least a millisecond: the limit is kept in milliseconds, and 1e-300 is not a limit anyone means.
+  const double timeout_s = f.number("timeout_s", 0.001, limits.max_timeout_s).value_or(limits.default_timeout_s);
   c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   apply_default_preset(limits, c);
   if (const Json* m = f.get("measure")) read_measure(*m, f.name("measure"), c);

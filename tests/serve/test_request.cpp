@@ -137,6 +137,7 @@ TEST(ServeRequest, BadRequestsNameTheField) {
   EXPECT_EQ(refusal(with(R"("trials": -9223372036854775808)")), P(400, "trials"));
   EXPECT_EQ(refusal(with(R"("timing": "yes")")), P(400, "timing"));
   EXPECT_EQ(refusal(with(R"("timeout_s": 0)")), P(400, "timeout_s"));
+  EXPECT_EQ(refusal(with(R"("timeout_s": 1e-300)")), P(400, "timeout_s"));
   EXPECT_EQ(refusal(with(R"("timeout_s": 1e9)")), P(400, "timeout_s"));
   EXPECT_EQ(refusal(with(R"("measure": [])")), P(400, "measure"));
   EXPECT_EQ(refusal(with(R"("measure": {"min_sample": 3})")), P(400, "measure.min_sample"));
