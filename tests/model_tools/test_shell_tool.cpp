@@ -158,9 +158,14 @@ TEST_F(ShellToolTest, HasNoNetwork) {
 // True while a process on the host has `needle` in its command line.
 bool process_running(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(needle) != std::string::npos) return true;
+    // A process that exits while its cmdline is read fails the read (ESRCH, thrown by the stream
+    // buffer): it is not running.
+    try {
+      std::ifstream in(e.path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (cmdline.find(needle) != std::string::npos) return true;
+    } catch (const std::exception&) {
+    }
   }
   return false;
 }
