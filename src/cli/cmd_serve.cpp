@@ -28,6 +28,10 @@ namespace kagent::cli {
 
 namespace {
 
+double seconds(std::chrono::milliseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -41,10 +45,12 @@ struct ServeArgs {
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
-  // The HTTP layer (serve/http_server.hpp).
-  double max_header_kb = 16;
-  double header_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 60;
-  int max_connections = 8192, max_client_connections = 2048, backlog = 4096, http_threads = 2;
+  // The HTTP layer (serve/http_server.hpp): its counts bound as they are, its sizes and times in
+  // the flags' units, every default HttpLimits's own.
+  serve::HttpLimits http;
+  double max_header_kb = static_cast<double>(http.header_bytes) / 1024;
+  double header_timeout_s = seconds(http.header_deadline), body_timeout_s = seconds(http.body_deadline),
+         idle_timeout_s = seconds(http.idle_timeout);
 };
 
 std::atomic<bool> g_serve_stop{false};
@@ -70,15 +76,12 @@ int run_serve(const ServeArgs& a) {
   o.limits.max_timeout_s = a.max_timeout_s;
   o.limits.default_preset = std::string(measure_preset(a.preset).name);  // InputError naming the presets
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
+  o.http = a.http;
   o.http.header_bytes = static_cast<size_t>(a.max_header_kb * 1024);
   o.http.header_deadline = ms(a.header_timeout_s);
   o.http.body_deadline = ms(a.body_timeout_s);
   o.http.idle_timeout = ms(a.idle_timeout_s);
   o.http.write_deadline = ms(a.body_timeout_s);
-  o.http.max_connections = static_cast<size_t>(a.max_connections);
-  o.http.max_connections_per_client = static_cast<size_t>(a.max_client_connections);
-  o.http.backlog = a.backlog;
-  o.http.io_threads = a.http_threads;
   // Every connection is a descriptor: the soft limit raised towards what --max-connections needs
   // (with room for the workers' children and files), and the bound lowered to what the hard limit
   // allows, said.
@@ -215,30 +218,38 @@ Command add_serve_command(CLI::App& app) {
                   "Seconds a request may wait for a GPU worker; longer: 504, not evaluated (default 600)")
       ->check(CLI::Range(0.001, 86400.0));
   // The HTTP layer's bounds: what a client may make the service hold before and while it is served.
-  sub->add_option("--max-header-kb", a->max_header_kb,
-                  "Largest request header (line and fields), KiB; beyond, 431 "
-                  "(default 16)")
+  sub->add_option(
+         "--max-header-kb", a->max_header_kb,
+         fmt::format("Largest request header (line and fields), KiB; beyond, 431 (default {:g})", a->max_header_kb))
       ->check(CLI::Range(1.0, 1024.0));
   sub->add_option("--header-timeout", a->header_timeout_s,
-                  "Seconds from a request's first byte to its header's end (and from a connection's start to its "
-                  "first byte); longer: closed (default 10)")
+                  fmt::format("Seconds from a request's first byte to its header's end (and from a connection's start "
+                              "to its first byte); longer: closed (default {:g})",
+                              a->header_timeout_s))
       ->check(CLI::Range(0.1, 3600.0));
   sub->add_option("--body-timeout", a->body_timeout_s,
-                  "Seconds for a request's body, and for writing an answer; longer: closed (default 60)")
+                  fmt::format("Seconds for a request's body, and for writing an answer; longer: closed (default {:g})",
+                              a->body_timeout_s))
       ->check(CLI::Range(0.1, 3600.0));
-  sub->add_option("--idle-timeout", a->idle_timeout_s,
-                  "Seconds a kept-alive connection may wait for its next request (default 60)")
+  sub->add_option(
+         "--idle-timeout", a->idle_timeout_s,
+         fmt::format("Seconds a kept-alive connection may wait for its next request (default {:g})", a->idle_timeout_s))
       ->check(CLI::Range(0.1, 86400.0));
-  sub->add_option("--max-connections", a->max_connections,
-                  "Connections open at most; beyond, a new one is closed at once (default 8192)")
+  sub->add_option("--max-connections", a->http.max_connections,
+                  fmt::format("Connections open at most; beyond, a new one is closed at once (default {})",
+                              a->http.max_connections))
       ->check(CLI::Range(1, 1000000));
-  sub->add_option("--max-client-connections", a->max_client_connections,
-                  "Connections open at most from one address (default 2048)")
+  sub->add_option(
+         "--max-client-connections", a->http.max_connections_per_client,
+         fmt::format("Connections open at most from one address (default {})", a->http.max_connections_per_client))
       ->check(CLI::Range(1, 1000000));
-  sub->add_option("--backlog", a->backlog, "Connections the kernel queues before they are accepted (default 4096)")
+  sub->add_option("--backlog", a->http.backlog,
+                  fmt::format("Connections the kernel queues before they are accepted (default {})", a->http.backlog))
       ->check(CLI::Range(16, 65535));
-  sub->add_option("--http-threads", a->http_threads,
-                  "Threads of the HTTP layer's event loop (default 2): connections, idle or waiting, hold none")
+  sub->add_option("--http-threads", a->http.io_threads,
+                  fmt::format("Threads of the HTTP layer's event loop (default {}): connections, idle or waiting, "
+                              "hold none",
+                              a->http.io_threads))
       ->check(CLI::Range(1, 64));
   return {sub, [a]() { return run_serve(*a); }};
 }
