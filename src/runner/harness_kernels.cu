@@ -150,8 +150,9 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
       if ((u64)i < first) first = (u64)i;
     }
   };
-  // kLoads elements loaded before any is judged: the comparison is a read of two or three arrays,
-  // and a thread with one load in flight at a time leaves most of the memory bandwidth unused.
+  // kLoads elements loaded before any is judged, so that each thread has several loads in flight:
+  // the comparison is a read of two or three arrays (how close it comes to the memory's bandwidth
+  // is in benchmarks/RESULTS.md, not here).
   constexpr int kLoads = 4;
   const i64 stride = (i64)gridDim.x * blockDim.x;
   for (i64 base = blockIdx.x * (i64)blockDim.x + threadIdx.x; base < n; base += kLoads * stride) {
