@@ -176,13 +176,14 @@ def arrange(requests, order, seed):
     raise ValueError(f"unknown order {order!r}")
 
 
-def order_plan(rounds):
-    """[(order, round)]: the two orders in alternation."""
-    return [(order, r + 1) for r in range(rounds) for order in ("shuffled", "sorted")]
+def order_plan(rounds, which="both"):
+    """[(order, round)]: the two orders in alternation, or one of them (`which`)."""
+    kinds = ("shuffled", "sorted") if which == "both" else (which,)
+    return [(order, r + 1) for r in range(rounds) for order in kinds]
 
 
-def fit_budget(requests, rounds, eval_s, n_gpus, start_s, available_s, overhead_s=10.0):
-    """(requests, rounds, estimated seconds per order) that fit available_s for the 2 x rounds
+def fit_budget(requests, rounds, eval_s, n_gpus, start_s, available_s, overhead_s=10.0, n_orders=2):
+    """(requests, rounds, estimated seconds per order) that fit available_s for the n_orders x rounds
     orders: eval_s the warm evaluation time of each problem, start_s a problem's start. Rounds go
     first, then requests per problem (at least 1)."""
     n_gpus = max(1, n_gpus)
@@ -190,9 +191,9 @@ def fit_budget(requests, rounds, eval_s, n_gpus, start_s, available_s, overhead_
     def est(r):
         return 1.2 * (r * sum(eval_s) + len(eval_s) * start_s) / n_gpus + overhead_s
 
-    while rounds > 1 and 2 * rounds * est(requests) > available_s:
+    while rounds > 1 and n_orders * rounds * est(requests) > available_s:
         rounds -= 1
-    while requests > 1 and 2 * rounds * est(requests) > available_s:
+    while requests > 1 and n_orders * rounds * est(requests) > available_s:
         requests -= 1
     return requests, rounds, est(requests)
 
@@ -481,7 +482,7 @@ def order_rows(orders):
     rows = []
     for o in orders:
         s = o["summary"]
-        rows.append([o["order"], o["round"], o["requests_per_problem"], s["requests"], s["answered"], s["lost"],
+        rows.append([o["order"] + ("*" if o.get("earlier") else ""), o["round"], o["requests_per_problem"], s["requests"], s["answered"], s["lost"],
                      s["wall_s"], s["throughput_per_s"], s["p50_s"], s["p99_s"],
                      counts_text(s["serve_problem"], ["warm", "cold", "-"]),
                      counts_text(s["problem_state"], ["current", "warm", "started_ahead", "started", "-"]),
@@ -910,7 +911,13 @@ def cmd_orders(a):
     problems = [p for p in problems if p["problem"] not in failed]
     per_eval = [eval_s.get(p["problem"]) or a.eval_guess_s for p in problems]
     available = ctx.left() - 5
-    requests, rounds, est = fit_budget(a.requests, a.rounds, per_eval, n_gpus, a.start_guess_s, available)
+    n_orders = 2 if a.order == "both" else 1
+    requests, rounds, est = fit_budget(a.requests, a.rounds, per_eval, n_gpus, a.start_guess_s, available,
+                                       n_orders=n_orders)
+    if a.no_fit:
+        # The warm-up's figures can overstate a warm evaluation (a problem evicted between its two
+        # requests pays its start again): R as asked, each order its share of what is left.
+        requests, rounds = a.requests, a.rounds
     if rounds < a.rounds:
         which = f"round {a.rounds}" if rounds + 1 == a.rounds else f"rounds {rounds + 1}-{a.rounds}"
         ctx.skipped.add(f"{which}: {a.rounds} rounds of both orders do not fit the {available:.0f} s left "
@@ -920,7 +927,7 @@ def cmd_orders(a):
                         f"(about {est:.0f} s an order)")
     items = build_requests(problems, requests, a.preset)
     orders = []
-    plan = order_plan(rounds)
+    plan = order_plan(rounds, a.order)
     for k, (order, rnd) in enumerate(plan):
         left = ctx.left() - 5
         share = left / (len(plan) - k)
@@ -947,11 +954,29 @@ def cmd_orders(a):
               f"p50 {fmt(s['p50_s'])} s, p99 {fmt(s['p99_s'])} s; serve.problem {counts_text(s['serve_problem'])}; "
               f"problem_state {counts_text(s['problem_state'])}; GPU busy {busy_text(s['gpu_busy_share'])}",
               flush=True)
-    ratio = ratio_of(orders)
+    earlier = []
+    if a.with_file:
+        # The other order, run before on the same machine with the same problems and R (--order):
+        # its rows join this run's table and ratio.
+        try:
+            with open(a.with_file, encoding="utf-8") as f:
+                prev = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"mixed_batch orders: --with {a.with_file}: {e}", file=sys.stderr)
+            return 2
+        same = sorted(p["problem"] for p in prev.get("problems", [])) == sorted(p["problem"] for p in problems)
+        if not same or prev.get("requests_per_problem") != requests:
+            print(f"mixed_batch orders: --with {a.with_file}: other problems or R "
+                  f"({prev.get('requests_per_problem')} against {requests}): not compared", file=sys.stderr)
+        else:
+            earlier = [dict(o, earlier=True) for o in prev.get("orders", [])]
+    ratio = ratio_of(earlier + orders)
     figures.update({"requests_per_problem": requests, "rounds": rounds, "orders": orders,
                     "ratio_shuffled_sorted": ratio, "elapsed_s": time.monotonic() - ctx.t0})
     print(f"\norders: {len(problems)} problems x {requests} requests, GPUs {a.gpus}, preset {a.preset}")
-    print(order_rows(orders))
+    if earlier:
+        print(f"(rows marked * from {a.with_file}: the same problems and R, run before on this machine)")
+    print(order_rows(earlier + orders))
     lost = sum(o["summary"]["lost"] for o in orders)
     met = ratio is not None and ratio >= 0.9
     print(f"shuffled/sorted throughput: {fmt(ratio, 3)} (goal >= 0.9: {'met' if met else 'NOT met'}); "
@@ -1378,6 +1403,11 @@ def parser():
     p.add_argument("--problems", help="only these problems (comma-separated ids, level1/19_ReLU)")
     p.add_argument("--warmup-share", type=float, default=0.45, help="of the budget left, the warm-up's at most")
     p.add_argument("--start-guess-s", type=float, default=3.0, help="a problem's start, for sizing R")
+    p.add_argument("--order", choices=("both", "shuffled", "sorted"), default="both",
+                   help="run both orders, or one (the other from --with)")
+    p.add_argument("--with", dest="with_file", help="an earlier --out of the other order, for the table and ratio")
+    p.add_argument("--no-fit", action="store_true",
+                   help="keep --requests and --rounds as given instead of fitting them to the budget")
 
     p = sub.add_parser("switch", help="switching costs on one GPU, one request at a time")
     common(p, "0", 120.0, 1.0)

@@ -318,9 +318,19 @@ if want mixed; then
   mx=(--kagent "$B/kagent" --cache-dir "$MX/cache" --work "$MX/work")
   if [[ $mparts == *" orders "* ]]; then
     mb=$(mixed_budget orders)
+    # MIXED_ORDER=shuffled, then MIXED_ORDER=sorted in a later call on the same machine: one order
+    # per call where both do not fit one (the second's table and ratio take the first's rows).
+    # MIXED_NO_FIT=1 keeps MIXED_REQUESTS as asked.
+    mo=${MIXED_ORDER:-both}
+    morder=(--order "$mo")
+    [[ $mo != both && -f $MX/orders-$([[ $mo == sorted ]] && echo shuffled || echo sorted).json ]] &&
+      morder+=(--with "$MX/orders-$([[ $mo == sorted ]] && echo shuffled || echo sorted).json")
+    [[ ${MIXED_NO_FIT:-0} == 1 ]] && morder+=(--no-fit)
     step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py orders "${mx[@]}" --kernelbench "$KB" --gpus 0,1 \
-      --requests ${MIXED_REQUESTS:-8} --rounds ${MIXED_ROUNDS:-1} --budget-s $mb --out $OUT/mixed-orders.json
-    [ -f $OUT/mixed-orders.json ] && cp $OUT/mixed-orders.json $MX/orders.json
+      --requests ${MIXED_REQUESTS:-8} --rounds ${MIXED_ROUNDS:-1} --budget-s $mb "${morder[@]}" \
+      --out $OUT/mixed-orders-$mo.json
+    [ -f $OUT/mixed-orders-$mo.json ] && cp $OUT/mixed-orders-$mo.json $MX/orders-$mo.json
+    [ -f $OUT/mixed-orders-$mo.json ] && cp $OUT/mixed-orders-$mo.json $MX/orders.json
   fi
   if [[ $mparts == *" switch "* ]]; then
     mb=$(mixed_budget switch)

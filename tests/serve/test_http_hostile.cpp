@@ -23,99 +23,13 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/serve/http_server.hpp"
+#include "raw_client.hpp"
 
 using namespace kagent::serve;
+using namespace kagent::test::raw;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// The soft descriptor limit raised towards `want` (the hard limit permitting); what it is now.
-rlim_t raise_fd_limit(rlim_t want) {
-  rlimit r{};
-  getrlimit(RLIMIT_NOFILE, &r);
-  if (r.rlim_cur < want) {
-    r.rlim_cur = std::min(want, r.rlim_max);
-    setrlimit(RLIMIT_NOFILE, &r);
-    getrlimit(RLIMIT_NOFILE, &r);
-  }
-  return r.rlim_cur;
-}
-
-long peak_rss_kib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
-
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Sends what it can of `data` (the server may close first: that is an answer too).
-void send_all(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-// What arrives until the server closes or `limit` passes.
-std::string read_all(int fd, std::chrono::milliseconds limit) {
-  std::string out;
-  const auto end = Clock::now() + limit;
-  char buf[65536];
-  while (Clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-    if (poll(&p, 1, static_cast<int>(std::max<long>(left, 1))) <= 0) break;
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-// The status codes of the responses in `raw`, in order.
-std::vector<int> statuses(const std::string& raw) {
-  std::vector<int> out;
-  for (size_t at = raw.find("HTTP/1.1 "); at != std::string::npos; at = raw.find("HTTP/1.1 ", at + 1))
-    out.push_back(std::stoi(raw.substr(at + 9, 3)));
-  return out;
-}
-
-struct Exchange {
-  std::string raw;
-  double seconds = 0;
-};
-
-Exchange talk(int port, const std::string& request, std::chrono::milliseconds limit = 5000ms) {
-  const auto t0 = Clock::now();
-  const int fd = connect_to(port);
-  if (fd < 0) return {};
-  send_all(fd, request);
-  Exchange e{read_all(fd, limit), 0};
-  e.seconds = seconds_since(t0);
-  close(fd);
-  return e;
-}
 
 // A server with the service's shape: /health open, everything else behind "Bearer s3cr3t"; the
 // handler echoes the path and the body's size, /slow answers after 300 ms from another thread.
@@ -301,6 +215,43 @@ TEST_F(Hostile, AnotherServerCannotBindTheSamePort) {
         return HttpResponse{s, "text/plain", m, {}};
       });
   EXPECT_THROW(second.bind("127.0.0.1", port), kagent::EnvError);
+}
+
+// accept() failing for want of descriptors (EMFILE): the server logs it, pauses, and accepts the
+// waiting connections once descriptors are free again, instead of closing its listening socket.
+TEST_F(Hostile, AnAcceptErrorIsSurvived) {
+  std::vector<int> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(*std::min_element(clients.begin(), clients.end()), 0);
+  // RLIMIT_NOFILE bounds descriptor numbers: at the lowest free number nothing more can be opened.
+  const int lowest_free = dup(0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit saved{};
+  getrlimit(RLIMIT_NOFILE, &saved);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int connected = 0;
+  for (int fd : clients)  // the handshake completes in the kernel's queue; accept() then fails
+    connected += connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  const auto t0 = Clock::now();
+  while (server->stats().accept_errors == 0 && seconds_since(t0) < 5) std::this_thread::sleep_for(10ms);
+  const size_t errors = server->stats().accept_errors;
+  setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(connected, 3);
+  EXPECT_GT(errors, 0u) << "accept() never failed with the descriptor limit at " << lowest_free;
+  for (int fd : clients) {
+    send_all(fd, "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(statuses(read_all(fd, 5000ms)), std::vector<int>{200}) << "a connection waiting through the error";
+    close(fd);
+  }
+  EXPECT_EQ(statuses(talk(port, "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").raw),
+            std::vector<int>{200});
 }
 
 // 2,000 idle connections and 200 that send a byte now and then: /health stays quick, the server

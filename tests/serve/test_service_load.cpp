@@ -1,0 +1,117 @@
+// The whole service (serve/service.hpp, a fake backend, no GPU) with its HTTP layer under the load a
+// trainer step brings: 2,000 idle and 200 slow connections open while /health stays quick, an
+// evaluation with the token is admitted and answered 200 as usual, and stop() returns within
+// seconds; and the docs' `curl -d` (a form-encoded Content-Type) carries a JSON body of any size
+// within the limit. Thousands of connections need the descriptor limit raised; a machine that cannot
+// skips that case, saying so.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fake_backend.hpp"
+#include "kagent/serve/service.hpp"
+#include "raw_client.hpp"
+#include "test_util.hpp"
+
+using namespace kagent;
+using namespace kagent::serve;
+using namespace kagent::test::raw;
+using namespace std::chrono_literals;
+
+namespace {
+
+class ServiceLoad : public ::testing::Test {
+ protected:
+  test::TempDir tmp;
+  test::FakeBackendState state;
+  std::unique_ptr<Service> service;
+  std::thread thread;
+  int port = 0;
+
+  void SetUp() override { tmp.write("root/level1/19_ReLU.py", "# problem\n"); }
+  void TearDown() override { stop(); }
+
+  void start(ServeOptions o) {
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.problems_root = tmp / "root";
+    o.gpus = {0};
+    o.token = "s3cr3t";
+    service = std::make_unique<Service>(o, test::fake_backends(&state));
+    port = service->bind();
+    thread = std::thread([this] { service->run(); });
+  }
+  void stop() {
+    state.release();
+    if (service) service->stop();
+    if (thread.joinable()) thread.join();
+    service.reset();
+  }
+  static std::string evaluate(const std::string& source, const std::string& content_type) {
+    const std::string body = nlohmann::json{{"source", source}, {"kind", "plan"}, {"problem", "level1/19"}}.dump();
+    return fmt::format(
+        "POST /v1/evaluate HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer s3cr3t\r\nContent-Type: {}\r\n"
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+        content_type, body.size(), body);
+  }
+  // The JSON body of a single response in `raw` (empty when there is none).
+  static nlohmann::json body_of(const std::string& raw) {
+    const size_t at = raw.find("\r\n\r\n");
+    return at == std::string::npos ? nlohmann::json{} : nlohmann::json::parse(raw.substr(at + 4), nullptr, false);
+  }
+};
+
+TEST_F(ServiceLoad, IdleAndSlowConnectionsLeaveHealthQuickAndAnEvaluationAdmitted) {
+  const rlim_t fds = raise_fd_limit(8192);
+  if (fds < 5000) GTEST_SKIP() << "the descriptor limit is " << fds << " (hard limit): 2,200 connections need 5,000";
+  ServeOptions o;
+  o.http.header_deadline = 60s;              // the slow ones must stay open through the measurement
+  o.http.max_connections_per_client = 4096;  // they all come from 127.0.0.1
+  start(o);
+  std::vector<int> idle, slow;
+  for (int i = 0; i < 2000; ++i) idle.push_back(connect_to(port));
+  for (int i = 0; i < 200; ++i) {
+    slow.push_back(connect_to(port));
+    send_all(slow.back(), "POST /v1/evaluate HTTP/1.1\r\n");
+  }
+  ASSERT_EQ(std::count(idle.begin(), idle.end(), -1) + std::count(slow.begin(), slow.end(), -1), 0);
+  std::vector<double> lat;
+  for (int i = 0; i < 100; ++i) {
+    const Exchange e = talk(port, "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2000ms);
+    ASSERT_EQ(statuses(e.raw), std::vector<int>{200}) << e.raw;
+    lat.push_back(e.seconds);
+    if (i % 10 == 0)
+      for (int fd : slow) send_all(fd, "X");
+  }
+  std::sort(lat.begin(), lat.end());
+  EXPECT_LT(lat[98], 0.1) << "p99 of /health with 2,200 connections open";
+  // An evaluation as usual: the token, the queue, the backend, the record.
+  const Exchange e = talk(port, evaluate("tier 2 speedup 1.5", "application/json"), 10000ms);
+  ASSERT_EQ(statuses(e.raw), std::vector<int>{200}) << e.raw;
+  EXPECT_EQ(body_of(e.raw)["tier"], 2) << e.raw;
+  EXPECT_EQ(state.calls.load(), 1);
+  const auto t0 = Clock::now();
+  stop();
+  EXPECT_LT(seconds_since(t0), 5.0) << "stop() with 2,200 connections open";
+  for (int fd : idle) close(fd);
+  for (int fd : slow) close(fd);
+}
+
+// `curl -d @body.json` sends application/x-www-form-urlencoded: the body is still the JSON request,
+// read whole up to the body limit (not a form parser's 8 KB).
+TEST_F(ServiceLoad, AFormEncodedJsonBodyOverEightKilobytesIsRead) {
+  start({});
+  const std::string source = "tier 3 speedup 2\n// " + std::string(20000, 'x') + "\n";
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "application/json"}) {
+    const Exchange e = talk(port, evaluate(source, type), 10000ms);
+    ASSERT_EQ(statuses(e.raw), std::vector<int>{200}) << type << ": " << e.raw.substr(0, 400);
+    EXPECT_EQ(body_of(e.raw)["tier"], 3) << type;
+  }
+}
+
+}  // namespace
