@@ -56,7 +56,7 @@ const CandidateKind& kind_of_file(const std::filesystem::path& path) {
   return *built_in_kinds().front();
 }
 
-const CandidateKind& kind_named(std::string_view name, const std::string& where) {
+const CandidateKind& kind_named(std::string_view name, std::string_view where) {
   for (const CandidateKind* k : candidate_kinds())
     if (k->name() == name) return *k;
   std::string known;

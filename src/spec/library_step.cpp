@@ -6,6 +6,7 @@
 
 #include <array>
 #include <limits>
+#include <string_view>
 
 #include "kagent/spec/op.hpp"
 
@@ -32,9 +33,11 @@ int64_t numel(const StepTensor& t) {
   return n;
 }
 
-const StepTensor& need(const StepTensorLookup& tensors, const std::string& name, const std::string& key) {
+// `key` by value: callers pass a key built in the call (gkey + ".a"), and GCC 13's
+// -Wdangling-reference takes a reference parameter bound to a temporary for a dangling result.
+const StepTensor& need(const StepTensorLookup& tensors, const std::string& name, std::string_view key) {
   const StepTensor* t = tensors(name);
-  if (t == nullptr) throw StepError(key, fmt::format("unknown tensor '{}'", name));
+  if (t == nullptr) throw StepError(std::string(key), fmt::format("unknown tensor '{}'", name));
   return *t;
 }
 

@@ -41,7 +41,7 @@ TEST_F(FloorsGpu, PeaksCarryTheTensorCoreRates) {
   std::printf("%s: FP32 %.0f GFLOP/s (%s); mma.sync TF32 %.0f, FP16 %.0f, BF16 %.0f GFLOP/s; 3xTF32 %.0f %s\n",
               p->gpu.c_str(), p->fp32_gflops, p->gemm_by.c_str(), p->tf32_mma_gflops, p->f16_mma_gflops,
               p->bf16_mma_gflops, p->tf32_mma_gflops / 3, p->mma_note.c_str());
-  const GpuInfo& g = query_gpus().gpus.at(0);
+  const GpuInfo g = query_gpus().gpus.at(0);  // a copy: the inventory is a temporary
   if (g.cc_major < 8) {
     EXPECT_EQ(p->tf32_mma_gflops, 0);
     EXPECT_NE(p->mma_note.find("compute capability 8.0"), std::string::npos) << p->mma_note;

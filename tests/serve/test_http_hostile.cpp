@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -35,6 +36,16 @@ namespace {
 // handler echoes the path and the body's size, /slow answers after 300 ms from another thread.
 class Hostile : public ::testing::Test {
  protected:
+  // The whole suite, every hostile and heavy case of it in one process, grows the peak RSS by less
+  // than 64 MiB (clients and server together): nothing a client sends is held past its bound.
+  static inline long suite_rss0 = 0;
+  static void SetUpTestSuite() { suite_rss0 = peak_rss_kib(); }
+  static void TearDownTestSuite() {
+    const long grown = peak_rss_kib() - suite_rss0;
+    std::printf("Hostile: peak RSS grew %ld KiB through the suite\n", grown);
+    EXPECT_LT(grown, 64 << 10) << "KiB of peak RSS growth through the Hostile suite";
+  }
+
   void SetUp() override { start(HttpLimits{}); }
   void TearDown() override { finish(); }
 

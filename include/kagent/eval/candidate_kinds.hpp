@@ -21,8 +21,9 @@ const CandidateKind& kind_of_file(const std::filesystem::path& path);
 // The kind named by cand.kind; InputError for a name no kind has.
 const CandidateKind& kind_of(const Candidate& cand);
 // The kind of this name (CandidateKind::name); InputError "WHERE: no candidate kind is named ..."
-// listing the kinds there are.
-const CandidateKind& kind_named(std::string_view name, const std::string& where);
+// listing the kinds there are. (`where` by value: a reference parameter bound to a temporary makes
+// GCC 13's -Wdangling-reference take the returned kind for a dangling one.)
+const CandidateKind& kind_named(std::string_view name, std::string_view where);
 // Every kind's name, in candidate_kinds()' order: what a request naming a kind may say.
 std::vector<std::string> candidate_kind_names();
 
