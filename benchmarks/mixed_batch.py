@@ -882,6 +882,16 @@ def run_batch(ctx, root, gpus, items, tag, budget_s, extra=()):
     return results, summary, cut["cut"]
 
 
+def read_run(path, what):
+    """An earlier part's --out JSON; None, said on stderr naming `what` and the file, when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"mixed_batch {what} {path}: {e}", file=sys.stderr)
+        return None
+
+
 def cmd_orders(a):
     ctx = Context(a)
     problems, missing = find_problems(a.solutions, a.kernelbench)
@@ -958,11 +968,8 @@ def cmd_orders(a):
     if a.with_file:
         # The other order, run before on the same machine with the same problems and R (--order):
         # its rows join this run's table and ratio.
-        try:
-            with open(a.with_file, encoding="utf-8") as f:
-                prev = json.load(f)
-        except (OSError, ValueError) as e:
-            print(f"mixed_batch orders: --with {a.with_file}: {e}", file=sys.stderr)
+        prev = read_run(a.with_file, "orders: --with")
+        if prev is None:
             return 2
         same = sorted(p["problem"] for p in prev.get("problems", [])) == sorted(p["problem"] for p in problems)
         if not same or prev.get("requests_per_problem") != requests:
@@ -1255,11 +1262,8 @@ def cmd_eviction(a):
 
 def cmd_verdicts(a):
     ctx = Context(a)
-    try:
-        with open(a.from_file, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"mixed_batch verdicts: --from {a.from_file}: {e}", file=sys.stderr)
+    data = read_run(a.from_file, "verdicts: --from")
+    if data is None:
         return 2
     files = {p["problem"]: p["file"] for p in data.get("problems", [])}
     if a.kernelbench:

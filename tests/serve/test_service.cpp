@@ -12,41 +12,15 @@
 #include <sstream>
 #include <thread>
 
-#include "fake_backend.hpp"
-#include "kagent/serve/service.hpp"
-#include "test_util.hpp"
+#include "service_fixture.hpp"
 
 using namespace kagent;
 using namespace kagent::serve;
 
 namespace {
 
-class ServeTest : public ::testing::Test {
+class ServeTest : public test::ServiceFixture {
  protected:
-  test::TempDir tmp;
-  test::FakeBackendState state;
-  std::unique_ptr<Service> service;
-  std::thread thread;
-  int port = 0;
-
-  void SetUp() override { tmp.write("root/level1/19_ReLU.py", "# problem\n"); }
-  void TearDown() override { stop(); }
-
-  void start(ServeOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.problems_root = tmp / "root";
-    if (o.gpus.empty()) o.gpus = {0};
-    service = std::make_unique<Service>(o, test::fake_backends(&state));
-    port = service->bind();
-    thread = std::thread([this] { service->run(); });
-  }
-  void stop() {
-    state.release();
-    if (service) service->stop();
-    if (thread.joinable()) thread.join();
-    service.reset();
-  }
   httplib::Client client(const std::string& token = "") {
     httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(60, 0);

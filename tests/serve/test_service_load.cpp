@@ -13,10 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fake_backend.hpp"
-#include "kagent/serve/service.hpp"
 #include "raw_client.hpp"
-#include "test_util.hpp"
+#include "service_fixture.hpp"
 
 using namespace kagent;
 using namespace kagent::serve;
@@ -25,32 +23,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class ServiceLoad : public ::testing::Test {
+class ServiceLoad : public test::ServiceFixture {
  protected:
-  test::TempDir tmp;
-  test::FakeBackendState state;
-  std::unique_ptr<Service> service;
-  std::thread thread;
-  int port = 0;
-
-  void SetUp() override { tmp.write("root/level1/19_ReLU.py", "# problem\n"); }
-  void TearDown() override { stop(); }
-
-  void start(ServeOptions o) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.problems_root = tmp / "root";
-    o.gpus = {0};
+  void start_with_token(ServeOptions o) {
     o.token = "s3cr3t";
-    service = std::make_unique<Service>(o, test::fake_backends(&state));
-    port = service->bind();
-    thread = std::thread([this] { service->run(); });
-  }
-  void stop() {
-    state.release();
-    if (service) service->stop();
-    if (thread.joinable()) thread.join();
-    service.reset();
+    start(o);
   }
   static std::string evaluate(const std::string& source, const std::string& content_type) {
     const std::string body = nlohmann::json{{"source", source}, {"kind", "plan"}, {"problem", "level1/19"}}.dump();
@@ -72,7 +49,7 @@ TEST_F(ServiceLoad, IdleAndSlowConnectionsLeaveHealthQuickAndAnEvaluationAdmitte
   ServeOptions o;
   o.http.header_deadline = 60s;              // the slow ones must stay open through the measurement
   o.http.max_connections_per_client = 4096;  // they all come from 127.0.0.1
-  start(o);
+  start_with_token(o);
   std::vector<int> idle, slow;
   for (int i = 0; i < 2000; ++i) idle.push_back(connect_to(port));
   for (int i = 0; i < 200; ++i) {
@@ -105,7 +82,7 @@ TEST_F(ServiceLoad, IdleAndSlowConnectionsLeaveHealthQuickAndAnEvaluationAdmitte
 // `curl -d @body.json` sends application/x-www-form-urlencoded: the body is still the JSON request,
 // read whole up to the body limit (not a form parser's 8 KB).
 TEST_F(ServiceLoad, AFormEncodedJsonBodyOverEightKilobytesIsRead) {
-  start({});
+  start_with_token({});
   const std::string source = "tier 3 speedup 2\n// " + std::string(20000, 'x') + "\n";
   for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "application/json"}) {
     const Exchange e = talk(port, evaluate(source, type), 10000ms);
