@@ -12,6 +12,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/saturate.hpp"
 #include "kagent/common/utf8.hpp"
+#include "kagent/llm/tool_call_text.hpp"
 
 namespace kagent::agent {
 
@@ -289,7 +290,19 @@ RunResult Agent::run(RunState state) {
     ++state.requests;
     state.usage += reply.usage;
     llm::make_valid_utf8_message(reply.message);  // whatever the provider passed on
-    const bool empty = is_empty_reply(reply.message.content, reply.message.tool_calls.size());
+    // A model served without native tool calling writes its calls into the text (Qwen's and
+    // Hermes' <tool_call> blocks, a reply that is a JSON call): read from there, they run as
+    // native calls do, and the conversation holds them as native calls from then on.
+    std::vector<std::string> unreadable;
+    if (reply.message.tool_calls.empty()) {
+      llm::TextToolCalls in_text = llm::tool_calls_in_text(reply.message.content);
+      if (!in_text.calls.empty() || !in_text.errors.empty()) {
+        reply.message.tool_calls = std::move(in_text.calls);
+        reply.message.content = std::move(in_text.text);
+        unreadable = std::move(in_text.errors);
+      }
+    }
+    const bool empty = unreadable.empty() && is_empty_reply(reply.message.content, reply.message.tool_calls.size());
     empty_in_a_row = empty ? empty_in_a_row + 1 : 0;
     transcript_.write(MessageEvent{
         reply.message, ReplyFacts{state.turns, reply.stop_reason, reply.usage, reply.latency_s, reply.attempts, empty},
@@ -297,7 +310,14 @@ RunResult Agent::run(RunState state) {
     state.messages.push_back(reply.message);
 
     turn_summary.clear();
-    if (reply.message.tool_calls.empty()) {
+    if (reply.message.tool_calls.empty() && !unreadable.empty()) {
+      // Calls were meant but none could be read: a malformed turn, said so.
+      Message nudge{Role::user, unreadable_calls_nudge(unreadable), {}, "", "", false};
+      transcript_.write(MessageEvent{nudge, std::nullopt, std::nullopt});
+      state.messages.push_back(nudge);
+      turn_summary = "(unreadable tool calls)";
+      ++malformed_in_a_row;
+    } else if (reply.message.tool_calls.empty()) {
       // No tool call: the work happens through tools, so say so (not a malformed call, but a turn
       // spent). An empty reply gets the exact next step: a vague "continue" did not help there.
       std::optional<std::string> best_path;
@@ -321,6 +341,12 @@ RunResult Agent::run(RunState state) {
     }
     for (size_t n = max_calls; n < calls.size(); ++n) state.messages.push_back(not_run(calls[n], calls.size()));
     if (calls.size() > max_calls) turn_summary += fmt::format(" (+{} calls not run)", calls.size() - max_calls);
+    if (!calls.empty() && !unreadable.empty()) {  // some read, some not: the others said after the results
+      Message nudge{Role::user, unreadable_calls_nudge(unreadable), {}, "", "", false};
+      transcript_.write(MessageEvent{nudge, std::nullopt, std::nullopt});
+      state.messages.push_back(nudge);
+      ++malformed_in_a_row;
+    }
     if (on_turn_) on_turn_({state.turns, opt_.max_turns, turn_summary, last_tier_, record_.best(), state.usage});
     if (empty_in_a_row >= opt_.max_empty) {
       res.stop_reason = fmt::format("{} empty replies in a row", empty_in_a_row);

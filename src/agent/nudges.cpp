@@ -31,6 +31,13 @@ std::string text_only_nudge() {
   return "Continue with a tool call; call finish with your best candidate when you are done.";
 }
 
+std::string unreadable_calls_nudge(const std::vector<std::string>& errors) {
+  return fmt::format(
+      "These tool calls in your reply could not be read, so they were not run: {}. Write each call as "
+      "<tool_call>{{\"name\": \"TOOL\", \"arguments\": {{...}}}}</tool_call> with the arguments a JSON object.",
+      fmt::join(errors, "; "));
+}
+
 std::string empty_reply_nudge(const std::vector<std::string>& tools, const std::optional<std::string>& best_path,
                               int in_a_row, int limit) {
   return fmt::format(

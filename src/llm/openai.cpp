@@ -2,7 +2,6 @@
 // its dialect (vLLM, llama.cpp, Ollama, LM Studio, OpenRouter...). POST {base_url}/chat/completions,
 // streamed as server-sent events unless a stream once broke. Compatible servers differ in small
 // ways; each quirk tolerated here says so where it is handled.
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,6 +19,7 @@
 #include "kagent/common/utf8.hpp"
 #include "kagent/llm/http.hpp"
 #include "kagent/llm/sse.hpp"
+#include "kagent/llm/tool_call_text.hpp"
 #include "kagent/llm/tool_choice.hpp"
 #include "kagent/llm/usage_estimate.hpp"
 #include "providers.hpp"
@@ -92,12 +92,6 @@ std::string excerpt(std::string text, const std::string& secret) {
 // ---------------------------------------------------------------------------------------------
 // Tool calls.
 
-// Servers may omit a call's id (or send ""); the agent loop needs one to pair results with calls.
-std::string generated_call_id() {
-  static std::atomic<uint64_t> counter{0};
-  return "call_kagent_" + std::to_string(++counter);
-}
-
 // function.arguments is a JSON string by the spec; some servers send the object itself.
 std::string raw_arguments_of(const json& arguments) {
   if (arguments.is_string()) return arguments.get<std::string>();
@@ -105,48 +99,12 @@ std::string raw_arguments_of(const json& arguments) {
   return arguments.dump();
 }
 
-// Fills id, arguments and arguments_error once a call's raw parts are complete. Arguments that
-// are not a JSON object are the model's mistake, to be handed back to it, not an exception.
-void finish_call(ToolCall& call) {
-  if (call.id.empty()) call.id = generated_call_id();
-  const std::string& raw = call.raw_arguments;
-  if (raw.find_first_not_of(" \t\r\n") == std::string::npos) {  // "" means no arguments
-    call.arguments = json::object();
-    return;
-  }
-  std::string reason;
-  try {
-    // Bounded (json_parse.hpp): the model's text, nested 10^4 deep, must not recurse off the stack.
-    json parsed = parse_json<json>(raw);
-    // Some servers encode the arguments twice: a JSON string that holds the JSON object.
-    if (parsed.is_string()) {
-      try {
-        json inner = parse_json<json>(parsed.get<std::string>());
-        if (inner.is_object()) parsed = std::move(inner);
-      } catch (const JsonTextError&) {
-      }
-    }
-    if (parsed.is_object()) {
-      call.arguments = std::move(parsed);
-      return;
-    }
-    reason = fmt::format("a JSON {}, not an object", parsed.type_name());
-  } catch (const JsonTextError& e) {
-    reason = e.byte() != std::string::npos ? fmt::format("{} (at byte {})", e.what(), e.byte() + 1)
-             : e.path().empty()            ? std::string(e.what())
-                                           : fmt::format("{} (at {})", e.what(), e.path());
-  }
-  call.arguments = nullptr;
-  call.arguments_error =
-      excerpt(fmt::format("the arguments of tool call '{}' are not valid JSON: {}", call.name, reason), "");
-}
-
 ToolCall tool_call_of(const json& tc) {
   ToolCall call;
   call.id = string_field(tc, "id");
   call.name = string_field(field(tc, "function"), "name");
   call.raw_arguments = raw_arguments_of(field(field(tc, "function"), "arguments"));
-  finish_call(call);
+  complete_tool_call(call);  // an id where the server sent none, the arguments parsed
   return call;
 }
 
@@ -257,7 +215,7 @@ class StreamAssembler {
     out.message.content = text_;
     for (const auto& [index, partial] : calls_) {
       ToolCall call = partial;
-      finish_call(call);
+      complete_tool_call(call);  // an id where the server sent none, the arguments parsed
       out.message.tool_calls.push_back(std::move(call));
     }
     out.stop_reason = stop_reason_of(finish_reason_, !calls_.empty());

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/llm/tool_call_text.hpp"
+
 namespace kagent::llm {
 
 ProbeResult probe_tool_calling(Provider& provider) {
@@ -25,11 +27,18 @@ ProbeResult probe_tool_calling(Provider& provider) {
     r.answered = true;
     for (const auto& c : resp.message.tool_calls)
       if (c.name == "ping" && c.arguments_error.empty()) r.tool_called = true;
+    // Tool calling off on the server, the model writing its calls as text: the agent loop reads
+    // those (tool_call_text.hpp), so the endpoint works, said as such.
+    bool in_text = false;
+    if (!r.tool_called && resp.message.tool_calls.empty())
+      for (const auto& c : tool_calls_in_text(resp.message.content).calls)
+        if (c.name == "ping" && c.arguments_error.empty()) in_text = r.tool_called = true;
     r.detail = fmt::format(
         "{} in {:.2f} s, {} + {} tokens{}; {}", provider.name(), resp.latency_s, resp.usage.input_tokens,
         resp.usage.output_tokens, resp.usage.estimated ? " (estimated: the server sent no usage)" : "",
-        r.tool_called ? "tool calling works"
-                      : "answered without calling the offered tool (is tool calling enabled on the server?)");
+        in_text         ? "the model wrote its tool call as text (kagent reads it; the server's tool calling is off)"
+        : r.tool_called ? "tool calling works"
+                        : "answered without calling the offered tool (is tool calling enabled on the server?)");
   } catch (const std::exception& e) {
     r.detail = e.what();  // providers' errors never hold the key
   }

@@ -433,4 +433,46 @@ TEST(ReplyLimits, ToolCallsPastTheLimitAreAnsweredNotRun) {
   EXPECT_EQ(errors, 1000u - 32u);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Item: tool calls written into the text by a model served without native tool calling.
+
+TEST(TextToolCalls, CallsWrittenAsTextRunAndUnreadableOnesAreTold) {
+  Loop loop;
+  loop.dir.write("ws/kernel.cu", "// empty\n");
+  const std::string first =
+      "Let me look.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"kernel.cu\"}}\n"
+      "</tool_call>\n<tool_call>{\"name\": \"list_files\", \"arguments\": {}}</tool_call>";
+  const std::string second = "<tool_call>{\"arguments\": {\"path\": \"kernel.cu\"}}</tool_call>";
+  Endpoint e("/v1/chat/completions", [&](size_t k, const json&, httplib::Response& res) {
+    json text = k == 0 ? json(first) : k == 1 ? json(second) : json("done");
+    res.set_content(openai_reply({}, text.dump().substr(1, text.dump().size() - 2)), "application/json");
+  });
+  agent::AgentOptions opt;
+  opt.max_turns = 3;
+  agent::RunResult res = loop.run(config(llm::ProviderKind::openai, e.url("/v1")), opt);
+  EXPECT_EQ(res.stop_reason, "turn budget");
+  auto requests = e.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  // The second request carries the first reply as native calls, each answered by its tool.
+  const json& m = requests[1]["messages"];
+  json assistant;
+  for (const json& x : m)
+    if (x.value("role", "") == "assistant") assistant = x;
+  ASSERT_TRUE(assistant.contains("tool_calls")) << assistant.dump();
+  ASSERT_EQ(assistant["tool_calls"].size(), 2u);
+  EXPECT_EQ(assistant["tool_calls"][0]["function"]["name"], "read_file");
+  EXPECT_EQ(assistant["content"], "Let me look.");
+  auto results = tool_results(requests[1]);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].first, assistant["tool_calls"][0]["id"]);
+  EXPECT_NE(results[0].second.find("// empty"), std::string::npos) << results[0].second;
+  EXPECT_NE(results[1].second.find("kernel.cu"), std::string::npos) << results[1].second;
+  // The unreadable call of the second reply: not run, and the model is told why and how to write one.
+  const json& last = requests[2]["messages"].back();
+  EXPECT_EQ(last.value("role", ""), "user");
+  const std::string told = last.value("content", "");
+  EXPECT_NE(told.find("tool call 1: no \"name\""), std::string::npos) << told;
+  EXPECT_NE(told.find("<tool_call>"), std::string::npos) << told;
+}
+
 }  // namespace

@@ -69,6 +69,18 @@ TEST(Probe, TextOnlyAnswerIsNotToolCalling) {
   EXPECT_NE(r.detail.find("without calling the offered tool"), std::string::npos) << r.detail;
 }
 
+TEST(Probe, ACallWrittenAsTextIsSaidSo) {
+  // A server with tool calling off, a Qwen model writing its call into the text.
+  test::MockServer s;
+  answer_with(s,
+              {{"role", "assistant"},
+               {"content", "<tool_call>\n{\"name\": \"ping\", \"arguments\": {\"word\": \"kagent\"}}\n</tool_call>"}});
+  ProbeResult r = probe_tool_calling(*make_provider(config_for(s)));
+  EXPECT_TRUE(r.answered);
+  EXPECT_TRUE(r.tool_called) << r.detail;
+  EXPECT_NE(r.detail.find("wrote its tool call as text"), std::string::npos) << r.detail;
+}
+
 TEST(Probe, UnreachableEndpointIsReportedNotThrown) {
   test::MockServer s;
   s.start();

@@ -11,6 +11,10 @@ namespace kagent::agent {
 // After a reply with text but no tool call.
 std::string text_only_nudge();
 
+// After a reply whose text held tool calls that could not be read (llm/tool_call_text.hpp's
+// errors): each error, and the form to write a call in.
+std::string unreadable_calls_nudge(const std::vector<std::string>& errors);
+
 // After a reply with neither text nor a tool call. `tools`: the names offered; `best_path`: the
 // workspace path of the best candidate so far (finish with it); `in_a_row`/`limit`: the empty
 // replies so far and how many end the run.
