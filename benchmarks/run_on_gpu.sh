@@ -323,14 +323,16 @@ if want mixed; then
     # MIXED_NO_FIT=1 keeps MIXED_REQUESTS as asked.
     mo=${MIXED_ORDER:-both}
     morder=(--order "$mo")
-    [[ $mo != both && -f $MX/orders-$([[ $mo == sorted ]] && echo shuffled || echo sorted).json ]] &&
-      morder+=(--with "$MX/orders-$([[ $mo == sorted ]] && echo shuffled || echo sorted).json")
+    other=$MX/orders-$([[ $mo == sorted ]] && echo shuffled || echo sorted).json
+    [[ $mo != both && -f $other ]] && morder+=(--with "$other")
     [[ ${MIXED_NO_FIT:-0} == 1 ]] && morder+=(--no-fit)
     step mixed $((mb + 60)) python3 benchmarks/mixed_batch.py orders "${mx[@]}" --kernelbench "$KB" --gpus 0,1 \
       --requests ${MIXED_REQUESTS:-8} --rounds ${MIXED_ROUNDS:-1} --budget-s $mb "${morder[@]}" \
       --out $OUT/mixed-orders-$mo.json
-    [ -f $OUT/mixed-orders-$mo.json ] && cp $OUT/mixed-orders-$mo.json $MX/orders-$mo.json
-    [ -f $OUT/mixed-orders-$mo.json ] && cp $OUT/mixed-orders-$mo.json $MX/orders.json
+    if [ -f $OUT/mixed-orders-$mo.json ]; then  # this order's, and the latest for the verdicts part
+      cp $OUT/mixed-orders-$mo.json $MX/orders-$mo.json
+      cp $OUT/mixed-orders-$mo.json $MX/orders.json
+    fi
   fi
   if [[ $mparts == *" switch "* ]]; then
     mb=$(mixed_budget switch)

@@ -81,6 +81,13 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
+std::string cut_with_ellipsis(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return std::string(text.substr(0, cut)) + "...";
+}
+
 bool make_valid_utf8(std::string& text) {
   if (is_valid_utf8(text)) return false;
   text = valid_utf8(text);

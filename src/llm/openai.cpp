@@ -83,10 +83,7 @@ std::string excerpt(std::string text, const std::string& secret) {
   text = redact(std::move(text), secret);
   for (char& c : text)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (text.size() <= kExcerptChars) return text;
-  size_t cut = kExcerptChars - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 char
-  return text.substr(0, cut) + "...";
+  return cut_with_ellipsis(text, kExcerptChars);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/json_parse.hpp"
+#include "kagent/common/text.hpp"
+#include "kagent/common/utf8.hpp"
 
 namespace kagent::llm {
 
@@ -26,16 +28,7 @@ constexpr std::string_view kClose = "</tool_call>";
 std::string one_line(std::string text) {
   for (char& c : text)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (text.size() <= kMessageChars) return text;
-  size_t cut = kMessageChars - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
-}
-
-std::string_view trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+  return cut_with_ellipsis(text, kMessageChars);
 }
 
 // The inside of a ```json (or ```) fence that is the whole of `s`; `s` itself otherwise.

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/utf8.hpp"
+
 namespace kagent::report {
 
 namespace {
@@ -152,11 +154,7 @@ std::string first_line(std::string_view text, size_t max_bytes) {
   size_t e = text.find('\n', b);
   if (e == std::string_view::npos) e = text.size();
   while (e > b && blank(text[e - 1])) --e;
-  std::string_view line = text.substr(b, e - b);
-  if (line.size() <= max_bytes) return std::string(line);
-  size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
-  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  return std::string(line.substr(0, cut)) + "...";
+  return cut_with_ellipsis(text.substr(b, e - b), max_bytes);
 }
 
 std::string render_junit(const std::vector<ResultRecord>& records, const std::string& suite_name) {

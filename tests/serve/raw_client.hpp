@@ -108,4 +108,53 @@ inline Exchange talk(int port, const std::string& request, std::chrono::millisec
   return e;
 }
 
+// Connections held open until this goes: `idle` ones that send nothing, and `slow` ones that sent
+// `request_line` and then one byte at each drip() (never the end of their header).
+class HeldConnections {
+ public:
+  HeldConnections(int port, int idle, int slow, const std::string& request_line) {
+    for (int i = 0; i < idle; ++i) idle_.push_back(connect_to(port));
+    for (int i = 0; i < slow; ++i) {
+      slow_.push_back(connect_to(port));
+      send_all(slow_.back(), request_line);
+    }
+  }
+  ~HeldConnections() {
+    for (int fd : idle_) close(fd);
+    for (int fd : slow_) close(fd);
+  }
+  HeldConnections(const HeldConnections&) = delete;
+  HeldConnections& operator=(const HeldConnections&) = delete;
+  // Connections that could not be made.
+  long failed() const {
+    return std::count(idle_.begin(), idle_.end(), -1) + std::count(slow_.begin(), slow_.end(), -1);
+  }
+  void drip() {
+    for (int fd : slow_) send_all(fd, "X");
+  }
+
+ private:
+  std::vector<int> idle_, slow_;
+};
+
+// GET /health `n` times, one connection each, the held connections dripping every 10 probes.
+struct HealthProbes {
+  std::vector<double> seconds;  // sorted
+  std::string not_ok;           // the first exchange that was not one 200 (the probing stops there)
+};
+inline HealthProbes probe_health(int port, HeldConnections& held, int n) {
+  HealthProbes out;
+  for (int i = 0; i < n; ++i) {
+    const Exchange e = talk(port, "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2000ms);
+    if (statuses(e.raw) != std::vector<int>{200}) {
+      out.not_ok = e.raw.empty() ? "no answer" : e.raw;
+      break;
+    }
+    out.seconds.push_back(e.seconds);
+    if (i % 10 == 0) held.drip();
+  }
+  std::sort(out.seconds.begin(), out.seconds.end());
+  return out;
+}
+
 }  // namespace kagent::test::raw

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -275,28 +275,14 @@ TEST_F(Hostile, IdleAndSlowConnectionsHoldNothingAndStopIsQuick) {
   l.header_deadline = 60s;              // the slow ones must stay open through the measurement
   l.max_connections_per_client = 4096;  // they all come from 127.0.0.1
   start(l);
-  std::vector<int> idle, slow;
-  for (int i = 0; i < 2000; ++i) idle.push_back(connect_to(port));
-  for (int i = 0; i < 200; ++i) {
-    slow.push_back(connect_to(port));
-    send_all(slow.back(), "GET /health HTTP/1.1\r\n");
-  }
-  ASSERT_EQ(std::count(idle.begin(), idle.end(), -1) + std::count(slow.begin(), slow.end(), -1), 0);
-  std::vector<double> lat;
-  for (int i = 0; i < 100; ++i) {
-    const Exchange e = talk(port, "GET /health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2000ms);
-    ASSERT_EQ(statuses(e.raw), std::vector<int>{200});
-    lat.push_back(e.seconds);
-    if (i % 10 == 0)
-      for (int fd : slow) send_all(fd, "X");
-  }
-  std::sort(lat.begin(), lat.end());
-  EXPECT_LT(lat[98], 0.1) << "p99 of /health with 2,200 connections open";
+  HeldConnections held(port, 2000, 200, "GET /health HTTP/1.1\r\n");
+  ASSERT_EQ(held.failed(), 0);
+  const HealthProbes p = probe_health(port, held, 100);
+  ASSERT_EQ(p.seconds.size(), 100u) << p.not_ok;
+  EXPECT_LT(p.seconds[98], 0.1) << "p99 of /health with 2,200 connections open";
   const auto t0 = Clock::now();
   finish();
   EXPECT_LT(seconds_since(t0), 5.0) << "stop() with 2,200 connections open";
-  for (int fd : idle) close(fd);
-  for (int fd : slow) close(fd);
 }
 
 // A burst of 2,000 connections, each asking /health at once: every one answered within 5 s.

@@ -21,4 +21,8 @@ std::string valid_utf8(std::string_view text);
 // In place; returns whether anything was replaced.
 bool make_valid_utf8(std::string& text);
 
+// `text` whole when it has at most `max_bytes` bytes; else its head, cut where no UTF-8 character
+// is split, with "..." after it, max_bytes in all (for messages that quote outside text).
+std::string cut_with_ellipsis(std::string_view text, size_t max_bytes);
+
 }  // namespace kagent
