@@ -15,7 +15,7 @@ deps:
 	@tools/install-deps.sh
 
 test-deps:
-	@tools/install-deps.sh --test
+	@KAGENT_PYTHON_DEPS=$(BUILD)/python-deps tools/install-deps.sh --test
 
 # A user's build: kagent, kagent-runner and the benchmarks; warnings are shown, not fatal. A build
 # folder that `make test` configured keeps its settings (no second full build for the demo).

@@ -4,7 +4,7 @@
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
 #   ncu roofline level1 check problems precision precision-tests multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
-#   mixed all
+#   mixed episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -289,6 +289,15 @@ if want serve; then
     --requests ${SERVE_REQUESTS:-1000} --preset ${SERVE_PRESET:-training} --kill-restart --out $OUT/serve-load.json
   [ -n "${SERVE_TESTS:-}" ] && step serve 300 bash -c "cd $B && ./tests/kagent_serve_tests && ctest --output-on-failure -R kagent_ref_python_tests"
 fi
+if want episodes; then
+  # The agent's episodes as sessions of kagent serve (benchmarks/session_episodes.py): EPISODES (64)
+  # scripted episodes at once over 8 KernelBench problems and one of adversarial kernels; step
+  # latencies, GPU busy share, episodes per hour, every verdict against kagent eval alone.
+  step episodes ${EPISODES_LIMIT:-500} python3 benchmarks/session_episodes.py --kagent $B/kagent --kernelbench "$KB" \
+    --gpus ${EPISODES_GPUS:-0} --episodes ${EPISODES:-64} --preset ${EPISODES_PRESET:-default} --work $B/episodes \
+    --out $OUT/episodes.json
+  [ -n "${EPISODES_TESTS:-}" ] && step episodes 200 bash -c "cd $B && ./tests/kagent_serve_tests --gtest_filter='Session*'"
+fi
 if want mixed; then
   # kagent serve keeping several problems warm per GPU (benchmarks/mixed_batch.py): an RL step of every
   # examples/kernelbench problem (>= 24) x MIXED_REQUESTS requests sent at once, shuffled against
@@ -416,6 +425,7 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/timeline.log" ] && { echo "== timeline"; grep -vE "^warning" "$OUT/timeline.log" | cut -c1-150 | tail -n 80; }
 [ -f "$OUT/serve.log" ] && { echo "== serve"; grep -E "clients,|answered|lost|SIGKILL|after the run|#[0-9]+ |tests? passed|FAILED" "$OUT/serve.log" | tail -n 30; }
 [ -f "$OUT/mixed.log" ] && { echo "== mixed"; awk '/^(orders: [0-9]+ problems x|switch: GPUs .*, pattern|eviction: [0-9]+ problems x|verdicts: [0-9]+ served records of [0-9]+ problems against)/ {p = 1} p || /^mixed_batch|^Traceback|Error:/ {print} /^\(figures in/ {p = 0}' "$OUT/mixed.log" | cut -c1-240 | tail -n 90; }
+[ -f "$OUT/episodes.log" ] && { echo "== episodes"; grep -vE "^\[ +(OK|RUN) +\]" "$OUT/episodes.log" | cut -c1-240 | tail -n 60; }
 [ -f "$OUT/library.log" ] && { echo "== library"; grep -E "^== |PASSED|FAILED|SKIPPED|Failure|reward|^tier|error|^cupti|^candidate|^torch|ran: |step: |tiny launches|^\[[a-z_0-9]+\] " "$OUT/library.log" | tail -n 90; }
 [ -f "$OUT/library-report.md" ] && { echo "== library bench level2"; tail -n 20 "$OUT/library-report.md"; }
 [ -f "$OUT/house.log" ] && { echo "== house"; grep -v "^warning\|^\[" "$OUT/house.log" | tail -n 48; }

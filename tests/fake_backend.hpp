@@ -1,7 +1,7 @@
 #pragma once
 // A judge backend for tests without a GPU: answers each request with a record made from the
 // candidate's source text ("tier 2 speedup 1.5", "compile_error", "crash", "throw input",
-// "throw env", "block"), counts its calls, and (for "block") waits until released, so that a test
+// "throw env", and "block" at its start), counts its calls, and (for "block") waits until released, so that a test
 // can hold a worker busy and fill a queue deterministically.
 #include <atomic>
 #include <condition_variable>
@@ -62,7 +62,7 @@ class FakeBackend : public judge::EvalBackend {
       s_->events.push_back("evaluate " + (!r.name.empty() ? r.name : r.file.string()));
     }
     const std::string text = r.file.empty() ? r.source : read_text_file(r.file);
-    if (text.find("block") != std::string::npos) {
+    if (text.rfind("block", 0) == 0) {  // a text that starts with the word
       std::unique_lock<std::mutex> lock(s_->mu);
       ++s_->blocked;
       s_->cv.notify_all();
@@ -116,6 +116,44 @@ class FakeBackend : public judge::EvalBackend {
     }
     rec["score"] = score;
     return rec;
+  }
+
+  // The same verdict as a report (the sessions' evaluations), made from the record above.
+  EvalReport evaluate_report(const judge::CandidateRequest& r) override {
+    const nlohmann::json rec = evaluate(r);
+    {
+      std::lock_guard<std::mutex> lock(s_->mu);
+      s_->events.push_back(std::string("report ") + (r.mode == EvalMode::profile ? "profile" : "score"));
+    }
+    EvalReport rep;
+    rep.candidate = rec.value("candidate", "");
+    rep.op = rec.value("op", "");
+    rep.compile.ok = rec["compile"]["ok"].get<bool>();
+    rep.compile.log = rep.compile.ok ? "" : rec["compile"]["log"].get<std::string>();
+    rep.baselines.eager_ms = 1.0;
+    rep.baselines.compile_ms = 0.8;
+    rep.reward.tier = rec["tier"].get<int>();
+    if (!rep.compile.ok) {
+      rep.reward.reason = "compile failed";
+      return rep;
+    }
+    rep.ran = true;
+    rep.outcome.correct = rep.reward.tier > 0;
+    rep.outcome.device.name = "Fake GPU";
+    if (rep.outcome.correct) {
+      const double speedup = rec["speedup_vs_eager"].get<double>();
+      rep.reward.speedup_vs_eager = speedup;
+      rep.reward.speedup_vs_compile = speedup * 0.8;
+      TimingSummary t;
+      t.median_ms = 1.0 / speedup;
+      rep.outcome.candidate_time = t;
+      rep.reward.reason = "correct";
+    } else {
+      rep.outcome.failure_stage = FailureStage::correctness;
+      rep.outcome.message = "output y differs";
+      rep.reward.reason = "incorrect";
+    }
+    return rep;
   }
 
  private:

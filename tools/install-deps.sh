@@ -53,6 +53,23 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# --test with KAGENT_PYTHON_DEPS=DIR (the Makefile gives BUILD/python-deps): the trainer framework the
+# Python client's environment adapter is tested against, pinned, installed by pip into DIR (the
+# tests put it on PYTHONPATH), each package only when python3 cannot import it already, so that
+# nothing shadows a machine's own numpy or torch. No pip or no network: its test skips, saying so.
+if [ "${1:-}" = --test ] && [ -n "${KAGENT_PYTHON_DEPS:-}" ]; then
+  want=()
+  for spec in gymnasium==1.0.0 numpy==1.26.4 cloudpickle==3.1.0 typing-extensions==4.12.2 farama-notifications==0.0.4; do
+    module="${spec%%==*}"; module="${module//-/_}"
+    PYTHONPATH="$KAGENT_PYTHON_DEPS" python3 -c "import $module" 2>/dev/null || want+=("$spec")
+  done
+  if ((${#want[@]})); then
+    echo "kagent: installing into $KAGENT_PYTHON_DEPS for the adapter tests: ${want[*]}"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target "$KAGENT_PYTHON_DEPS" "${want[@]}" ||
+      echo "kagent: could not install ${want[*]} (pip missing or offline): the Gymnasium adapter's test will skip" >&2
+  fi
+fi
+
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 if [ ! -e "$cuda_home/include/nvrtc.h" ]; then
   echo "kagent: the CUDA toolkit was not found in $cuda_home (need NVRTC and its headers); set CUDA_HOME" >&2

@@ -6,10 +6,12 @@
 
 RL rewards: `compute_score` (verl) and `python -m kagent_client.reward_proxy` (OpenRLHF's /get_reward).
 """
-from .client import Client, KagentError, RequestRefused, Unavailable, evaluate, evaluate_batch
+from .client import Client, KagentError, RequestRefused, Session, Unavailable, evaluate, evaluate_batch
+from .env import KernelEnv, gymnasium_env
 from .rewards import REWARDS, compute_score, kind_of, last_code_block, reward_of
 
 __all__ = [
-    "Client", "KagentError", "RequestRefused", "Unavailable", "evaluate", "evaluate_batch",
+    "Client", "KagentError", "KernelEnv", "RequestRefused", "Session", "Unavailable", "evaluate", "evaluate_batch",
+    "gymnasium_env",
     "REWARDS", "compute_score", "kind_of", "last_code_block", "reward_of",
 ]

@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-__all__ = ["Client", "KagentError", "RequestRefused", "Unavailable", "evaluate", "evaluate_batch"]
+__all__ = ["Client", "KagentError", "RequestRefused", "Session", "Unavailable", "evaluate", "evaluate_batch"]
 
 # Answers that say "not now, or not here": another endpoint (or later) may do.
 _RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -91,6 +91,15 @@ class Client:
         bodies = [r if "kind" in r else request(**r) for r in requests]
         return self._post("/v1/evaluate_batch", {"requests": bodies})["results"]
 
+    def open_session(self, problem, **options):
+        """A session of the agent's episode on one endpoint (docs/environment.md): Session, whose
+        .opening holds the "messages" and "tools" to start the model with. options: the fields of
+        POST /v1/sessions (precision, tolerance, measure, limits, reward, shell, ...)."""
+        body = {"problem": problem}
+        body.update({k: v for k, v in options.items() if v is not None})
+        endpoint, answer = self._post_any("/v1/sessions", body)
+        return Session(self, endpoint, answer)
+
     def health(self):
         """Each endpoint's /health answer (a dict), or {"status": "unreachable", "reason": ...}."""
         out = {}
@@ -109,13 +118,17 @@ class Client:
         return self.endpoints[start:] + self.endpoints[:start]
 
     def _post(self, path, body):
+        return self._post_any(path, body)[1]
+
+    def _post_any(self, path, body):
+        """(endpoint, answer) of the first endpoint that took the request."""
         data = json.dumps(body).encode()
         last = None
         for round_ in range(self.rounds):
             wait_s = 1.0
             for endpoint in self._order():
                 try:
-                    return self._once(endpoint, path, data)[1]
+                    return endpoint, self._once(endpoint, path, data)[1]
                 except Unavailable as e:
                     last = e
                     if e.retry_after:
@@ -153,6 +166,50 @@ class Client:
             raise RequestRefused(e.code, message, err.get("field"), body, endpoint) from None
         except (urllib.error.URLError, OSError, ValueError) as e:  # refused, reset, timed out, not JSON
             raise Unavailable(0, f"cannot reach: {getattr(e, 'reason', e)}", None, None, endpoint) from None
+
+
+class Session:
+    """An episode on the endpoint that opened it (sessions are sticky): .id, .opening (the open
+    answer: "messages", "tools", "limits", "reward"), .step(...), .state(), .close()."""
+
+    def __init__(self, client, endpoint, opening):
+        self.client, self.endpoint, self.opening = client, endpoint, opening
+        self.id = opening["session_id"]
+        self.closed = False
+
+    def step(self, tool_calls=None, *, text=None, tool_call=None):
+        """Runs one reply's calls: a list of {"id"?, "name", "arguments"} (arguments a dict or its JSON
+        text), one such call, or the reply's text (kagent reads its <tool_call> blocks or JSON).
+        Returns the step's answer: "observations", "done", "done_reason", "reward", ..."""
+        given = [x for x in (tool_calls, text, tool_call) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give one of tool_calls, text or tool_call")
+        body = ({"tool_calls": list(tool_calls)} if tool_calls is not None else
+                {"text": text} if text is not None else {"tool_call": tool_call})
+        return self._post(f"/v1/sessions/{self.id}/step", body)
+
+    def state(self):
+        return self.client._once(self.endpoint, f"/v1/sessions/{self.id}", None)[1]
+
+    def close(self):
+        """The episode's summary (reward, final and best verdicts, steps, evaluations, wall time).
+        Idempotent."""
+        summary = self._post(f"/v1/sessions/{self.id}/close", {})
+        self.closed = True
+        return summary
+
+    def _post(self, path, body):
+        return self.client._once(self.endpoint, path, json.dumps(body).encode())[1]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.closed:
+            try:
+                self.close()
+            except KagentError:
+                pass
 
 
 def request(source, problem, kind=None, *, name=None, precision=None, atol=None, rtol=None, tolerance=None,

@@ -13,6 +13,7 @@
 #include "kagent/common/saturate.hpp"
 #include "kagent/common/utf8.hpp"
 #include "kagent/llm/tool_call_text.hpp"
+#include "kagent/model_tools/tool_call.hpp"
 
 namespace kagent::agent {
 
@@ -59,61 +60,22 @@ Agent::Agent(llm::Provider& provider, model_tools::ToolSet& tools, Transcript& t
       budget_(options.context_tokens, options.reply_tokens, options.context_chars),
       window_source_(options.context_source) {}
 
-// Runs one call; a malformed call (unknown tool, arguments that are not a JSON object) or the
-// tool's refusal (ToolError) comes back as an error result the model reads.
+// Runs one call (model_tools/tool_call.hpp: the same text a session of `kagent serve` gives) and
+// writes its result to the transcript.
 Message Agent::run_tool_call(const llm::ToolCall& call, bool& malformed, bool& finished, std::string& summary) {
-  Message out;
-  out.role = Role::tool;
-  out.tool_call_id = call.id;
-  out.tool_name = call.name;
-  nlohmann::json record;
-  model_tools::Tool* tool = nullptr;
-  for (auto& t : tools_)
-    if (t->spec().name == call.name) tool = t.get();
-  std::string names;
-  for (auto& t : tools_) names += (names.empty() ? "" : ", ") + t->spec().name;
-  malformed = false;
-  if (tool == nullptr) {
-    malformed = true;
-    out.is_error = true;
-    out.content = fmt::format("error: there is no tool '{}'. The tools are: {}.", call.name, names);
-  } else if (!call.arguments_error.empty() || !call.arguments.is_object()) {
-    malformed = true;
-    out.is_error = true;
-    out.content = fmt::format(
-        "error: the arguments of this {} call are not a JSON object ({}). Call it again with "
-        "arguments matching its schema.",
-        call.name, call.arguments_error.empty() ? "got " + call.arguments.dump() : call.arguments_error);
-  } else if (deadline_ && Clock::now() >= *deadline_) {
-    // The time budget ran out during this turn: its remaining calls are answered, not run.
-    out.is_error = true;
-    out.content = fmt::format("error: not run: the run's time budget ran out before this {} call", call.name);
-  } else {
-    try {
-      tool->set_deadline(deadline_);
-      model_tools::ToolResult r = tool->run(call.arguments);
-      // A file or a program's output may hold any bytes (`cat` of a binary): valid UTF-8 before
-      // the cut, which keeps it so and then counts what the model reads.
-      // At most a quarter of the window's bytes: one result must not crowd out the rest.
-      const size_t cap = std::min(opt_.tool_output_cap, std::max<size_t>(budget_.limit_bytes() / 4, 2048));
-      out.content = model_tools::cut_middle(valid_utf8(r.text), cap);
-      out.is_error = r.is_error;
-      record = std::move(r.record);
-      if (r.ends_run && !r.is_error) finished = true;
-      if (r.tier) last_tier_ = *r.tier;
-    } catch (const model_tools::ToolError& e) {
-      out.is_error = true;
-      out.content = fmt::format("error: {}", e.what());
-    }
-  }
+  // At most a quarter of the window's bytes: one result must not crowd out the rest.
+  const size_t cap = std::min(opt_.tool_output_cap, std::max<size_t>(budget_.limit_bytes() / 4, 2048));
+  model_tools::CallOutcome o = model_tools::run_tool_call(tools_, call, deadline_, cap);
+  malformed = o.malformed;
+  if (o.finished) finished = true;
+  if (o.tier) last_tier_ = *o.tier;
   std::string target =
       call.arguments.is_object() && call.arguments.contains("path") && call.arguments["path"].is_string()
           ? " " + call.arguments["path"].get<std::string>()
           : "";
   summary += (summary.empty() ? "" : ", ") + call.name + target;
-  llm::make_valid_utf8_message(out);  // the error texts quote the model's names and paths
-  transcript_.write(MessageEvent{out, std::nullopt, ToolResultFacts{record, malformed}});
-  return out;
+  transcript_.write(MessageEvent{o.message, std::nullopt, ToolResultFacts{o.record, o.malformed}});
+  return std::move(o.message);
 }
 
 // A call past max_tool_calls in one reply: answered (both APIs need a result for every call id),

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "kagent/agent/prompts.hpp"
+#include "kagent/agent/episode.hpp"
 #include "kagent/agent/result_file.hpp"
 #include "kagent/agent/run_folder.hpp"
 #include "kagent/agent/task_text.hpp"
@@ -234,63 +234,31 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
   eo.gpu = a.gpu;
   eo.arch = a.arch;
   auto evaluator = std::make_unique<Evaluator>(eo, cache);  // finds the GPU on first use
-  TimingFacts timing;
-  timing.not_measured = "no GPU";
+  ProblemFacts facts;
   try {
-    if (const std::string& no_gpu = evaluator->gpu_problem(); !no_gpu.empty()) throw EnvError(no_gpu);
+    // Resuming: the task was written when the run started; nothing to measure for it.
+    facts = problem_facts(*evaluator, op, a.gpu, !resuming);
     ktx.arch = evaluator->arch();
-    timing.not_measured.clear();
-    if (op.ref_kind == RefKind::python) {
-      const ResolvedOp resolved = evaluator->resolve(op);
-      ktx.op = resolved.op;
-      const RefBaselines& b = evaluator->pytorch_baselines(resolved);
-      timing.eager_ms = b.eager.median_ms;
-      if (b.compile) timing.compile_ms = b.compile->median_ms;
-      timing.compile_missing = b.compile_error;
-    } else {
-      timing.native_reference = true;
-      timing.compile_ms = op.compile_baseline_ms;
-    }
-    // The memory floor at this GPU's measured copy bandwidth and the compute floor at its measured
-    // FP32 and tensor-core rates (cached per GPU and driver; a few seconds to measure the first
-    // time), else the memory floor at a datasheet figure, said as such.
-    std::string why;
-    if (resuming) {
-      // The task was written when the run started; nothing to measure for it.
-    } else if (auto peaks = evaluator->device_peaks(&why); peaks && peaks->copy_gbs > 0) {
-      timing.peaks = peaks;  // the compute floor and the GPU section's measured rates
-      timing.bandwidth_gbs = peaks->copy_gbs;
-      timing.bandwidth_source = fmt::format(
-          "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "
-          "{:.0f} GB/s, which no kernel reaches)",
-          peaks->theoretical_gbs);
-    } else if (GpuInventory inv = query_gpus(); a.gpu < static_cast<int>(inv.gpus.size())) {
-      timing.bandwidth_gbs = datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(a.gpu)].name);
-      timing.bandwidth_source =
-          fmt::format("this GPU's datasheet bandwidth (no measured one: {}); copies reach about 89% of it", why);
-    }
   } catch (const EnvError& e) {
     ktx.no_gpu_reason = e.what();
-    timing.not_measured = fmt::format("no GPU: {}", e.what());
+    facts = facts_without_gpu(op, e.what());
     ktx.arch = evaluator->arch();  // --arch, the GPU's, or the compile-only default
     evaluator.reset();             // the tools say evaluations are unavailable, and why
   }
-  ktx.evaluator = evaluator.get();
+  ktx.op = facts.with_signature;
+  if (evaluator)
+    ktx.evaluate = [ev = evaluator.get(), &ktx](const Candidate& c, EvalMode mode,
+                                                std::optional<model_tools::Deadline> d) {
+      ev->set_deadline(d);
+      return ev->evaluate(ktx.op, c, mode);
+    };
 
   model_tools::Workspace ws(out / "workspace");
   if (!resuming && op.start) write_file_atomic(ws.root() / op.start->filename(), read_text_file(*op.start));
-  model_tools::ToolSet tools = model_tools::make_file_tools(ws);
-  std::string shell_note = "shell is off (--no-shell)";
-  if (!a.no_shell) {
-    model_tools::ShellSandbox sb = model_tools::probe_shell_sandbox();
-    if (auto shell = model_tools::make_shell_tool(ws, sb)) {
-      tools.push_back(std::move(shell));
-      shell_note = "";
-    } else {
-      shell_note = "shell is off: " + sb.reason;
-    }
-  }
-  for (auto& t : model_tools::make_kernel_tools(ws, ktx)) tools.push_back(std::move(t));
+  std::optional<model_tools::ShellSandbox> sandbox;
+  if (!a.no_shell) sandbox = model_tools::probe_shell_sandbox();
+  EpisodeTools episode = make_episode_tools(ws, ktx, sandbox);
+  model_tools::ToolSet& tools = episode.tools;
   check_tool_choice_names_a_tool(llm_config, tools);
 
   Transcript transcript(out / "transcript.jsonl");
@@ -313,10 +281,7 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
     }
     transcript.write(ResumeEvent{kTranscriptVersion, state.turns, llm_config.describe()});
   } else {
-    std::map<std::string, std::string> values =
-        task_values(op, ktx.op, timing, gpu_text(a.gpu), opt, tools, shell_note);
-    auto opening = opening_messages(a.prompts.empty() ? default_prompts_dir() : fs::path(a.prompts),
-                                    a.skills.empty() ? default_skills_dir() : fs::path(a.skills), values);
+    auto opening = episode_opening(op, facts, a.gpu, opt, episode, a.prompts, a.skills);
     run_info = {{"op", fs::absolute(a.op).string()},
                 {"precision", std::string(precision_name(op.precision))},
                 {"llm",

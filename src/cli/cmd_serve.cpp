@@ -45,6 +45,12 @@ struct ServeArgs {
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
+  // The agent's episodes (serve/sessions.hpp).
+  std::string sessions_dir;
+  int max_sessions = 256;
+  int session_steps = serve::SessionLimits{}.steps;
+  double session_idle_s = 900;
+  bool no_shell = false;
   // The HTTP layer (serve/http_server.hpp): its counts bound as they are, its sizes and times in
   // the flags' units, every default HttpLimits's own.
   serve::HttpLimits http;
@@ -73,6 +79,11 @@ int run_serve(const ServeArgs& a) {
   o.limits.max_source_bytes = static_cast<size_t>(a.max_source_mb * (1 << 20));
   o.limits.max_batch = static_cast<size_t>(a.max_batch);
   o.limits.default_timeout_s = a.timeout_s;
+  o.sessions.dir = a.sessions_dir.empty() ? std::filesystem::path() : std::filesystem::absolute(a.sessions_dir);
+  o.sessions.max_sessions = static_cast<size_t>(a.max_sessions);
+  o.sessions.idle_s = a.session_idle_s;
+  o.sessions.most.steps = a.session_steps;
+  o.sessions.shell = !a.no_shell;
   o.limits.max_timeout_s = a.max_timeout_s;
   o.limits.default_preset = std::string(measure_preset(a.preset).name);  // InputError naming the presets
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
@@ -217,6 +228,21 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--queue-timeout", a->queue_timeout_s,
                   "Seconds a request may wait for a GPU worker; longer: 504, not evaluated (default 600)")
       ->check(CLI::Range(0.001, 86400.0));
+  // The agent's episodes as sessions (docs/environment.md).
+  sub->add_option("--max-sessions", a->max_sessions,
+                  fmt::format("Agent sessions open at once; beyond, 429 (default {})", a->max_sessions))
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--sessions-dir", a->sessions_dir,
+                  "Keep each session's transcript, candidates, best candidate and summary here (default: a temporary "
+                  "folder, removed with each session)");
+  sub->add_option("--session-idle", a->session_idle_s,
+                  fmt::format("Seconds a session may go without a request before it is closed (default {:g})",
+                              a->session_idle_s))
+      ->check(CLI::Range(1.0, 7 * 86400.0));
+  sub->add_option("--session-steps", a->session_steps,
+                  fmt::format("The most steps (replies) a session may ask for; its default is {}", a->session_steps))
+      ->check(CLI::Range(1, 100000));
+  sub->add_flag("--no-shell", a->no_shell, "No session gets the shell tool");
   // The HTTP layer's bounds: what a client may make the service hold before and while it is served.
   sub->add_option(
          "--max-header-kb", a->max_header_kb,

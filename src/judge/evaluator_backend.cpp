@@ -101,27 +101,39 @@ Evaluator& EvaluatorBackend::evaluator_for(const EvalOptions& options) {
   return *ev_;
 }
 
+namespace {
+
+// The record's "candidate": the request's name, else its file, else its kind's file name.
+std::string shown_name(const CandidateRequest& r) {
+  return !r.name.empty() ? r.name : !r.file.empty() ? r.file.string() : text_file_name(kind_of_request(r));
+}
+
+}  // namespace
+
 nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
-  Op op = op_of_request(r);
-  const std::string shown = !r.name.empty()   ? r.name
-                            : !r.file.empty() ? r.file.string()
-                                              : text_file_name(kind_of_request(r));
-  Candidate cand;
   try {
-    cand = candidate_of_request(r);  // a text at its own path (prebuild.hpp)
-  } catch (const InputError& e) {
+    return record_of_report(evaluate_report(r), r);
+  } catch (const CandidateParseError& e) {
     // The plan block is part of the candidate: it fails as a compile error does, with tier -1.
-    return {{"candidate", shown},
+    return {{"candidate", shown_name(r)},
             {"tier", -1},
             {"reason", "the candidate does not parse"},
             {"compile", {{"ok", false}, {"log", e.what()}}}};
   }
+}
+
+EvalReport EvaluatorBackend::evaluate_report(const CandidateRequest& r) {
+  Op op = op_of_request(r);
+  Candidate cand;
+  try {
+    cand = candidate_of_request(r);  // a text at its own path (prebuild.hpp)
+  } catch (const InputError& e) {
+    throw CandidateParseError(e.what());
+  }
   Evaluator& ev = evaluator_for(eval_options_of(r, gpu_));
   start_announced(r);
   try {
-    nlohmann::json record = report_json(ev.evaluate(op, cand));
-    record["candidate"] = shown;
-    return record;
+    return ev.evaluate(op, cand, r.mode);
   } catch (const InputError&) {
     throw;  // the problem or a plan that does not fit it: the Evaluator is still sound
   } catch (...) {
@@ -131,6 +143,10 @@ nlohmann::json EvaluatorBackend::evaluate(const CandidateRequest& r) {
     ev_.reset();
     throw;
   }
+}
+
+Evaluator* EvaluatorBackend::evaluator_for_request(const CandidateRequest& r) {
+  return &evaluator_for(eval_options_of(r, gpu_));
 }
 
 void EvaluatorBackend::expect(const std::vector<CandidateRequest>& next) {
@@ -191,6 +207,18 @@ WarmState EvaluatorBackend::warm() {
   s.memory_share = warm_limits_.memory_share;
   if (warm_) static_cast<WarmStats&>(s) = warm_->stats();
   return s;
+}
+
+EvalReport EvalBackend::evaluate_report(const CandidateRequest& request) {
+  throw EnvError(fmt::format("this evaluation backend gives records, not reports ({})", request.name));
+}
+
+nlohmann::json record_of_report(const EvalReport& report, const CandidateRequest& r) {
+  nlohmann::json record = report_json(report);
+  record["candidate"] = !r.name.empty()   ? r.name
+                        : !r.file.empty() ? r.file.string()
+                                          : text_file_name(kind_named(r.kind, "kind"));
+  return record;
 }
 
 std::string problem_key(const fs::path& problem) {

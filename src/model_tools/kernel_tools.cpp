@@ -119,14 +119,13 @@ class EvaluateTool : public Tool {
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
     Candidate c = load_from(ws_, args, rel);
-    if (ctx_.evaluator == nullptr)
+    if (!ctx_.evaluate)
       return {fmt::format("evaluate is unavailable: {}. compile still works.", ctx_.no_gpu_reason),
               true,
               {{"unavailable", ctx_.no_gpu_reason}}};
     EvalReport rep;
     try {
-      ctx_.evaluator->set_deadline(deadline());
-      rep = ctx_.evaluator->evaluate(ctx_.op, c);
+      rep = ctx_.evaluate(c, EvalMode::score, deadline());
     } catch (const InputError& e) {
       return {fmt::format("plan error: {}", e.what()), true, {{"error", e.what()}}};
     }
@@ -163,10 +162,9 @@ class ProfileTool : public Tool {
     if (!r.ok) return {compile_text(r), true, {{"ok", false}}};
     // Time it first (every launch on its own too), so the table can say where the time goes.
     std::optional<EvalReport> rep;
-    if (ctx_.evaluator != nullptr) {
+    if (ctx_.evaluate) {
       try {
-        ctx_.evaluator->set_deadline(deadline());
-        rep = ctx_.evaluator->evaluate(ctx_.op, c, EvalMode::profile);
+        rep = ctx_.evaluate(c, EvalMode::profile, deadline());
         ctx_.last_report[rel] = *rep;
         if (ctx_.on_evaluated) ctx_.on_evaluated(rel, c.source, *rep);
       } catch (const InputError& e) {

@@ -37,7 +37,7 @@ void EvalQueue::stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
-    for (Job& j : queue_) answer_locked(j, {503, error_body(503, "the service is stopping"), 0}, false);
+    for (Job& j : queue_) answer_locked(j, answer_of(503, error_body(503, "the service is stopping")), false);
     queue_.clear();
     bytes_ = 0;
   }
@@ -59,6 +59,23 @@ std::optional<std::vector<std::future<Answer>>> EvalQueue::submit(std::vector<ju
 }
 
 bool EvalQueue::submit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why) {
+  return admit(std::move(requests), std::move(on_answer), why, nullptr);
+}
+
+std::optional<std::future<Answer>> EvalQueue::run_task(judge::CandidateRequest request, Task task, Refusal* why) {
+  auto promise = std::make_shared<std::promise<Answer>>();
+  std::future<Answer> future = promise->get_future();
+  std::vector<judge::CandidateRequest> one;
+  one.push_back(std::move(request));
+  if (!admit(
+          std::move(one), [promise](size_t, Answer a) { promise->set_value(std::move(a)); }, why,
+          std::make_shared<const Task>(std::move(task))))
+    return std::nullopt;
+  return future;
+}
+
+bool EvalQueue::admit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why,
+                      std::shared_ptr<const Task> task) {
   Refusal refusal = Refusal::none;
   if (why == nullptr) why = &refusal;
   size_t bytes = 0;
@@ -82,7 +99,8 @@ bool EvalQueue::submit(std::vector<judge::CandidateRequest> requests, OnAnswer o
       j.id = next_id_++;
       j.problem = policy_.problem_id(judge::problem_key(requests[i].problem));
       // Built while it waits, and known to the prebuilder before a worker can see it.
-      if (options_.prebuilder) j.built = options_.prebuilder->submit(requests[i]);
+      if (options_.prebuilder && !task) j.built = options_.prebuilder->submit(requests[i]);
+      j.task = task;
       j.request = std::move(requests[i]);
       j.admitted = now;
       j.batch = batch;
@@ -192,29 +210,45 @@ void EvalQueue::warm_locked(size_t slot, const std::optional<judge::WarmState>& 
 Answer EvalQueue::evaluate(judge::EvalBackend& backend, std::unique_ptr<judge::EvalBackend>& owner, const Job& job,
                            std::string* outcome) {
   try {
+    if (job.task) {
+      *outcome = "task";
+      return answer_of(200, (*job.task)(backend), 0);
+    }
+    if (job.request.want_report) {
+      auto report = std::make_shared<const EvalReport>(backend.evaluate_report(job.request));
+      nlohmann::json record = judge::record_of_report(*report, job.request);
+      try {
+        *outcome = judge::verdict_of(record).status;
+      } catch (const InputError&) {
+        *outcome = "error";
+      }
+      Answer a = answer_of(200, std::move(record));
+      a.report = std::move(report);
+      return a;
+    }
     nlohmann::json record = backend.evaluate(job.request);
     try {
       *outcome = judge::verdict_of(record).status;
     } catch (const InputError&) {
       *outcome = "error";
     }
-    return {200, std::move(record), 0};
+    return answer_of(200, std::move(record), 0);
   } catch (const GpuBusyError& e) {
     *outcome = "unavailable";
-    return {503, error_body(503, fmt::format("the GPU is busy with another process: {}", e.what())), 30};
+    return answer_of(503, error_body(503, fmt::format("the GPU is busy with another process: {}", e.what())), 30);
   } catch (const EnvError& e) {
     *outcome = "unavailable";
     owner.reset();  // its children may be gone: the next evaluation starts afresh
-    return {503, error_body(503, e.what()), 0};
+    return answer_of(503, error_body(503, e.what()), 0);
   } catch (const InputError& e) {
     // The problem (its file fails to load) or a plan that does not fit it: the request's own.
     *outcome = "rejected";
-    return {422, error_body(422, e.what()), 0};
+    return answer_of(422, error_body(422, e.what()), 0);
   } catch (const std::exception& e) {
     *outcome = "error";
     owner.reset();
     spdlog::error("evaluation of {} failed: {}", job.request.name, e.what());
-    return {500, error_body(500, fmt::format("internal error: {}", e.what())), 0};
+    return answer_of(500, error_body(500, fmt::format("internal error: {}", e.what())), 0);
   }
 }
 
@@ -264,7 +298,7 @@ void EvalQueue::work(size_t slot) {
     }
     metrics_->pick(judge::pick_rule_name(pick.rule));
     // Over already (it was picked ready); this also lets the prebuilder forget it.
-    if (options_.prebuilder) options_.prebuilder->wait_for(job.request);
+    if (options_.prebuilder && !job.task) options_.prebuilder->wait_for(job.request);
     const auto start = Clock::now();
     const double waited_s = std::chrono::duration<double>(start - job.admitted).count();
     const double limit_s = options_.max_wait_s;
@@ -272,11 +306,12 @@ void EvalQueue::work(size_t slot) {
     std::string outcome;
     if (waited_s > limit_s) {
       outcome = "expired";
-      answer = {504,
-                error_body(504, fmt::format("waited {:.1f} s for a GPU, past the service's --queue-timeout {:g} s: not "
-                                            "evaluated",
-                                            waited_s, limit_s)),
-                0};
+      answer = answer_of(
+          504,
+          error_body(504, fmt::format("waited {:.1f} s for a GPU, past the service's --queue-timeout {:g} s: not "
+                                      "evaluated",
+                                      waited_s, limit_s)),
+          0);
       std::lock_guard<std::mutex> lock(mu_);
       metrics_->evaluation(outcome, waited_s);
       answer_locked(job, std::move(answer), true);
@@ -288,7 +323,7 @@ void EvalQueue::work(size_t slot) {
       answer = evaluate(*backend, backend, job, &outcome);
     } catch (const std::exception& e) {  // the factory itself
       outcome = "error";
-      answer = {500, error_body(500, fmt::format("internal error: {}", e.what())), 0};
+      answer = answer_of(500, error_body(500, fmt::format("internal error: {}", e.what())), 0);
     }
     const double busy_s = std::chrono::duration<double>(Clock::now() - start).count();
     metrics_->gpu_busy(gpu, busy_s);
@@ -306,7 +341,7 @@ void EvalQueue::work(size_t slot) {
       mean_eval_s_ += (busy_s - mean_eval_s_) / static_cast<double>(evaluated_);
       policy_.evaluated(busy_s, pick.warm);
       warm_locked(slot, warm);
-      metrics_->evaluation(outcome, std::chrono::duration<double>(Clock::now() - job.admitted).count());
+      if (!job.task) metrics_->evaluation(outcome, std::chrono::duration<double>(Clock::now() - job.admitted).count());
       answer_locked(job, std::move(answer), true);
     }
     cv_.notify_all();  // its warm problems changed: a worker waiting for them looks again

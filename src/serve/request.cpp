@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "json_fields.hpp"
 #include "kagent/common/json_parse.hpp"
 #include "kagent/common/json_text.hpp"
 #include "kagent/protocol/measure_preset.hpp"
@@ -18,90 +19,6 @@ namespace kagent::serve {
 namespace {
 
 using Json = nlohmann::json;
-
-[[noreturn]] void bad(const std::string& field, const std::string& message) {
-  throw RequestError(400, field, message);
-}
-
-Json parse_body(std::string_view body, const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes)
-    throw RequestError(413, "body", fmt::format("{} bytes, over the limit of {}", body.size(), limits.max_body_bytes));
-  JsonLimits jl;
-  jl.max_depth = 16;
-  jl.max_keys = 256;
-  jl.max_values = size_t{1} << 16;
-  try {
-    return parse_json<Json>(body, jl);
-  } catch (const JsonTextError& e) {
-    if (e.byte() != std::string_view::npos)
-      bad("body", fmt::format("not valid JSON at byte {}: {}", e.byte(), e.what()));
-    bad(e.path().empty() ? "body" : e.path(), e.what());
-  }
-}
-
-// Reads one object's fields, each at most once; unknown() names the first field nobody asked for.
-class Fields {
- public:
-  Fields(const Json& j, std::string prefix) : j_(j), prefix_(std::move(prefix)) {
-    if (!j.is_object())
-      bad(prefix_.empty() ? "body" : prefix_, fmt::format("expected a JSON object, got {}", show_json(j)));
-  }
-  std::string name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
-  const Json* get(const std::string& key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  void unknown() const {
-    for (const auto& [key, v] : j_.items())
-      if (!seen_.count(key)) bad(name(key), "unknown field");
-  }
-
-  std::string string(const std::string& key, bool required, size_t max_bytes, int too_long_status = 400) {
-    const Json* v = get(key);
-    if (!v) {
-      if (required) bad(name(key), "missing (a string is required)");
-      return {};
-    }
-    if (!v->is_string()) bad(name(key), fmt::format("expected a string, got {}", show_json(*v)));
-    const auto& s = v->get_ref<const std::string&>();
-    if (s.size() > max_bytes)
-      throw RequestError(too_long_status, name(key),
-                         fmt::format("{} bytes, over the limit of {}", s.size(), max_bytes));
-    return s;
-  }
-  std::optional<bool> boolean(const std::string& key) {
-    const Json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_boolean()) bad(name(key), fmt::format("expected true or false, got {}", show_json(*v)));
-    return v->get<bool>();
-  }
-  std::optional<double> number(const std::string& key, double lo, double hi, bool lo_open = false) {
-    const Json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_number()) bad(name(key), fmt::format("expected a number, got {}", show_json(*v)));
-    const double x = v->get<double>();
-    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
-      bad(name(key),
-          fmt::format("{} is out of range: expected {}{:g} to {:g}", show_json(*v), lo_open ? "above " : "", lo, hi));
-    return x;
-  }
-  std::optional<int> integer(const std::string& key, int lo, int hi) {
-    const Json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_number_integer()) bad(name(key), fmt::format("expected an integer, got {}", show_json(*v)));
-    // An unsigned value above int64's range is out of range as any other too large one.
-    const bool huge = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
-    const int64_t x = huge ? int64_t{hi} + 1 : v->get<int64_t>();
-    if (x < lo || x > hi) bad(name(key), fmt::format("{} is out of range: expected {} to {}", show_json(*v), lo, hi));
-    return static_cast<int>(x);
-  }
-
- private:
-  const Json& j_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
 
 // The service's default preset (RequestLimits::default_preset), before a request's "measure".
 void apply_default_preset(const RequestLimits& limits, judge::CandidateRequest& c) {
@@ -144,23 +61,9 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
     bad(f.name("max_gpu_s"), fmt::format("{:g} is below min_gpu_s {:g}", s.max_gpu_s, s.min_gpu_s));
 }
 
-EvaluateRequest read_request(const Json& j, const std::string& prefix, const RequestLimits& limits) {
-  Fields f(j, prefix);
-  EvaluateRequest r;
-  judge::CandidateRequest& c = r.candidate;
-  c.source = f.string("source", true, limits.max_source_bytes, 413);
-  const std::string kind = f.string("kind", true, 64);
-  if (kind.empty() ||
-      (!limits.kinds.empty() && std::find(limits.kinds.begin(), limits.kinds.end(), kind) == limits.kinds.end())) {
-    std::string known;
-    for (const std::string& k : limits.kinds) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", k);
-    bad(f.name("kind"), fmt::format("{}: expected one of the candidate kinds ({})", show_json(Json(kind)),
-                                    known.empty() ? "\"plan\", \"modelnew\"" : known));
-  }
-  c.kind = kind;
-  r.problem = f.string("problem", true, 4096);
-  if (r.problem.empty()) bad(f.name("problem"), "empty");
-  c.name = f.string("name", false, 256);
+}  // namespace
+
+void read_judging(Fields& f, const RequestLimits& limits, judge::CandidateRequest& c) {
   if (const std::string p = f.string("precision", false, 64); !p.empty()) {
     auto parsed = parse_precision(p);
     if (!parsed) bad(f.name("precision"), fmt::format("{}: expected one of {}", show_json(Json(p)), kPrecisionChoices));
@@ -179,6 +82,28 @@ EvaluateRequest read_request(const Json& j, const std::string& prefix, const Req
   c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   apply_default_preset(limits, c);
   if (const Json* m = f.get("measure")) read_measure(*m, f.name("measure"), c);
+}
+
+namespace {
+
+EvaluateRequest read_request(const Json& j, const std::string& prefix, const RequestLimits& limits) {
+  Fields f(j, prefix);
+  EvaluateRequest r;
+  judge::CandidateRequest& c = r.candidate;
+  c.source = f.string("source", true, limits.max_source_bytes, 413);
+  const std::string kind = f.string("kind", true, 64);
+  if (kind.empty() ||
+      (!limits.kinds.empty() && std::find(limits.kinds.begin(), limits.kinds.end(), kind) == limits.kinds.end())) {
+    std::string known;
+    for (const std::string& k : limits.kinds) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", k);
+    bad(f.name("kind"), fmt::format("{}: expected one of the candidate kinds ({})", show_json(Json(kind)),
+                                    known.empty() ? "\"plan\", \"modelnew\"" : known));
+  }
+  c.kind = kind;
+  r.problem = f.string("problem", true, 4096);
+  if (r.problem.empty()) bad(f.name("problem"), "empty");
+  c.name = f.string("name", false, 256);
+  read_judging(f, limits, c);
   f.unknown();
   return r;
 }

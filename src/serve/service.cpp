@@ -4,6 +4,9 @@
 #include "kagent/serve/service.hpp"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -50,6 +53,35 @@ struct Route {
   const char* method;
   const char* path;
 };
+// /v1/sessions (POST: open), /v1/sessions/{id} (GET: state), /v1/sessions/{id}/step and /close (POST).
+struct SessionRoute {
+  enum Kind { none, open, state, step, close } kind = none;
+  std::string id;
+};
+
+SessionRoute session_route(const std::string& path) {
+  const std::string prefix = "/v1/sessions";
+  if (path == prefix) return {SessionRoute::open, ""};
+  if (path.rfind(prefix + "/", 0) != 0) return {};
+  std::string rest = path.substr(prefix.size() + 1);
+  SessionRoute r;
+  const size_t slash = rest.find('/');
+  r.id = rest.substr(0, slash);
+  if (r.id.empty() || r.id.size() > 64) return {};
+  if (slash == std::string::npos) {
+    r.kind = SessionRoute::state;
+  } else {
+    const std::string verb = rest.substr(slash + 1);
+    if (verb == "step")
+      r.kind = SessionRoute::step;
+    else if (verb == "close")
+      r.kind = SessionRoute::close;
+    else
+      return {};
+  }
+  return r;
+}
+
 constexpr Route kRoutes[] = {
     {"GET", "/health"}, {"GET", "/metrics"}, {"POST", "/v1/evaluate"}, {"POST", "/v1/evaluate_batch"}};
 
@@ -63,7 +95,13 @@ struct Service::Impl {
   ServeOptions opt;
   Metrics metrics;
   std::unique_ptr<EvalQueue> queue;  // none without a GPU
+  std::unique_ptr<Sessions> sessions;
   std::unique_ptr<HttpServer> http;
+  // Session requests block (a tool runs for minutes): each runs on a thread of its own, counted so
+  // that the service outlives them. At most one step per session runs, so --max-sessions bounds them.
+  std::mutex work_mu;
+  std::condition_variable work_cv;
+  size_t working = 0;
 
   Impl(ServeOptions o, judge::BackendFactory backends) : opt(std::move(o)), metrics(opt.gpus) {
     if (opt.unavailable.empty()) {
@@ -76,6 +114,8 @@ struct Service::Impl {
       qo.warm = opt.warm;
       queue = std::make_unique<EvalQueue>(qo, std::move(backends), &metrics);
     }
+    sessions = std::make_unique<Sessions>(opt.sessions, opt.limits, opt.problems_root, queue.get(), opt.unavailable,
+                                          opt.gpus.empty() ? 0 : opt.gpus.front());
     HttpLimits limits = opt.http;
     limits.body_bytes = opt.limits.max_body_bytes;
     http = std::make_unique<HttpServer>(
@@ -85,6 +125,11 @@ struct Service::Impl {
           return error_response(status, message, field);
         },
         [this](int status) { metrics.http_answer(status); });
+  }
+
+  ~Impl() {
+    std::unique_lock<std::mutex> lock(work_mu);
+    work_cv.wait(lock, [&] { return working == 0; });
   }
 
   // On the header alone, before any body is read: the route, then the token (every route but
@@ -97,7 +142,14 @@ struct Service::Impl {
       path_known = true;
       if (head.method == r.method) route = &r;
     }
-    if (route == nullptr) {
+    const SessionRoute session = session_route(head.path);
+    if (session.kind != SessionRoute::none) {
+      path_known = true;
+      const char* method = session.kind == SessionRoute::state ? "GET" : "POST";
+      if (head.method != method)
+        return error_response(405, fmt::format("{} {}: this endpoint takes {}", head.method, head.path, method),
+                              "method");
+    } else if (route == nullptr) {
       if (path_known)
         return error_response(405,
                               fmt::format("{} {}: this endpoint takes {}", head.method, head.path,
@@ -116,6 +168,8 @@ struct Service::Impl {
   }
 
   void handle(HttpRequest req, HttpServer::Respond respond) {
+    if (const SessionRoute route = session_route(req.path); route.kind != SessionRoute::none)
+      return session(route, std::move(req), std::move(respond));
     if (req.path == "/health") return respond(health());
     if (req.path == "/metrics") return respond(metrics_text());
     const bool batch = req.path == "/v1/evaluate_batch";
@@ -136,6 +190,42 @@ struct Service::Impl {
     if (!opt.unavailable.empty()) return respond(error_response(503, opt.unavailable));
     if (auto too_large = refuse_too_large(rs, batch ? "requests" : "source")) return respond(std::move(*too_large));
     evaluate(std::move(rs), batch, std::move(respond));
+  }
+
+  // A session request, on a thread of its own (it may wait for a tool or the GPU for minutes).
+  void session(SessionRoute route, HttpRequest req, HttpServer::Respond respond) {
+    {
+      std::lock_guard<std::mutex> lock(work_mu);
+      ++working;
+    }
+    std::thread([this, route, req = std::move(req), respond = std::move(respond)] {
+      Answer a;
+      try {
+        switch (route.kind) {
+          case SessionRoute::open:
+            a = sessions->open(req.body);
+            break;
+          case SessionRoute::step:
+            a = sessions->step(route.id, req.body);
+            break;
+          case SessionRoute::close:
+            a = sessions->close(route.id);
+            break;
+          case SessionRoute::state:
+            a = sessions->state(route.id);
+            break;
+          case SessionRoute::none:
+            break;
+        }
+      } catch (const std::exception& e) {
+        spdlog::error("session request {} failed: {}", req.path, e.what());
+        a = answer_of(500, error_body(500, fmt::format("internal error: {}", e.what())));
+      }
+      respond(json_response(a.status, a.body, a.retry_after_s));
+      std::lock_guard<std::mutex> lock(work_mu);
+      --working;
+      work_cv.notify_all();
+    }).detach();
   }
 
   HttpResponse health() {
@@ -257,7 +347,7 @@ void Service::run() {
 // The queue first: requests still waiting are answered 503 and the evaluations in progress end,
 // so that their answers are written before the HTTP layer closes what is left.
 void Service::stop() {
-  if (impl_->queue) impl_->queue->stop();
+  if (impl_->queue) impl_->queue->stop();  // a session's evaluation waiting is answered too
   impl_->http->stop();
 }
 

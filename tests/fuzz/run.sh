@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 seconds="${1:-20}"
 shift || true
 targets=("$@")
-if ((${#targets[@]} == 0)); then targets=(op_json plan expr manifest results sse tool_args tool_call_text serve_request); fi
+if ((${#targets[@]} == 0)); then targets=(op_json plan expr manifest results sse tool_args tool_call_text serve_request session_step); fi
 build="${KAGENT_FUZZ_BUILD:-build-fuzz}"
 cxx="${KAGENT_FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}"
 if [ -z "$cxx" ]; then
@@ -43,6 +43,7 @@ seed sse tests/fuzz/seeds/sse/*
 seed tool_args tests/fuzz/seeds/tool_args/* examples/*/op.json
 seed tool_call_text tests/fuzz/seeds/tool_call_text/*
 seed serve_request tests/fuzz/seeds/serve_request/*
+seed session_step tests/fuzz/seeds/session_step/* tests/fuzz/seeds/tool_call_text/*
 
 status=0
 for t in "${targets[@]}"; do

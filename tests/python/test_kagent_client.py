@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import kagent_client
 from kagent_client import Client, RequestRefused, Unavailable, compute_score, last_code_block, reward_of
 from kagent_client.reward_proxy import make_server
+from serve_process import ServeProcess
 
 
 def record(tier, speedup=None, compile_speedup=None):
@@ -236,27 +237,9 @@ class AgainstKagentServe(unittest.TestCase):
             os.makedirs(os.path.join(tmp, "root", "level1"))
             with open(os.path.join(tmp, "root", "level1", "19_ReLU.py"), "w") as f:
                 f.write("# problem\n")
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KAGENT_CACHE_DIR=os.path.join(tmp, "cache"))
-            log = open(os.path.join(tmp, "serve.log"), "w+")
-            p = subprocess.Popen([os.environ["KAGENT_BIN"], "serve", "--problems-root", os.path.join(tmp, "root"),
-                                  "--port", "0"], stdout=log, stderr=subprocess.STDOUT, env=env)
+            serve = ServeProcess(self, tmp)
             try:
-                port = None
-                for _ in range(600):
-                    log.seek(0)
-                    m = re.search(r"listening on http://[^:]+:(\d+)", log.read())
-                    if m:
-                        port = int(m.group(1))
-                        break
-                    if p.poll() is not None:
-                        log.seek(0)
-                        text = log.read()
-                        if p.returncode == 3 and "built without cpp-httplib" in text:
-                            self.skipTest("this kagent was built without cpp-httplib: no kagent serve")
-                        self.fail(f"kagent serve ended ({p.returncode}): {text}")
-                    time.sleep(0.1)
-                self.assertIsNotNone(port)
-                c = Client(f"http://127.0.0.1:{port}", rounds=1)
+                c = Client(serve.url, rounds=1)
                 health = c.health()[c.endpoints[0]]
                 self.assertEqual(health["status"], "unavailable")
                 with self.assertRaises(Unavailable) as e:
@@ -272,10 +255,7 @@ class AgainstKagentServe(unittest.TestCase):
                 with self.assertRaises(Unavailable):
                     compute_score("kb", "```cuda\n__global__ void k() {}\n```", "level1/19", None, client=c)
             finally:
-                if p.poll() is None:
-                    p.terminate()
-                    self.assertEqual(p.wait(timeout=30), 0)
-                log.close()
+                serve.stop()
 
 
 class Packaging(unittest.TestCase):

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/common/error.hpp"
+#include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/warm_limits.hpp"
 #include "kagent/protocol/stats.hpp"
 #include "kagent/spec/candidate.hpp"
@@ -43,6 +45,11 @@ struct CandidateRequest {
   bool allow_torch_ops = false;
   std::string arch;  // "": the GPU's
   bool refresh_baselines = false;
+  // The report itself besides the record (EvalBackend::evaluate_report): the sessions of `kagent
+  // serve` render it for the model as `kagent optimize`'s tools do. `mode` is its protocol
+  // (EvalMode::profile: also each launch timed on its own, counters and this GPU's roofs).
+  bool want_report = false;
+  EvalMode mode = EvalMode::score;
 };
 
 // The key a problem is kept warm under (EvalBackend::warm, the schedulers' affinity): its file,
@@ -69,6 +76,16 @@ class EvalBackend {
   // InputError for the problem (or a plan that does not fit it), EnvError for the environment (no
   // GPU, no python3/torch; GpuBusyError when another process held the GPU's memory).
   virtual nlohmann::json evaluate(const CandidateRequest& request) = 0;
+  // The same evaluation by request.mode's protocol, as the report itself (record_of_report makes
+  // its record). Throws as evaluate() does, and InputError for a candidate that does not parse. A
+  // backend without reports throws EnvError.
+  virtual EvalReport evaluate_report(const CandidateRequest& request);
+  // The Evaluator this backend would judge `request` with, made if need be; nullptr for a backend
+  // without one. For work on the worker's GPU besides evaluations (EvalQueue::run_task).
+  virtual Evaluator* evaluator_for_request(const CandidateRequest& request) {
+    (void)request;
+    return nullptr;
+  }
   // A hint from a front end that knows what comes next: `next` are likely the requests evaluate()
   // gets after the one it gets now, in order (at most kExpectAhead are worth giving). Called before
   // that one, so that what their kinds can start ahead starts beside its measurement
@@ -77,6 +94,16 @@ class EvalBackend {
   // What it holds warm now. Called by the thread that calls evaluate(), between requests.
   virtual WarmState warm() { return {}; }
 };
+
+// A candidate text that does not parse (its plan block): the candidate's own failure, which
+// EvalBackend::evaluate records with tier -1 and evaluate_report throws.
+class CandidateParseError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// `kagent eval --json`'s record of a report, named as the request names its candidate.
+nlohmann::json record_of_report(const EvalReport& report, const CandidateRequest& request);
 
 // How many upcoming requests a front end announces (EvalBackend::expect): as many as the evaluator
 // starts at once (AheadSlot::kThreads).

@@ -20,6 +20,8 @@ class EvaluatorBackend : public EvalBackend {
   ~EvaluatorBackend() override;
   std::string unavailable() override;
   nlohmann::json evaluate(const CandidateRequest& request) override;
+  EvalReport evaluate_report(const CandidateRequest& request) override;
+  Evaluator* evaluator_for_request(const CandidateRequest& request) override;
   void expect(const std::vector<CandidateRequest>& next) override;
   WarmState warm() override;
 

@@ -24,7 +24,13 @@ struct KernelToolContext {
   Op op;  // the signature filled in (PyTorch references: from the server)
   Compiler* compiler = nullptr;
   std::string arch;
-  Evaluator* evaluator = nullptr;  // nullptr: no GPU; evaluate and profile say why
+  // Evaluates a candidate against `op` by the mode's protocol, cut off at the deadline when one is
+  // given: an Evaluator of this process (`kagent optimize`) or the service's GPU queue (a session of
+  // `kagent serve`). Throws InputError for a plan that does not fit the op, EnvError when it cannot
+  // evaluate. Empty: no GPU; evaluate and profile say why (no_gpu_reason).
+  using Evaluate =
+      std::function<EvalReport(const Candidate& candidate, EvalMode mode, std::optional<Deadline> deadline)>;
+  Evaluate evaluate;
   std::string no_gpu_reason;
   // Called after every evaluation (the run keeps candidates/NNN.cu or .py and best.cu or best.py).
   std::function<void(const std::string& path, const std::string& source, const EvalReport& report)> on_evaluated;

@@ -36,7 +36,17 @@ struct Answer {
   int status = 200;
   nlohmann::json body;
   int retry_after_s = 0;  // > 0: say Retry-After (429, 503 when the GPU was busy)
+  // The evaluation's report itself, for a request that asked for it (CandidateRequest::want_report).
+  std::shared_ptr<const EvalReport> report;
 };
+
+inline Answer answer_of(int status, nlohmann::json body, int retry_after_s = 0) {
+  Answer a;
+  a.status = status;
+  a.body = std::move(body);
+  a.retry_after_s = retry_after_s;
+  return a;
+}
 
 // {"error": {"status": S, "field": F (when given), "message": M}}.
 nlohmann::json error_body(int status, const std::string& message, const std::string& field = "");
@@ -78,6 +88,14 @@ class EvalQueue {
   using OnAnswer = std::function<void(size_t index, Answer answer)>;
   bool submit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why = nullptr);
 
+  // Runs `task` on a worker in turn with the evaluations, as a job of `request`'s problem (the
+  // affinity policy sends it where that problem is warm): work that needs a worker's GPU and its
+  // backend, such as resolving a problem and timing its baselines for a session's task text
+  // (serve/sessions.cpp). Its JSON is the answer's body (200); its exceptions are answered as an
+  // evaluation's are. Not counted among the evaluations.
+  using Task = std::function<nlohmann::json(judge::EvalBackend& backend)>;
+  std::optional<std::future<Answer>> run_task(judge::CandidateRequest request, Task task, Refusal* why = nullptr);
+
   size_t depth() const;
   size_t capacity() const { return options_.capacity; }
   size_t capacity_bytes() const { return options_.capacity_bytes; }
@@ -103,6 +121,7 @@ class EvalQueue {
     bool ready = false;              // its build was seen over (it stays over)
     size_t index = 0;                // in its request
     std::shared_ptr<OnAnswer> on_answer;
+    std::shared_ptr<const Task> task;  // run_task's, instead of an evaluation
     std::chrono::steady_clock::time_point admitted;
     std::shared_ptr<Batch> batch;
   };
@@ -111,6 +130,8 @@ class EvalQueue {
     judge::WarmState last;
     long started_ahead = 0, started_in_turn = 0, evicted = 0;
   };
+  bool admit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why,
+             std::shared_ptr<const Task> task);
   void work(size_t slot);
   Answer evaluate(judge::EvalBackend& backend, std::unique_ptr<judge::EvalBackend>& owner, const Job& job,
                   std::string* outcome);

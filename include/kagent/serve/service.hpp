@@ -4,6 +4,8 @@
 //   POST /v1/evaluate_batch  {"requests": [...]} -> {"results": [record or {"error": ...}, ...]}
 //   GET  /health             200 {"status": "ok", ..., "warm": {...}}, or 503 {"status": "unavailable", "reason"}
 //   GET  /metrics            Prometheus text (serve/metrics.hpp)
+//   POST /v1/sessions, POST /v1/sessions/{id}/step, POST /v1/sessions/{id}/close, GET /v1/sessions/{id}:
+//                            the agent's episodes for RL trainers (serve/sessions.hpp, docs/environment.md)
 // Errors are {"error": {"status", "field", "message"}}: 400 a bad request (naming the field), 401
 // no or a wrong bearer token, 404 no such problem or endpoint, 405 a known endpoint with another
 // method, 408 a header or body slower than its deadline, 413 too large, 431 a header too large, 422 the problem or a
@@ -21,6 +23,7 @@
 #include "kagent/serve/http_server.hpp"
 #include "kagent/serve/metrics.hpp"
 #include "kagent/serve/request.hpp"
+#include "kagent/serve/sessions.hpp"
 
 namespace kagent::serve {
 
@@ -43,6 +46,8 @@ struct ServeOptions {
   HttpLimits http;
   // Builds queued candidates ahead of the GPU workers (judge/prebuild.hpp); null: none.
   std::shared_ptr<judge::Prebuilder> prebuilder;
+  // The agent's episodes as sessions (serve/sessions.hpp).
+  SessionOptions sessions;
 };
 
 // Whether the address reaches only this machine (127.0.0.0/8, ::1, localhost).

@@ -1,0 +1,80 @@
+#include "kagent/agent/episode.hpp"
+
+#include <fmt/format.h>
+
+#include "kagent/agent/prompts.hpp"
+#include "kagent/common/error.hpp"
+#include "kagent/gpu/devices.hpp"
+
+namespace kagent::agent {
+
+EpisodeTools make_episode_tools(const model_tools::Workspace& ws, model_tools::KernelToolContext& ktx,
+                                const std::optional<model_tools::ShellSandbox>& sandbox) {
+  EpisodeTools out;
+  out.tools = model_tools::make_file_tools(ws);
+  out.shell_note = "shell is off (--no-shell)";
+  if (sandbox) {
+    if (auto shell = model_tools::make_shell_tool(ws, *sandbox)) {
+      out.tools.push_back(std::move(shell));
+      out.shell_note = "";
+    } else {
+      out.shell_note = "shell is off: " + sandbox->reason;
+    }
+  }
+  for (auto& t : model_tools::make_kernel_tools(ws, ktx)) out.tools.push_back(std::move(t));
+  return out;
+}
+
+ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool floors) {
+  if (const std::string& no_gpu = evaluator.gpu_problem(); !no_gpu.empty()) throw EnvError(no_gpu);
+  ProblemFacts f;
+  f.with_signature = op;
+  TimingFacts& timing = f.timing;
+  if (op.ref_kind == RefKind::python) {
+    const ResolvedOp resolved = evaluator.resolve(op);
+    f.with_signature = resolved.op;
+    const RefBaselines& b = evaluator.pytorch_baselines(resolved);
+    timing.eager_ms = b.eager.median_ms;
+    if (b.compile) timing.compile_ms = b.compile->median_ms;
+    timing.compile_missing = b.compile_error;
+  } else {
+    timing.native_reference = true;
+    timing.compile_ms = op.compile_baseline_ms;
+  }
+  if (!floors) return f;
+  // The memory floor at this GPU's measured copy bandwidth and the compute floor at its measured
+  // FP32 and tensor-core rates (cached per GPU and driver), else the memory floor at a datasheet
+  // figure, said as such.
+  std::string why;
+  if (auto peaks = evaluator.device_peaks(&why); peaks && peaks->copy_gbs > 0) {
+    timing.peaks = peaks;
+    timing.bandwidth_gbs = peaks->copy_gbs;
+    timing.bandwidth_source = fmt::format(
+        "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "
+        "{:.0f} GB/s, which no kernel reaches)",
+        peaks->theoretical_gbs);
+  } else if (GpuInventory inv = query_gpus(); gpu < static_cast<int>(inv.gpus.size())) {
+    timing.bandwidth_gbs = datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(gpu)].name);
+    timing.bandwidth_source =
+        fmt::format("this GPU's datasheet bandwidth (no measured one: {}); copies reach about 89% of it", why);
+  }
+  return f;
+}
+
+ProblemFacts facts_without_gpu(const Op& op, const std::string& why) {
+  ProblemFacts f;
+  f.with_signature = op;
+  f.timing.not_measured = fmt::format("no GPU: {}", why);
+  return f;
+}
+
+std::vector<llm::Message> episode_opening(const Op& op, const ProblemFacts& facts, int gpu, const AgentOptions& budget,
+                                          const EpisodeTools& tools, const std::filesystem::path& prompts_dir,
+                                          const std::filesystem::path& skills_dir) {
+  const auto values =
+      task_values(op, facts.with_signature, facts.timing, gpu_text(gpu), budget, tools.tools, tools.shell_note);
+  return opening_messages(prompts_dir.empty() ? default_prompts_dir() : prompts_dir,
+                          skills_dir.empty() ? default_skills_dir() : skills_dir, values);
+}
+
+}  // namespace kagent::agent
