@@ -192,8 +192,9 @@ def main(argv=None):
     work = a.work or tempfile.mkdtemp(prefix="kagent-episodes-")
     root = os.path.join(work, "root")
     os.makedirs(os.path.join(root, "ops"), exist_ok=True)
-    if not os.path.exists(os.path.join(root, "level1")):
-        os.symlink(os.path.abspath(os.path.join(a.kernelbench, "level1")), os.path.join(root, "level1"))
+    os.makedirs(os.path.join(root, "level1"), exist_ok=True)
+    for p in problems:  # copies: the service refuses a problem whose path leads outside its root
+        shutil.copyfile(os.path.join(a.kernelbench, "level1", p + ".py"), os.path.join(root, "level1", p + ".py"))
     vector_add = os.path.join(root, "ops", "vector_add")
     if not os.path.exists(vector_add):
         shutil.copytree(os.path.join(ROOT, "examples", "vector_add"), vector_add)
