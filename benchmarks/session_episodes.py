@@ -192,6 +192,8 @@ def main(argv=None):
     work = a.work or tempfile.mkdtemp(prefix="kagent-episodes-")
     root = os.path.join(work, "root")
     os.makedirs(os.path.join(root, "ops"), exist_ok=True)
+    if os.path.islink(os.path.join(root, "level1")):
+        os.unlink(os.path.join(root, "level1"))
     os.makedirs(os.path.join(root, "level1"), exist_ok=True)
     for p in problems:  # copies: the service refuses a problem whose path leads outside its root
         shutil.copyfile(os.path.join(a.kernelbench, "level1", p + ".py"), os.path.join(root, "level1", p + ".py"))
