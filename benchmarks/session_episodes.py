@@ -87,7 +87,7 @@ def adversarial_turns(kernels):
 class Episode:
     def __init__(self, url, problem, turns, limits=None):
         self.url, self.problem, self.turns, self.limits = url, problem, turns, limits or {}
-        self.steps = []  # (tool, seconds, is_error, content head)
+        self.steps = []  # (tool, seconds at the client, is_error, content head, seconds the call ran in the service)
         self.error = None
         self.final = None
         self.session_id = None
@@ -110,7 +110,7 @@ class Episode:
                 self.error = f"step {calls[0]['name']}: {status} {mb.error_text(status, payload, err)}"
                 break
             for c, o in zip(calls, payload["observations"]):
-                self.steps.append((c["name"], dt / len(calls), o["is_error"], o["content"][:300]))
+                self.steps.append((c["name"], dt / len(calls), o["is_error"], o["content"][:300], o.get("seconds")))
             if payload.get("done"):
                 self.final = payload
                 break
@@ -249,23 +249,28 @@ def main(argv=None):
     per_hour = len(episodes) / wall * 3600 if wall > 0 else None
 
     # Step latencies by tool (the adversarial episode's too).
-    by_tool = collections.defaultdict(list)
+    by_tool, ran = collections.defaultdict(list), collections.defaultdict(list)
     for e in episodes + [adversary]:
-        for tool, dt, _, _ in e.steps:
+        for tool, dt, _, _, ran_s in e.steps:
             by_tool[tool].append(dt * 1000)
+            ran[tool].append((ran_s or 0) * 1000)
     rows, tool_figures = [], {}
     for tool in sorted(by_tool, key=lambda t: (t not in NON_GPU, t)):
         v = by_tool[tool]
         p50, p99 = mb.percentile(v, 50), mb.percentile(v, 99)
-        tool_figures[tool] = {"n": len(v), "p50_ms": p50, "p99_ms": p99, "max_ms": max(v)}
+        run_p50, run_p99 = mb.percentile(ran[tool], 50), mb.percentile(ran[tool], 99)
+        tool_figures[tool] = {"n": len(v), "p50_ms": p50, "p99_ms": p99, "max_ms": max(v), "ran_p50_ms": run_p50,
+                              "ran_p99_ms": run_p99}
         goal = ""
         if tool in NON_GPU:
             met = p50 <= GOALS["p50_ms"] and p99 <= GOALS["p99_ms"]
             ok = ok and met
             goal = "met" if met else "MISSED"
-        rows.append([tool, len(v), p50, p99, max(v), goal])
+        rows.append([tool, len(v), p50, p99, max(v), run_p50, run_p99, goal])
     print()
-    print(mb.table(["tool", "steps", "p50 ms", "p99 ms", "max ms", "goal (non-GPU: 50/500 ms)"], rows))
+    print(mb.table(["tool", "steps", "p50 ms", "p99 ms", "max ms", "ran p50", "ran p99", "goal (non-GPU: 50/500 ms)"],
+                   rows))
+    print("(a step's time at the client; \"ran\": the call's own time in the service)")
 
     share, waiting_s = busy_while_waiting(samples, len(gpus))
     busy_total = mb.metric_total(after, "kagent_gpu_busy_seconds_total")

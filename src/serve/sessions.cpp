@@ -301,30 +301,45 @@ struct Sessions::Impl {
     return j;
   }
 
-  // The episode's end: its reward by the session's rule, the transcript's stop.
-  void end_episode(Session& s, const std::string& reason, std::optional<model_tools::Deadline> deadline) {
+  // The final candidate of a finished episode, once more by the full protocol. Runs while the
+  // session is busy and its lock is free: the evaluation waits for a GPU, and nothing else may wait
+  // for it.
+  struct FinalVerdict {
+    std::optional<Score> score;
+    Json record;       // null: none
+    std::string note;  // why there is none
+  };
+  FinalVerdict final_evaluation(Session& s, std::optional<model_tools::Deadline> deadline) {
+    FinalVerdict f;
+    if (!s.ktx.finished_path) return f;
+    if (!s.ktx.evaluate) {
+      f.note = "no GPU: " + no_gpu;
+      return f;
+    }
+    try {
+      const Candidate c = load_candidate(s.ws->resolve(*s.ktx.finished_path));
+      const EvalReport rep = s.ktx.evaluate(c, EvalMode::score, deadline);
+      f.score = report_score(rep);
+      f.record = report_json(rep);
+      f.record["candidate"] = *s.ktx.finished_path;
+    } catch (const InputError& e) {
+      f.score = Score{};
+      f.record = {{"candidate", *s.ktx.finished_path}, {"tier", -1}, {"reason", e.what()}};
+    } catch (const std::exception& e) {
+      f.note = fmt::format("the final candidate could not be evaluated: {}", e.what());
+    }
+    return f;
+  }
+
+  // The episode's end, with s.mu held: its reward by the session's rule (from `final` when it
+  // finished, else from the best candidate evaluated), the transcript's stop.
+  void end_episode(Session& s, const std::string& reason, const FinalVerdict& final) {
     s.done = true;
     s.done_reason = reason;
-    std::optional<Score> final_score;
-    if (reason == "finish" && s.ktx.finished_path) {
-      // The final candidate, once more by the full protocol.
-      if (!s.ktx.evaluate) {
-        s.reward_note = "no GPU: " + no_gpu;
-      } else {
-        try {
-          const Candidate c = load_candidate(s.ws->resolve(*s.ktx.finished_path));
-          EvalReport rep = s.ktx.evaluate(c, EvalMode::score, deadline);
-          final_score = report_score(rep);
-          s.final_verdict = report_json(rep);
-          s.final_verdict["candidate"] = *s.ktx.finished_path;
-        } catch (const InputError& e) {
-          final_score = Score{};
-          s.final_verdict = {{"candidate", *s.ktx.finished_path}, {"tier", -1}, {"reason", e.what()}};
-        } catch (const std::exception& e) {
-          s.reward_note = fmt::format("the final candidate could not be evaluated: {}", e.what());
-        }
-      }
-    } else if (s.record->best()) {
+    std::optional<Score> final_score = final.score;
+    s.final_verdict = final.record;
+    s.reward_note = final.note;
+    if (reason != "finish" && s.record->best()) {
       final_score = s.record->best()->score;  // a limit ended it: the best evaluated candidate stands
       s.reward_note = fmt::format("no finish: the best evaluated candidate ({})", s.record->best()->path);
     }
@@ -358,7 +373,7 @@ struct Sessions::Impl {
       std::unique_lock<std::mutex> lock(s.mu);
       s.closed = true;
       s.idle_cv.wait(lock, [&] { return !s.busy; });
-      if (!s.done) end_episode(s, why, Clock::now() + std::chrono::seconds(1));
+      if (!s.done) end_episode(s, why, FinalVerdict{});
       summary_json = summary(s);
     }
     std::error_code ec;
@@ -560,6 +575,7 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
   for (size_t i = 0; i < req.calls.size(); ++i) {
     const llm::ToolCall& call = req.calls[i];
     model_tools::CallOutcome o;
+    std::optional<Clock::time_point> call_start;  // set when the call runs
     const bool evaluates = call.name == "evaluate" || call.name == "profile";
     const auto deadline = std::min(
         wall_end, Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(s.request.limits.call_s * 1000)));
@@ -585,6 +601,7 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
           s.request.limits.evaluations);
     } else {
       try {
+        call_start = Clock::now();
         o = model_tools::run_tool_call(s.tools.tools, call, deadline, s.request.limits.observation_bytes);
       } catch (const std::exception& e) {
         // kagent's own failure (no GPU worker answered, the queue full): the model reads it.
@@ -602,7 +619,8 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
                             {"name", call.name},
                             {"content", o.message.content},
                             {"is_error", o.message.is_error},
-                            {"truncated", o.truncated}});
+                            {"truncated", o.truncated},
+                            {"seconds", call_start ? seconds_since(*call_start) : 0.0}});
   }
   // A reply that did no work gets the words the agent loop gives its model.
   std::string feedback;
@@ -617,15 +635,15 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
     s.transcript->write(agent::MessageEvent{nudge, std::nullopt, std::nullopt});
   }
 
+  // Whether the episode ends here, and why; finish's evaluation before the lock is taken.
+  std::string end_reason = finished                                                      ? "finish"
+                           : s.steps >= s.request.limits.steps                           ? "step limit"
+                           : Clock::now() >= wall_end                                    ? "time limit"
+                           : tree_bytes(s.ws->root()) > s.request.limits.workspace_bytes ? "workspace limit"
+                                                                                         : "";
+  const Impl::FinalVerdict final = finished ? m.final_evaluation(s, wall_end) : Impl::FinalVerdict{};
   std::lock_guard<std::mutex> lock(s.mu);
-  if (finished)
-    m.end_episode(s, "finish", wall_end);
-  else if (s.steps >= s.request.limits.steps)
-    m.end_episode(s, "step limit", std::nullopt);
-  else if (Clock::now() >= wall_end)
-    m.end_episode(s, "time limit", std::nullopt);
-  else if (tree_bytes(s.ws->root()) > s.request.limits.workspace_bytes)
-    m.end_episode(s, "workspace limit", std::nullopt);
+  if (!end_reason.empty()) m.end_episode(s, end_reason, final);
   Json out = {{"observations", observations},
               {"done", s.done},
               {"done_reason", s.done ? Json(s.done_reason) : Json()},
@@ -666,13 +684,14 @@ Answer Sessions::state(const std::string& id) {
 
 size_t Sessions::reap() {
   Impl& m = *impl_;
-  std::vector<std::shared_ptr<Session>> idle;
+  std::vector<std::shared_ptr<Session>> all, idle;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    for (auto& [id, s] : m.open) {
-      std::lock_guard<std::mutex> slock(s->mu);
-      if (!s->busy && seconds_since(s->last_request) > m.opt.idle_s) idle.push_back(s);
-    }
+    for (auto& [id, s] : m.open) all.push_back(s);
+  }
+  for (auto& s : all) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->busy && !s->closed && seconds_since(s->last_request) > m.opt.idle_s) idle.push_back(s);
   }
   for (auto& s : idle) m.finish_close(*s, "reaped: idle");
   return idle.size();

@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <future>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -275,9 +276,10 @@ namespace {
 // the verdict a candidate's text asks for, rendered as the evaluate tool renders a report.
 class SessionEvaluationTest : public SessionsTest {
  protected:
-  void start_with_gpu() {
+  void start_with_gpu(double idle_s = 900) {
     serve::ServeOptions o;
     o.sessions.dir = tmp / "sessions";
+    o.sessions.idle_s = idle_s;
     start(o);
   }
   // The demo's softmax candidate as its script leaves it (correct), with a verdict for the fake.
@@ -354,6 +356,33 @@ TEST_F(SessionEvaluationTest, AStepLimitEndsTheEpisodeWithTheBestCandidatesTier)
   EXPECT_EQ(types["stop"], 1);
   EXPECT_EQ(types["message"], 2 + 3 + 4);
   EXPECT_TRUE(std::filesystem::exists(tmp / "sessions" / id / "best.cu"));
+}
+
+TEST_F(SessionEvaluationTest, AFinishWaitingForTheGpuHoldsNoOtherSessionBack) {
+  start_with_gpu(2.0);  // the reaper looks every half second
+  auto c = client();
+  const std::string a = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}})["session_id"];
+  const std::string b = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}})["session_id"];
+  // The fake backend holds an evaluation whose text starts with "block" until released.
+  post(c, "/v1/sessions/" + a + "/step",
+       call("write_file", {{"path", "k.cu"}, {"content", "block\n" + candidate("tier 2 speedup 1.5")}}));
+  auto finishing = std::async(std::launch::async, [&] {
+    auto c2 = client();
+    return post(c2, "/v1/sessions/" + a + "/step", call("finish", {{"path", "k.cu"}}));
+  });
+  ASSERT_TRUE(state.wait_blocked(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // a reaper pass while it waits
+  const auto t0 = std::chrono::steady_clock::now();
+  auto j = post(c, "/v1/sessions/" + b + "/step", call("list_files", nlohmann::json::object()));
+  EXPECT_FALSE(j["observations"][0]["is_error"].get<bool>());
+  auto st = c.Get(("/v1/sessions/" + a).c_str());
+  ASSERT_TRUE(st);
+  EXPECT_EQ(nlohmann::json::parse(st->body)["state"], "stepping");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5);
+  state.release();
+  auto done = finishing.get();
+  EXPECT_TRUE(done["done"].get<bool>());
+  EXPECT_EQ(done["reward"], 2);
 }
 
 }  // namespace
