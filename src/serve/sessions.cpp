@@ -258,10 +258,8 @@ struct Sessions::Impl {
     r.name = c.path.filename().string();
     r.want_report = true;
     r.mode = mode;
-    if (deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
-      r.timeout = std::max(std::chrono::milliseconds(1000), std::min(r.timeout, left));
-    }
+    // The GPU part's limit stays the session's (timeout_s): an evaluation's options are the same for
+    // every call, so the worker's Evaluator serves them all; the call's deadline bounds the wait.
     EvalQueue::Refusal why = EvalQueue::Refusal::none;
     auto futures = queue->submit({r}, &why);
     if (!futures)
