@@ -275,6 +275,14 @@ struct Sessions::Impl {
     throw EnvError(message);
   }
 
+  // A session that is not open: its summary when it was closed (close and state answer the same
+  // again), else 404.
+  Answer not_open(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = closed.find(id); it != closed.end()) return answer_of(200, it->second);
+    return error_answer(404, "no such session: " + id, "session_id");
+  }
+
   Json summary(Session& s) {
     Json j = {{"session_id", s.id},
               {"state", s.closed ? "closed"
@@ -660,22 +668,14 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
 Answer Sessions::close(const std::string& id) {
   Impl& m = *impl_;
   std::shared_ptr<Session> s = m.find(id);
-  if (!s) {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (auto it = m.closed.find(id); it != m.closed.end()) return answer_of(200, it->second, 0);
-    return error_answer(404, "no such session: " + id, "session_id");
-  }
+  if (!s) return m.not_open(id);
   return answer_of(200, m.finish_close(*s, "closed"), 0);
 }
 
 Answer Sessions::state(const std::string& id) {
   Impl& m = *impl_;
   std::shared_ptr<Session> s = m.find(id);
-  if (!s) {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (auto it = m.closed.find(id); it != m.closed.end()) return answer_of(200, it->second, 0);
-    return error_answer(404, "no such session: " + id, "session_id");
-  }
+  if (!s) return m.not_open(id);
   std::lock_guard<std::mutex> lock(s->mu);
   return answer_of(200, m.summary(*s), 0);
 }
