@@ -6,9 +6,9 @@
 #include <httplib.h>
 
 #include <atomic>
-#include <future>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <map>
 #include <thread>
 
