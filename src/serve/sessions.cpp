@@ -188,7 +188,7 @@ struct Sessions::Impl {
   // The op's facts for the task text: from a worker's Evaluator through the queue (it needs the
   // GPU), else the machine's reason for having none.
   // Sessions of one problem opened together wait for one resolution: the first asks the queue, the
-  // others wait for its answer; a failure is not kept (the next session asks again).
+  // others wait for its answer; a failure is not kept (the next opening of that problem asks again).
   std::shared_ptr<const agent::ProblemFacts> facts_of(const Session& s) {
     if (!queue) return std::make_shared<const agent::ProblemFacts>(agent::facts_without_gpu(s.op, no_gpu));
     const std::string key = fmt::format("{}\n{}\n{:g}\n{:g}", judge::problem_key(s.problem_file),
@@ -495,7 +495,7 @@ Answer Sessions::open(std::string_view body) {
     }
     const bool shell = req.shell && m.sandbox.has_value();
     s->tools = agent::make_episode_tools(*s->ws, s->ktx, shell ? m.sandbox : std::nullopt);
-    if (!req.shell) s->tools.shell_note = "shell is off (this session asked for none)";
+    if (!req.shell) s->tools.shell_note = "shell is off (the episode was opened with \"shell\": false)";
     s->transcript = std::make_unique<agent::Transcript>(s->dir / "transcript.jsonl");
     s->record = std::make_unique<agent::RunRecord>(s->dir, *s->transcript);
     Session* raw = s.get();
@@ -552,7 +552,7 @@ Answer Sessions::step(const std::string& id, std::string_view body) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.last_request = Clock::now();
     if (s.closed) return error_answer(409, "that session is closed", "session_id");
-    if (s.busy) return error_answer(409, "a step of this session is still running: one step at a time", "session_id");
+    if (s.busy) return error_answer(409, "a step of this episode is still running: one step at a time", "session_id");
     if (s.done) return error_answer(409, fmt::format("the episode is over ({}): close the session", s.done_reason));
     s.busy = true;
   }
