@@ -53,20 +53,41 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# --test with KAGENT_PYTHON_DEPS=DIR (the Makefile gives BUILD/python-deps): the trainer framework the
-# Python client's environment adapter is tested against, pinned, installed by pip into DIR (the
-# tests put it on PYTHONPATH), each package only when python3 cannot import it already, so that
-# nothing shadows a machine's own numpy or torch. No pip or no network: its test skips, saying so.
+# --test with KAGENT_PYTHON_DEPS=DIR (the Makefile gives BUILD/python-deps): the trainer frameworks the
+# Python client's adapters are tested against, pinned, installed by pip into DIR (the tests put it on
+# PYTHONPATH), each package only when python3 cannot import it already, so that nothing shadows a
+# machine's own numpy or torch: gymnasium; skyrl-gym with what importing it needs (pandas, requests);
+# verl (its agent loop and tool modules; the test stands in for torch, ray and the model server) with
+# pydantic and regex; and OpenRLHF's agent module, taken from its wheel (the package needs CUDA builds).
+# No pip or no network: the adapters' tests skip, saying so.
 if [ "${1:-}" = --test ] && [ -n "${KAGENT_PYTHON_DEPS:-}" ]; then
   want=()
-  for spec in gymnasium==1.0.0 numpy==1.26.4 cloudpickle==3.1.0 typing-extensions==4.12.2 farama-notifications==0.0.4; do
+  for spec in gymnasium==1.0.0 numpy==1.26.4 cloudpickle==3.1.0 typing-extensions==4.12.2 farama-notifications==0.0.4 \
+      skyrl-gym==0.4.0 pandas==2.2.3 python-dateutil==2.9.0.post0 six==1.16.0 pytz==2024.2 tzdata==2024.2 \
+      requests==2.32.3 urllib3==2.2.3 idna==3.10 charset-normalizer==3.4.0 certifi==2024.8.30 \
+      verl==0.9.1 pydantic==2.9.2 pydantic-core==2.23.4 annotated-types==0.7.0 regex==2024.9.11; do
     module="${spec%%==*}"; module="${module//-/_}"
+    case $module in python_dateutil) module=dateutil ;; charset_normalizer) ;; esac
     PYTHONPATH="$KAGENT_PYTHON_DEPS" python3 -c "import $module" 2>/dev/null || want+=("$spec")
   done
   if ((${#want[@]})); then
     echo "kagent: installing into $KAGENT_PYTHON_DEPS for the adapter tests: ${want[*]}"
     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target "$KAGENT_PYTHON_DEPS" "${want[@]}" ||
-      echo "kagent: could not install ${want[*]} (pip missing or offline): the Gymnasium adapter's test will skip" >&2
+      echo "kagent: could not install ${want[*]} (pip missing or offline): the adapters' tests will skip" >&2
+    rm -rf "$KAGENT_PYTHON_DEPS/tests" "$KAGENT_PYTHON_DEPS/scripts"  # verl's wheel ships these as top-level packages
+  fi
+  agent="$KAGENT_PYTHON_DEPS/openrlhf-0.11.2/agent.py"
+  if [ ! -f "$agent" ]; then
+    wheels=$(mktemp -d)
+    if python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
+         --dest "$wheels" openrlhf==0.11.2 &&
+       mkdir -p "${agent%/*}" &&
+       python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); n = [x for x in z.namelist() if x.endswith("openrlhf/utils/agent.py")][0]; open(sys.argv[2], "wb").write(z.read(n))' \
+         "$wheels"/openrlhf-0.11.2-*.whl "$agent"; then :
+    else
+      echo "kagent: could not fetch OpenRLHF 0.11.2's agent module (pip missing or offline): its adapter's test will skip" >&2
+    fi
+    rm -rf "$wheels"
   fi
 fi
 

@@ -5,6 +5,9 @@
     record = c.evaluate(open("cand.cu").read(), problem="level1/19")   # `kagent eval --json`'s record
 
 RL rewards: `compute_score` (verl) and `python -m kagent_client.reward_proxy` (OpenRLHF's /get_reward).
+Agent episodes (docs/environment.md): `Client.open_session`, `KernelEnv`, and the trainer adapters,
+imported only when used: kagent_client.verl_agent_loop, kagent_client.skyrl_env,
+kagent_client/openrlhf_agent.py (by path), kagent_client.verl_config (writes verl's config).
 """
 from .client import Client, KagentError, RequestRefused, Session, Unavailable, evaluate, evaluate_batch
 from .env import KernelEnv, gymnasium_env
