@@ -15,7 +15,7 @@ __all__ = ["problem_of", "session_options", "tools_block", "messages_with_tools"
 
 # The fields of POST /v1/sessions a trainer's config may set (docs/environment.md).
 SESSION_FIELDS = ("precision", "atol", "rtol", "tolerance", "trials", "timing", "timeout_s", "measure", "limits",
-                  "reward", "shell")
+                  "reward", "shell", "kind")
 
 
 def problem_of(row):

@@ -11,6 +11,7 @@
 #include "kagent/compile/options.hpp"
 #include "kagent/compile/sass.hpp"
 #include "kagent/eval/candidate_kind.hpp"
+#include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/profile_table.hpp"
 
 namespace kagent::model_tools {
@@ -48,17 +49,24 @@ std::string sass_text(const CompileResult& r, bool listing, const std::string& k
 }
 
 // The candidate at a workspace path, parsed; the model's mistakes (no file, bad plan) as ToolError.
-Candidate load_from(const Workspace& ws, const nlohmann::json& args, std::string& rel) {
+Candidate load_from(const Workspace& ws, const KernelToolContext& ctx, const nlohmann::json& args, std::string& rel) {
   rel = arg_string(args, "path");
   auto abs = ws.resolve(rel);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(abs, ec)) throw ToolError(fmt::format("no file '{}' in the workspace", rel));
+  Candidate c;
   try {
-    Candidate c = parse_candidate(read_text_file(abs), rel);
-    return c;
+    c = parse_candidate(read_text_file(abs), rel);
   } catch (const InputError& e) {
     throw ToolError(e.what());
   }
+  if (!ctx.kind.empty() && c.kind != ctx.kind) {
+    std::string ext;
+    for (const std::string& e : kind_named(ctx.kind, "kind").extensions()) ext += (ext.empty() ? "" : " or ") + e;
+    throw ToolError(fmt::format("'{}' is a {} candidate; this episode takes {} candidates only ({} files)", rel, c.kind,
+                                ctx.kind, ext));
+  }
+  return c;
 }
 
 std::string compile_text(const CompileResult& r) {
@@ -82,7 +90,7 @@ class CompileTool : public Tool {
   }
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
-    Candidate c = load_from(ws_, args, rel);
+    Candidate c = load_from(ws_, ctx_, args, rel);
     const std::string sass = args.contains("sass") ? arg_string(args, "sass") : "";
     if (!sass.empty() && sass != "summary" && sass != "listing")
       throw ToolError(fmt::format("sass is 'summary' or 'listing', not '{}'", sass));
@@ -118,7 +126,7 @@ class EvaluateTool : public Tool {
   }
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
-    Candidate c = load_from(ws_, args, rel);
+    Candidate c = load_from(ws_, ctx_, args, rel);
     if (!ctx_.evaluate)
       return {fmt::format("evaluate is unavailable: {}. compile still works.", ctx_.no_gpu_reason),
               true,
@@ -152,7 +160,7 @@ class ProfileTool : public Tool {
   }
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
-    Candidate c = load_from(ws_, args, rel);
+    Candidate c = load_from(ws_, ctx_, args, rel);
     CompileResult r;
     try {
       r = kind_of(c).compile(c, &ctx_.op, *ctx_.compiler, ctx_.arch);
@@ -198,7 +206,7 @@ class FinishTool : public Tool {
   }
   ToolResult run(const nlohmann::json& args) override {
     std::string rel;
-    load_from(ws_, args, rel);  // it must exist and parse
+    load_from(ws_, ctx_, args, rel);  // it must exist and parse
     ctx_.finished_path = rel;
     ctx_.finish_summary =
         args.contains("summary") && args["summary"].is_string() ? args["summary"].get<std::string>() : "";

@@ -1,5 +1,7 @@
 #include "kagent/serve/session_request.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "json_fields.hpp"
@@ -80,6 +82,20 @@ OpenSessionRequest parse_open_session(std::string_view body, const RequestLimits
       bad("reward", fmt::format("{}: expected \"tier\", \"best_tier\" or \"log_speedup\"", show_json(Json(rule))));
   }
   if (auto v = f.boolean("shell")) r.shell = *v;
+  r.kind = f.string("kind", false, 64);
+  if (!r.kind.empty() &&
+      std::find(std::begin(kEpisodeKinds), std::end(kEpisodeKinds), r.kind) == std::end(kEpisodeKinds)) {
+    std::string known;
+    for (std::string_view k : kEpisodeKinds) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", k);
+    bad("kind",
+        fmt::format("{}: an episode takes the candidates its prompts teach: {}", show_json(Json(r.kind)), known));
+  }
+  // Evaluation inputs are drawn from the OS for every evaluation, so that no candidate can replay
+  // them; an episode has no other randomness for a seed to fix.
+  if (f.get("seed"))
+    bad("seed",
+        "an episode has nothing to seed: every evaluation draws fresh inputs from the OS (so that no "
+        "candidate can replay them) and the trainer samples the model");
   f.unknown();
   return r;
 }

@@ -481,6 +481,7 @@ Answer Sessions::open(std::string_view body) {
     s->compiler = std::make_unique<Compiler>(find_cuda_paths(), m.cache);
     s->ktx.op = facts->with_signature;
     s->ktx.compiler = s->compiler.get();
+    s->ktx.kind = req.kind;
     {
       std::lock_guard<std::mutex> lock(m.facts_mu);
       s->ktx.arch = m.arch;
@@ -521,6 +522,7 @@ Answer Sessions::open(std::string_view body) {
                  {"tools", tool_schemas(s->tools.tools)},
                  {"limits", limits_json(req.limits)},
                  {"reward", reward_rule_name(req.reward)},
+                 {"kind", req.kind.empty() ? Json() : Json(req.kind)},
                  {"problem", req.problem}};
     std::lock_guard<std::mutex> lock(m.mu);
     m.open[s->id] = s;

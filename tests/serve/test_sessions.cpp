@@ -191,6 +191,11 @@ TEST_F(SessionsTest, BadRequestsNameTheField) {
   EXPECT_EQ(j["error"]["field"], "reward");
   j = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}, {"limitz", 1}}, 400);
   EXPECT_EQ(j["error"]["field"], "limitz");
+  j = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}, {"kind", "modelnew"}}, 400);
+  EXPECT_EQ(j["error"]["field"], "kind");
+  j = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}, {"seed", 7}}, 400);
+  EXPECT_EQ(j["error"]["field"], "seed");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("fresh inputs"), std::string::npos) << j.dump();
   j = post(c, "/v1/sessions", {{"problem", "no/such.json"}}, 404);
   j = post(c, "/v1/sessions/0123/step", {{"text", "x"}}, 404);
   EXPECT_EQ(j["error"]["field"], "session_id");
@@ -327,6 +332,30 @@ TEST_F(SessionEvaluationTest, EvaluationsGoThroughTheQueueAndFinishIsTheReward) 
   for (const auto& e : state.events)
     if (e.rfind("report", 0) == 0) reports.push_back(e);
   EXPECT_EQ(reports, (std::vector<std::string>{"report score", "report profile", "report score"}));
+}
+
+TEST_F(SessionEvaluationTest, AnEpisodeOfOneKindRefusesTheOthersCandidatesUnrun) {
+  start_with_gpu();
+  auto c = client();
+  auto opened = post(c, "/v1/sessions", {{"problem", "ops/demo/op.json"}, {"kind", "plan"}});
+  EXPECT_EQ(opened["kind"], "plan");
+  const std::string step = "/v1/sessions/" + opened["session_id"].get<std::string>() + "/step";
+  const std::string modelnew =
+      "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, 1)\n";
+  post(c, step, call("write_file", {{"path", "m.py"}, {"content", modelnew}}));
+  for (const char* tool : {"evaluate", "profile", "finish"}) {
+    auto j = post(c, step, call(tool, {{"path", "m.py"}}));
+    const std::string seen = j["observations"][0]["content"];
+    EXPECT_TRUE(j["observations"][0]["is_error"].get<bool>()) << tool << ": " << seen;
+    EXPECT_NE(seen.find("takes plan candidates only (.cu files)"), std::string::npos) << tool << ": " << seen;
+    EXPECT_FALSE(j["done"].get<bool>()) << tool;
+  }
+  EXPECT_EQ(state.calls.load(), 0);  // nothing of the other kind reached the GPU
+  // The kind it takes runs as before.
+  post(c, step, call("write_file", {{"path", "k.cu"}, {"content", candidate("tier 2 speedup 1.5")}}));
+  auto j = post(c, step, call("finish", {{"path", "k.cu"}}));
+  EXPECT_TRUE(j["done"].get<bool>());
+  EXPECT_EQ(j["final"]["tier"], 2);
 }
 
 TEST_F(SessionEvaluationTest, AStepLimitEndsTheEpisodeWithTheBestCandidatesTier) {

@@ -32,6 +32,8 @@ struct KernelToolContext {
       std::function<EvalReport(const Candidate& candidate, EvalMode mode, std::optional<Deadline> deadline)>;
   Evaluate evaluate;
   std::string no_gpu_reason;
+  // The one candidate kind the tools take (eval/candidate_kinds.hpp: "plan", "modelnew"); "" any.
+  std::string kind;
   // Called after every evaluation (the run keeps candidates/NNN.cu or .py and best.cu or best.py).
   std::function<void(const std::string& path, const std::string& source, const EvalReport& report)> on_evaluated;
   // Set by finish: the final candidate and the model's summary.

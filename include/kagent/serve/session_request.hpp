@@ -50,7 +50,12 @@ struct OpenSessionRequest {
   SessionLimits limits;
   RewardRule reward = RewardRule::tier;
   bool shell = true;  // the shell tool (off: the episode has the file and kernel tools only)
+  std::string kind;   // the one candidate kind the episode's tools take ("" any: as kagent optimize)
 };
+
+// The candidate kinds an episode may be restricted to: those whose format the prompts and the skill
+// teach (a model told of launch plans only cannot be asked for another format).
+inline constexpr std::string_view kEpisodeKinds[] = {"plan"};
 
 // Throws RequestError: 413 for a body over limits.max_body_bytes; 400 naming the field otherwise.
 // A limit above `most`'s is refused naming it and the most.
