@@ -232,7 +232,7 @@ int run_bench(BenchArgs a) {
     a.measure.validate();
     rq.stop_rule = a.measure.stop_rule;
     rq.knobs = a.measure.knobs;
-    rq.allow_torch_ops = a.measure.allow_torch_ops;
+    rq.torch_ops = a.measure.torch_ops_or_default();
     auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
     so.backends = judge::evaluator_backends(cache);
     so.prebuilder = make_prebuilder(a.build_jobs, a.arch, gpus.front(), static_cast<int>(gpus.size()) * a.jobs, cache);

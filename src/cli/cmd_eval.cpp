@@ -54,7 +54,7 @@ int eval_many(const EvalArgs& a) {
   a.measure.validate();
   base.stop_rule = a.measure.stop_rule;
   base.knobs = a.measure.knobs;
-  base.allow_torch_ops = a.measure.allow_torch_ops;
+  base.torch_ops = a.measure.torch_ops_or_default();
   load_op(a.op);  // a bad problem is said once, before any candidate
   std::vector<judge::CandidateRequest> requests;
   for (const auto& c : a.candidates) {

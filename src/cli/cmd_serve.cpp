@@ -45,6 +45,7 @@ struct ServeArgs {
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
+  std::string torch_ops = "fail";
   // The agent's episodes (serve/sessions.hpp).
   std::string sessions_dir;
   int max_sessions = 256;
@@ -86,6 +87,10 @@ int run_serve(const ServeArgs& a) {
   o.sessions.shell = !a.no_shell;
   o.limits.max_timeout_s = a.max_timeout_s;
   o.limits.default_preset = std::string(measure_preset(a.preset).name);  // InputError naming the presets
+  if (auto p = parse_torch_ops(a.torch_ops))
+    o.limits.default_torch_ops = *p;
+  else
+    throw InputError(fmt::format("--torch-ops: '{}' is not one of {}", a.torch_ops, kTorchOpsChoices));
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   o.http = a.http;
   o.http.header_bytes = static_cast<size_t>(a.max_header_kb * 1024);
@@ -157,10 +162,11 @@ int run_serve(const ServeArgs& a) {
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
   fmt::print(
       "kagent serve: listening on http://{}:{} (GPUs {}, queue {} / {:g} MiB, batches up to {}, {} warm problem(s) per "
-      "GPU within {:g} of memory, {} build thread(s), preset {}, problems under {}{})\n",
+      "GPU within {:g} of memory, {} build thread(s), preset {}, torch ops {}, problems under {}{})\n",
       o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, a.queue_mb, o.limits.max_batch,
       o.warm.max_problems, o.warm.memory_share, o.prebuilder ? o.prebuilder->threads() : 0, o.limits.default_preset,
-      o.problems_root.string(), o.token.empty() ? "" : ", bearer token required");
+      torch_ops_name(o.limits.default_torch_ops), o.problems_root.string(),
+      o.token.empty() ? "" : ", bearer token required");
   if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
   std::fflush(stdout);
 
@@ -210,6 +216,10 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--preset", a->preset,
                   fmt::format("The measurement preset of requests whose \"measure\" names none: {} (default: default)",
                               measure_preset_names()));
+  sub->add_option("--torch-ops", a->torch_ops,
+                  fmt::format("What ModelNew solutions whose work PyTorch's operators do earn when a request's "
+                              "\"measure\" does not say ({}; `kagent eval --torch-ops`) (default: fail)",
+                              kTorchOpsChoices));
   sub->add_option("--build-jobs", a->build_jobs,
                   "Threads that compile and build queued candidates while the GPUs measure (default: the machine's "
                   "cores less two per GPU; 0: each in its worker's turn)")

@@ -3,6 +3,7 @@
 // has parsed the command line. The function returns the process exit code (ExitCode) or throws
 // kagent::Error, which main() turns into a message and that error's code.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,11 @@ struct MeasureFlags {
   std::string preset = "default";  // --preset: the values stop_rule and knobs start from
   StopRule stop_rule;
   MeasureKnobs knobs;
-  bool allow_torch_ops = false;      // --allow-torch-ops (ModelNew solutions)
+  // --torch-ops (or --allow-torch-ops, or the preset's); nullopt: cap, the CLI's default.
+  std::optional<TorchOps> torch_ops;
+  TorchOps torch_ops_or_default() const { return torch_ops.value_or(TorchOps::cap); }
   void validate() const;             // InputError for contradictory bounds (max below min)
-  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs and o.allow_torch_ops
+  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs and o.torch_ops
 };
 void add_measure_flags(CLI::App* sub, MeasureFlags* m);
 // --provider, --base-url, --model, --api-key-env, and (not for doctor, which checks an endpoint)

@@ -28,6 +28,7 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
            m->preset = std::string(p.name);
            m->stop_rule = p.stop_rule;
            m->knobs = p.knobs;
+           if (p.torch_ops) m->torch_ops = p.torch_ops;
          },
          fmt::format("A named measurement: {} (default: default; flags given beside it override its values)",
                      measure_preset_names()))
@@ -67,9 +68,23 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
   sub->add_option("--launch-samples", k.per_launch_samples, "Samples of the per-launch timing (default 21)")
       ->check(CLI::PositiveNumber)
       ->group(g);
-  sub->add_flag("--allow-torch-ops", m->allow_torch_ops,
-                "ModelNew solutions: PyTorch's own ops may carry most of the GPU time (no torch_ops flag; the record "
-                "still lists them)")
+  auto* policy =
+      sub->add_option_function<std::string>(
+             "--torch-ops",
+             [m](const std::string& name) {
+               auto p = parse_torch_ops(name);
+               if (!p)
+                 throw CLI::ValidationError(fmt::format("--torch-ops: '{}' is not one of {}", name, kTorchOpsChoices));
+               m->torch_ops = *p;
+             },
+             "ModelNew solutions whose work PyTorch's own operators do (anything but allocating or "
+             "filling memory): fail (tier -1, the operators named), cap (tier 1 when they carry most of the "
+             "kernel time or no kernel of the solution's own ran) or allow (speed scores them; the record "
+             "lists them). Default: cap, fail with --preset training")
+          ->group(g);
+  sub->add_flag_callback(
+         "--allow-torch-ops", [m] { m->torch_ops = TorchOps::allow; }, "The same as --torch-ops allow")
+      ->excludes(policy)
       ->group(g);
 }
 
@@ -85,7 +100,7 @@ void MeasureFlags::apply(EvalOptions& o) const {
   validate();
   o.stop_rule = stop_rule;
   o.knobs = knobs;
-  o.allow_torch_ops = allow_torch_ops;
+  o.torch_ops = torch_ops_or_default();
 }
 
 }  // namespace kagent::cli

@@ -32,6 +32,7 @@
 #include "kagent/eval/candidate_kind.hpp"
 #include "kagent/eval/drawn_inputs.hpp"
 #include "kagent/eval/modelnew_worker.hpp"
+#include "kagent/eval/torch_ops_rule.hpp"
 #include "kagent/protocol/runner_messages.hpp"
 #include "kagent/sandbox/process.hpp"
 
@@ -41,8 +42,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-constexpr double kTorchShareLimit = 0.5;  // torch_ops: PyTorch's kernels carry more than half the time
 
 void fail(EvalOutcome& o, const WorkerFailure& f) {
   o.correct = false;
@@ -130,8 +129,9 @@ nlohmann::json member(const nlohmann::json& t, const char* key, nlohmann::json e
   return empty;
 }
 
-// The profiler's view of the samples (trace.py) as the CUPTI cross-check and its flags.
-void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops, EvalOutcome& o) {
+// The profiler's view of the samples as the CUPTI cross-check and its flags; under the policy fail,
+// the failure PyTorch's operators make (applied once the re-checks have passed), else "".
+std::string read_trace(const nlohmann::json& t, double median_ms, TorchOps policy, EvalOutcome& o) {
   CuptiCheck c;
   c.ran = true;
   c.samples = t.value("samples", 0);
@@ -157,22 +157,7 @@ void read_trace(const nlohmann::json& t, double median_ms, bool allow_torch_ops,
         {FlagKind::timing_untrusted, "", static_cast<double>(uncovered.size() + stray.size()), 0, problem});
   o.cupti = c;
 
-  const double share = t.value("torch_share", 0.0);
-  const int custom = t.value("custom_kernels", 0);
-  std::string ops;
-  const nlohmann::json torch_ops = member(t, "torch_ops", nlohmann::json::object());
-  for (auto it = torch_ops.begin(); it != torch_ops.end(); ++it)
-    ops += fmt::format("{}{} {:.1f}%", ops.empty() ? "" : ", ", it.key(),
-                       c.kernel_ms > 0 ? 100.0 * it.value().get<double>() / 1e3 / c.kernel_ms : 0.0);
-  if (ops.empty()) return;
-  const bool mostly_torch = share > kTorchShareLimit || (custom == 0 && c.launches_seen > 0);
-  const std::string what = fmt::format(
-      "{:.0f}% of the kernel time is PyTorch's own operators ({}); the solution's own kernels ran {} time(s)",
-      100 * share, ops, custom);
-  if (mostly_torch && !allow_torch_ops)
-    o.flags.push_back({FlagKind::torch_ops, "", share, kTorchShareLimit, what + " (--allow-torch-ops permits it)"});
-  else
-    o.flags.push_back({FlagKind::note, "", share, kTorchShareLimit, "PyTorch ops ran: " + what});
+  return judge_torch_ops(t, c, policy, o);
 }
 
 // The worker of a solution's evaluation, the same whether it is started ahead (start_ahead) or in
@@ -241,8 +226,9 @@ class ModelNewEvaluation : public KindEvaluation {
     }
     o.candidate_time = timed.body.at("summary").get<TimingSummary>();
     o.flush_bytes = timed.body.value("flush_bytes", int64_t{0});
+    std::string torch_failure;
     if (auto t = timed.body.find("trace"); t != timed.body.end())
-      read_trace(*t, o.candidate_time->median_ms, opt.allow_torch_ops, o);
+      torch_failure = read_trace(*t, o.candidate_time->median_ms, opt.torch_ops, o);
     else
       o.cupti.emplace().not_run = "not asked for (--no-cupti-check)";
     if (!judged(o, compare(server_, timed.body, trials - 1, "re-check after timing", false), FailureStage::recheck))
@@ -250,7 +236,11 @@ class ModelNewEvaluation : public KindEvaluation {
     o.rechecks = 1;
     if (!run_trial(*worker_, trials, "re-check on fresh inputs after timing", FailureStage::recheck, o, o)) return;
     o.rechecks = 2;
-    o.correct = true;
+    o.correct = torch_failure.empty();
+    if (!o.correct) {
+      o.failure_stage = FailureStage::torch_ops;
+      o.message = torch_failure;
+    }
     std::vector<TensorSpec> moved = op.inputs;  // forward's tensors and the parameters
     note_bandwidth(o, moved, op.outputs);
     if (ctx_.baseline) compare_with_baseline(rep);

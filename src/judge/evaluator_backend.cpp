@@ -26,7 +26,7 @@ EvalOptions eval_options_of(const CandidateRequest& r, int gpu) {
   o.timeout = r.timeout;
   o.stop_rule = r.stop_rule;
   o.knobs = r.knobs;
-  o.allow_torch_ops = r.allow_torch_ops;
+  o.torch_ops = r.torch_ops;
   o.refresh_baselines = r.refresh_baselines;
   return o;
 }
@@ -42,7 +42,7 @@ std::string options_key(const EvalOptions& o) {
                         {"timeout_ms", o.timeout.count()},
                         {"stop_rule", o.stop_rule},
                         {"knobs", o.knobs},
-                        {"allow_torch_ops", o.allow_torch_ops},
+                        {"torch_ops", torch_ops_name(o.torch_ops)},
                         {"refresh_baselines", o.refresh_baselines}}
       .dump();
 }

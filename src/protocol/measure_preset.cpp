@@ -17,7 +17,7 @@ namespace {
 
 // Shorter timing for RL rewards and sampling: the same checks, 20 ms of timed GPU time.
 MeasurePreset training_preset() {
-  MeasurePreset p{"training", {}, {}};
+  MeasurePreset p{"training", {}, {}, TorchOps::fail};  // a reward for calling PyTorch teaches calling it
   p.stop_rule.min_samples = 10;
   p.stop_rule.min_gpu_s = 0.02;
   p.stop_rule.target_rse = 0.005;
@@ -33,7 +33,7 @@ MeasurePreset training_preset() {
 
 const std::vector<MeasurePreset>& measure_presets() {
   static const std::vector<MeasurePreset> presets = {
-      {"default", {}, {}},  // the default protocol: at least 20 samples and 0.1 s of timed GPU time
+      {"default", {}, {}, std::nullopt},  // the default protocol: at least 20 samples and 0.1 s of timed GPU time
       training_preset(),
   };
   return presets;

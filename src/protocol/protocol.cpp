@@ -192,7 +192,8 @@ constexpr std::pair<FailureStage, std::string_view> kFailureStages[] = {{Failure
                                                                         {FailureStage::timeout, "timeout"},
                                                                         {FailureStage::crash, "crash"},
                                                                         {FailureStage::tamper, "tamper"},
-                                                                        {FailureStage::inputs, "inputs"}};
+                                                                        {FailureStage::inputs, "inputs"},
+                                                                        {FailureStage::torch_ops, "torch_ops"}};
 }  // namespace
 
 std::string_view failure_stage_name(FailureStage s) {

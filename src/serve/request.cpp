@@ -22,9 +22,11 @@ using Json = nlohmann::json;
 
 // The service's default preset (RequestLimits::default_preset), before a request's "measure".
 void apply_default_preset(const RequestLimits& limits, judge::CandidateRequest& c) {
+  c.torch_ops = limits.default_torch_ops;
   if (const MeasurePreset* p = find_measure_preset(limits.default_preset)) {
     c.stop_rule = p->stop_rule;
     c.knobs = p->knobs;
+    if (p->torch_ops) c.torch_ops = *p->torch_ops;
   }
 }
 
@@ -40,6 +42,7 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
       bad(f.name("preset"), fmt::format("{}: expected one of {}", show_json(Json(p)), measure_preset_names()));
     s = preset->stop_rule;
     k = preset->knobs;
+    if (preset->torch_ops) c.torch_ops = *preset->torch_ops;
   }
   if (auto v = f.integer("min_samples", 1, kMaxCount)) s.min_samples = *v;
   if (auto v = f.integer("max_samples", 1, kMaxCount)) s.max_samples = *v;
@@ -52,7 +55,17 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   if (auto v = f.integer("check_every", 1, kMaxCount)) k.check_every = *v;
   if (auto v = f.integer("cupti_samples", 1, kMaxCount)) k.cupti_samples = *v;
   if (auto v = f.integer("launch_samples", 1, kMaxCount)) k.per_launch_samples = *v;
-  if (auto v = f.boolean("allow_torch_ops")) c.allow_torch_ops = *v;
+  const std::string policy = f.string("torch_ops", false, 64);
+  if (!policy.empty()) {
+    auto p = parse_torch_ops(policy);
+    if (!p) bad(f.name("torch_ops"), fmt::format("{}: expected one of {}", show_json(Json(policy)), kTorchOpsChoices));
+    c.torch_ops = *p;
+  }
+  // The older form: true is "allow", false "cap".
+  if (auto v = f.boolean("allow_torch_ops")) {
+    if (!policy.empty()) bad(f.name("allow_torch_ops"), "give either torch_ops or allow_torch_ops, not both");
+    c.torch_ops = *v ? TorchOps::allow : TorchOps::cap;
+  }
   f.unknown();
   // The same contradictions `kagent eval`'s flags refuse (MeasureFlags::validate).
   if (s.max_samples < s.min_samples)

@@ -177,11 +177,38 @@ TEST_F(ModelNewEval, PyTorchOpsAreFlaggedUnlessAllowed) {
   EXPECT_TRUE(r.outcome.correct) << describe(r);
   EXPECT_TRUE(has_flag(r, FlagKind::torch_ops)) << describe(r);
   EXPECT_EQ(r.reward.tier, 1) << describe(r);
-  opts.allow_torch_ops = true;
+  opts.torch_ops = TorchOps::allow;
   ev.reset();
   EvalReport allowed = eval("torch_ops.py");
   EXPECT_TRUE(allowed.outcome.correct) << describe(allowed);
   EXPECT_FALSE(has_flag(allowed, FlagKind::torch_ops)) << describe(allowed);
+  opts.torch_ops = TorchOps::fail;
+  ev.reset();
+  EvalReport failed = eval("torch_ops.py");
+  EXPECT_FALSE(failed.outcome.correct) << describe(failed);
+  EXPECT_EQ(failed.outcome.failure_stage, FailureStage::torch_ops) << describe(failed);
+  EXPECT_EQ(failed.reward.tier, -1);
+  EXPECT_NE(failed.outcome.message.find("aten::relu"), std::string::npos) << describe(failed);
+}
+
+TEST_F(ModelNewEval, UnderTorchOpsFailOnlyTheSolutionsOwnKernelsMayCompute) {
+  opts.torch_ops = TorchOps::fail;
+  ev.reset();
+  // Its own kernel after a torch multiply: a small part of the work in PyTorch fails.
+  EvalReport partial = eval("partial_torch.py");
+  EXPECT_FALSE(partial.outcome.correct) << describe(partial);
+  EXPECT_EQ(partial.outcome.failure_stage, FailureStage::torch_ops) << describe(partial);
+  EXPECT_NE(partial.outcome.message.find("aten::mul"), std::string::npos) << describe(partial);
+  // Its own kernel alone (torch::empty_like for the output): correct.
+  EvalReport own = eval("relu_load_inline.py");
+  EXPECT_TRUE(own.outcome.correct) << describe(own);
+  EXPECT_FALSE(has_flag(own, FlagKind::torch_ops)) << describe(own);
+  // Under cap the same partial solution is correct, PyTorch's share noted.
+  opts.torch_ops = TorchOps::cap;
+  ev.reset();
+  EvalReport capped = eval("partial_torch.py");
+  EXPECT_TRUE(capped.outcome.correct) << describe(capped);
+  EXPECT_FALSE(has_flag(capped, FlagKind::torch_ops)) << describe(capped);
 }
 
 TEST_F(ModelNewEval, AFallbackToPyTorchIsFlagged) {

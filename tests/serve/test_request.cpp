@@ -73,7 +73,7 @@ TEST(ServeRequest, ReadsEveryField) {
   EXPECT_EQ(c.knobs.warmup_runs, 2);
   EXPECT_EQ(c.knobs.check_every, 8);
   EXPECT_EQ(c.knobs.per_launch_samples, 7);
-  EXPECT_TRUE(c.allow_torch_ops);
+  EXPECT_EQ(c.torch_ops, TorchOps::allow);  // the older boolean
   // Defaults: the op's precision and tolerance, the service's timeout.
   RequestLimits limits;
   limits.default_timeout_s = 42;
@@ -81,6 +81,7 @@ TEST(ServeRequest, ReadsEveryField) {
   EXPECT_FALSE(d.candidate.precision.has_value());
   EXPECT_TRUE(d.candidate.overrides.empty());
   EXPECT_EQ(d.candidate.timeout.count(), 42000);
+  EXPECT_EQ(d.candidate.torch_ops, TorchOps::fail);  // the service's: no reward for calling PyTorch
   EXPECT_EQ(parse_evaluate_request(with(R"("tolerance": 0.01)"), {}).candidate.overrides.rtol, 0.01);
   EXPECT_EQ(parse_evaluate_request(R"({"source": "class ModelNew: pass", "kind": "modelnew", "problem": "x"})", {})
                 .candidate.kind,
@@ -109,6 +110,24 @@ TEST(ServeRequest, APresetThenTheMeasureFieldsBesideIt) {
   EXPECT_EQ(
       nlohmann::json(parse_evaluate_request(with(R"("measure": {"preset": "default"})"), training).candidate.stop_rule),
       nlohmann::json(StopRule{}));
+}
+
+TEST(ServeRequest, TheTorchOpsPolicyFromTheServiceThePresetAndTheRequest) {
+  auto policy = [](const std::string& measure, RequestLimits limits = {}) {
+    return parse_evaluate_request(measure.empty() ? "{" + kOk + "}" : with(R"("measure": )" + measure), limits)
+        .candidate.torch_ops;
+  };
+  EXPECT_EQ(policy(""), TorchOps::fail);
+  EXPECT_EQ(policy(R"({"preset": "training"})"), TorchOps::fail);
+  EXPECT_EQ(policy(R"({"torch_ops": "cap"})"), TorchOps::cap);
+  EXPECT_EQ(policy(R"({"preset": "training", "torch_ops": "allow"})"), TorchOps::allow);
+  EXPECT_EQ(policy(R"({"allow_torch_ops": false})"), TorchOps::cap);
+  // kagent serve --torch-ops cap: the default of requests that do not say; the training preset still fails.
+  RequestLimits cap;
+  cap.default_torch_ops = TorchOps::cap;
+  EXPECT_EQ(policy("", cap), TorchOps::cap);
+  EXPECT_EQ(policy(R"({"preset": "training"})", cap), TorchOps::fail);
+  EXPECT_EQ(policy(R"({"torch_ops": "fail"})", cap), TorchOps::fail);
 }
 
 TEST(ServeRequest, BadRequestsNameTheField) {
@@ -146,6 +165,9 @@ TEST(ServeRequest, BadRequestsNameTheField) {
   EXPECT_EQ(refusal(with(R"("measure": {"min_gpu_s": 3, "max_gpu_s": 2})")), P(400, "measure.max_gpu_s"));
   EXPECT_EQ(refusal(with(R"("measure": {"target_rse": 2})")), P(400, "measure.target_rse"));
   EXPECT_EQ(refusal(with(R"("measure": {"allow_torch_ops": 1})")), P(400, "measure.allow_torch_ops"));
+  EXPECT_EQ(refusal(with(R"("measure": {"torch_ops": "permit"})")), P(400, "measure.torch_ops"));
+  EXPECT_EQ(refusal(with(R"("measure": {"torch_ops": "cap", "allow_torch_ops": true})")),
+            P(400, "measure.allow_torch_ops"));
   EXPECT_EQ(refusal(with(R"("measure": {"preset": "fast"})")), P(400, "measure.preset"));
   EXPECT_EQ(refusal(with(R"("measure": {"preset": 1})")), P(400, "measure.preset"));
   EXPECT_EQ(refusal(with(R"("name": "a", "name": "b")")).first, 400);            // duplicate key

@@ -9,7 +9,7 @@ solution executes and on machines without a GPU. Reports:
     torch_op          a PyTorch compute op in ModelNew's code (torch.matmul, F.conv2d, x @ w, calling
                       an nn layer kept from __init__, torch::matmul in the extension's C++, ...): the
                       work may not be the solution's own
-                      kernels (allowed with --allow-torch-ops); nn layers that only hold weights are fine
+                      kernels (--torch-ops: what the profiled samples show decides); nn layers that only hold weights are fine
     reference_model   the reference's Model built inside the solution
     fallback          try/except in ModelNew's code: a failing kernel could fall back to PyTorch
     side_stream       torch.cuda.Stream / threads / multiprocessing, or a stream created in the

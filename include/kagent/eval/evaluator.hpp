@@ -22,6 +22,7 @@
 #include "kagent/eval/warm_problems.hpp"
 #include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/protocol.hpp"
+#include "kagent/protocol/torch_ops.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -41,9 +42,9 @@ struct EvalOptions {
   bool cupti_check = true;         // after timing, check it against CUPTI's kernel records
   bool refresh_peaks = false;      // re-measure the GPU's peaks instead of reading the cache
   bool guard_checks = true;        // guard bands and seals (off only to measure their cost)
-  // ModelNew solutions: PyTorch's own operators may carry most of the GPU time without the
-  // torch_ops flag (which withholds the speed tiers); the record still lists the ops that ran.
-  bool allow_torch_ops = false;
+  // ModelNew solutions: what PyTorch's own operators doing the work earns (protocol/torch_ops.hpp):
+  // fail (tier -1), cap (tier 1: the torch_ops flag withholds the speed tiers) or allow.
+  TorchOps torch_ops = TorchOps::cap;
 };
 
 struct EvalReport {

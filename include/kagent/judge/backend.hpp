@@ -42,8 +42,8 @@ struct CandidateRequest {
   std::chrono::milliseconds timeout{60000};  // the GPU part's wall-clock limit (`kagent eval --timeout`)
   StopRule stop_rule;
   MeasureKnobs knobs;
-  bool allow_torch_ops = false;
-  std::string arch;  // "": the GPU's
+  TorchOps torch_ops = TorchOps::cap;  // ModelNew solutions (protocol/torch_ops.hpp); kagent serve's: fail
+  std::string arch;                    // "": the GPU's
   bool refresh_baselines = false;
   // The report itself besides the record (EvalBackend::evaluate_report): the sessions of `kagent
   // serve` render it for the model as `kagent optimize`'s tools do. `mode` is its protocol

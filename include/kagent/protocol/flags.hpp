@@ -28,7 +28,8 @@ enum class FlagKind {
   cupti_disagrees,
   below_memory_floor,  // the median is below bytes moved / theoretical peak bandwidth (advisory)
   // A ModelNew solution whose GPU time is mostly PyTorch's own operators' kernels (or that ran no
-  // kernel of its own): the time is not the solution's kernels' time (--allow-torch-ops permits it).
+  // kernel of its own): the time is not the solution's kernels' time (--torch-ops cap; allow
+  // permits it). Under --torch-ops fail: PyTorch computed part of the work (the evaluation fails).
   torch_ops,
 };
 

@@ -180,7 +180,22 @@ struct CuptiCheck {
 // reference wrote outside its buffers), "timeout", "crash", "tamper" (a ModelNew solution replaced
 // part of the harness: torch.cuda.Event, synchronize, a timer function, the numerics switches),
 // "inputs" (a ModelNew solution wrote its inputs).
-enum class FailureStage { none, plan, launch, correctness, recheck, bounds, reference, timeout, crash, tamper, inputs };
+// torch_ops: a ModelNew solution whose work PyTorch's operators did, under the policy "fail"
+// (protocol/torch_ops.hpp).
+enum class FailureStage {
+  none,
+  plan,
+  launch,
+  correctness,
+  recheck,
+  bounds,
+  reference,
+  timeout,
+  crash,
+  tamper,
+  inputs,
+  torch_ops
+};
 std::string_view failure_stage_name(FailureStage s);
 std::optional<FailureStage> parse_failure_stage(std::string_view name);
 

@@ -10,7 +10,7 @@
 //    "trials": n, "timing": bool, "timeout_s": x,
 //    "measure": {"min_samples", "max_samples", "min_gpu_s", "max_gpu_s", "max_wall_s", "target_rse",
 //                "warmup_samples", "warmup_ms", "check_every", "cupti_samples", "launch_samples",
-//                "allow_torch_ops"}}
+//                "torch_ops": "fail"|"cap"|"allow", "allow_torch_ops"}}
 // POST /v1/evaluate_batch: {"requests": [evaluate request, ...]}
 #include <cstddef>
 #include <filesystem>
@@ -47,6 +47,9 @@ struct RequestLimits {
   std::vector<std::string> kinds;
   // The measurement preset of a request whose "measure" names none (`kagent serve --preset`).
   std::string default_preset = "default";
+  // What PyTorch's operators doing a ModelNew solution's work earn when a request does not say
+  // (`kagent serve --torch-ops`): fail, so that an RL reward never pays for calling PyTorch.
+  TorchOps default_torch_ops = TorchOps::fail;
 };
 
 // A request as read: the candidate and its measurement, with the problem as the client named it
