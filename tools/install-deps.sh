@@ -67,13 +67,21 @@ if [ "${1:-}" = --test ] && [ -n "${KAGENT_PYTHON_DEPS:-}" ]; then
       requests==2.32.3 urllib3==2.2.3 idna==3.10 charset-normalizer==3.4.0 certifi==2024.8.30 \
       verl==0.9.1 pydantic==2.9.2 pydantic-core==2.23.4 annotated-types==0.7.0 regex==2024.9.11; do
     module="${spec%%==*}"; module="${module//-/_}"
-    case $module in python_dateutil) module=dateutil ;; charset_normalizer) ;; esac
-    PYTHONPATH="$KAGENT_PYTHON_DEPS" python3 -c "import $module" 2>/dev/null || want+=("$spec")
+    check="import $module"
+    case $module in
+      python_dateutil) check="import dateutil" ;;
+      pydantic) check="import pydantic; assert pydantic.VERSION.startswith('2.')" ;;  # verl's schemas are pydantic 2's
+    esac
+    PYTHONPATH="$KAGENT_PYTHON_DEPS" python3 -c "$check" 2>/dev/null || want+=("$spec")
   done
   if ((${#want[@]})); then
     echo "kagent: installing into $KAGENT_PYTHON_DEPS for the adapter tests: ${want[*]}"
-    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target "$KAGENT_PYTHON_DEPS" "${want[@]}" ||
-      echo "kagent: could not install ${want[*]} (pip missing or offline): the adapters' tests will skip" >&2
+    # One at a time and wheels only: a package without a wheel for this Python skips its tests alone.
+    for spec in "${want[@]}"; do
+      python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --only-binary=:all: \
+        --target "$KAGENT_PYTHON_DEPS" "$spec" 2>/dev/null ||
+        echo "kagent: could not install $spec (pip missing, offline or no wheel for this Python): the adapter tests that need it will skip" >&2
+    done
     rm -rf "$KAGENT_PYTHON_DEPS/tests" "$KAGENT_PYTHON_DEPS/scripts"  # verl's wheel ships these as top-level packages
   fi
   agent="$KAGENT_PYTHON_DEPS/openrlhf-0.11.2/agent.py"

@@ -52,10 +52,12 @@ def available(module):
         return False
 
 
-def deps_dir():
-    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if p.endswith("python-deps"):
-            return p
+def on_path(relative):
+    """The first folder on sys.path holding `relative` (install-deps.sh puts the pinned frameworks in
+    build/python-deps, which the test's PYTHONPATH names), or None."""
+    for folder in sys.path:
+        if folder and os.path.exists(os.path.join(folder, relative)):
+            return folder
     return None
 
 
@@ -145,10 +147,10 @@ class SkyRLTextEnv(WithService):
 
 def load_openrlhf_agent():
     """OpenRLHF 0.11.2's openrlhf/utils/agent.py as openrlhf.utils.agent (its package needs CUDA builds)."""
-    folder = deps_dir()
-    path = folder and os.path.join(folder, "openrlhf-0.11.2", "agent.py")
-    if not path or not os.path.exists(path):
+    folder = on_path(os.path.join("openrlhf-0.11.2", "agent.py"))
+    if folder is None:
         return None
+    path = os.path.join(folder, "openrlhf-0.11.2", "agent.py")
     stubs = {"openrlhf": types.ModuleType("openrlhf"), "openrlhf.utils": types.ModuleType("openrlhf.utils"),
              "openrlhf.utils.logging_utils": SimpleNamespace(init_logger=logging.getLogger),
              "aiohttp": types.ModuleType("aiohttp")}
@@ -223,11 +225,14 @@ class OpenRLHFAgent(WithService):
 def load_verl():
     """verl 0.9.1's agent loop, tool loop, tool parser and tool schemas (real files), its heavy imports
     stood in for: returns the sys.modules entries to patch in, or None without verl."""
-    folder = deps_dir()
-    root = folder and os.path.join(folder, "verl")
-    if not root or not os.path.exists(os.path.join(root, "experimental", "agent_loop", "tool_agent_loop.py")):
+    folder = on_path(os.path.join("verl", "experimental", "agent_loop", "tool_agent_loop.py"))
+    if folder is None:
         return None
+    root = os.path.join(folder, "verl")
     if not available("pydantic") or not available("regex"):
+        return None
+    import pydantic
+    if not pydantic.VERSION.startswith("2."):
         return None
 
     def package(name, path=None):
