@@ -16,7 +16,7 @@ import random
 
 from .client import Client
 
-__all__ = ["KernelEnv", "gymnasium_env", "messages_of_step"]
+__all__ = ["KernelEnv", "gymnasium_env", "messages_of_step", "info_of_step"]
 
 
 def messages_of_step(answer):
@@ -26,6 +26,11 @@ def messages_of_step(answer):
     if answer.get("feedback"):
         out.append({"role": "user", "content": answer["feedback"]})
     return out
+
+
+def info_of_step(answer):
+    """What a step's answer says about the episode besides its messages and reward."""
+    return {k: answer[k] for k in ("steps", "evaluations", "done_reason", "final", "best", "reward_note") if k in answer}
 
 
 class KernelEnv:
@@ -81,8 +86,7 @@ class KernelEnv:
                              "{'text': ...}, a list of calls or a string")
         done = bool(answer.get("done"))
         reward = answer.get("reward")
-        info = {k: answer[k] for k in ("steps", "evaluations", "done_reason", "final", "best", "reward_note")
-                if k in answer}
+        info = info_of_step(answer)
         info["reward_missing"] = done and reward is None
         terminated = done and answer.get("done_reason") == "finish"
         truncated = done and not terminated

@@ -20,7 +20,7 @@ from skyrl_gym import register as _skyrl_register
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from kagent_client.client import Client
-from kagent_client.env import messages_of_step
+from kagent_client.env import info_of_step, messages_of_step
 from kagent_client.text_episode import messages_with_tools, problem_of, session_options
 
 __all__ = ["KagentTextEnv", "register"]
@@ -53,8 +53,7 @@ class KagentTextEnv(BaseTextEnv):
         self.last = answer
         done = bool(answer.get("done"))
         reward = float(answer.get("reward") or 0.0) if done else 0.0
-        metadata = {k: answer[k] for k in ("steps", "evaluations", "done_reason", "final", "best", "reward_note")
-                    if k in answer}
+        metadata = info_of_step(answer)
         return BaseTextEnvStepOutput(observations=[] if done else messages_of_step(answer), reward=reward, done=done,
                                      metadata=metadata, postprocessed_action=action)
 
