@@ -2,7 +2,7 @@
 # One run on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
-#   ncu roofline level1 check problems precision precision-tests multigpu library before-after warm-tests
+#   ncu roofline level1 check problems precision margins precision-tests precision-suite multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
 #   mixed episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
@@ -65,9 +65,12 @@ if compgen -G "$PWD/.debs/*.deb" > /dev/null &&
   echo "cpp-httplib from .debs: $(pkg-config --modversion cpp-httplib 2>&1) ($(pkg-config --cflags --libs cpp-httplib 2>&1))" \
     >> "$OUT/env.log"
 fi
-step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-step build 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS}
-step env 60 $B/kagent doctor
+# BUILD_TARGETS=none: no build (the modes that need only torch and tools/, such as margins).
+if [ "${BUILD_TARGETS:-}" != none ]; then
+  step build 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  step build 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS}
+  step env 60 $B/kagent doctor
+fi
 if want all tests; then
   # GPU-heavy suites one at a time: they time kernels and hold up to ~60 GB of GPU memory.
   gpu_suites='^(GpuEval|PyTorchEval|RefServerTest|CheckGpu|CheckCli|CuptiGpu|EveryGpu|Bounds|Cluster|LibrarySteps|DrawnInputs)'
@@ -119,10 +122,31 @@ if want precision; then
   step precision 590 python3 benchmarks/reference_precision.py --kernelbench "$KB" --out $PR --resume --budget-s 520
   cp $PR $OUT/reference_precision.jsonl
 fi
+if want margins; then
+  # The precision rule's margins (output_rules.hpp) over every KernelBench problem: the fp32
+  # reference, an honest fp32 forward on the CPU and the reference at TF32, BF16 and FP16, each
+  # against fp64. Resumable like precision: MARGINS_FILTER narrows the problems.
+  mkdir -p $B
+  PM=$B/precision_margins.jsonl
+  step margins 590 python3 benchmarks/precision_margins.py --kernelbench "$KB" --out $PM --resume --budget-s 500 \
+    --filter "${MARGINS_FILTER:-}"
+  cp $PM $OUT/precision_margins.jsonl
+fi
 if want precision-tests; then
-  # The GPU tests of the precision work: exact fp32 convolution, the fp64 rule, weak references.
+  # The GPU tests of the precision work: exact fp32 convolution, the fp64 rule, weak references,
+  # the whole-output rules (constants, TF32 at a loose tolerance) on plans and ModelNew solutions,
+  # and every example solution still correct under them.
   step precision 400 $B/tests/kagent_gpu_tests \
-    --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*'
+    --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*:PyTorchEval.WholeOutput*:PyTorchEval.EveryFixtureIsCorrect:ModelNewEval.Tf32*:ModelNewEval.LowerPrecision*'
+fi
+if want precision-suite; then
+  # TF32, BF16 and FP16 versions of fp32 KernelBench problems, and honest fp32 ones with other
+  # summation orders, through kagent eval (benchmarks/precision_suite.py). Resumable.
+  mkdir -p $B
+  PS=$B/precision_suite.jsonl
+  step precision-suite 590 python3 benchmarks/precision_suite.py --kagent $B/kagent --kernelbench "$KB" --out $PS \
+    --resume --budget-s "${SUITE_BUDGET_S:-420}"
+  cp $PS $OUT/precision_suite.jsonl
 fi
 if want all fixtures; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
@@ -414,6 +438,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/multigpu.log" ] && { echo "== multigpu"; grep -E "evaluated problems|wall --gpus|PASSED|FAILED|SKIPPED" "$OUT/multigpu.log" | tail -n 12; }
 [ -f "$OUT/check.log" ] && { echo "== check"; tail -n 8 "$OUT/check.log"; }
 [ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
+[ -f "$OUT/margins.log" ] && { echo "== margins"; tail -n 14 "$OUT/margins.log"; }
+[ -f "$OUT/precision-suite.log" ] && { echo "== precision-suite"; grep -v "^\[" "$OUT/precision-suite.log" | tail -n 70; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }

@@ -40,7 +40,7 @@ std::filesystem::path make_work_dir() {
 }
 
 // Per output: the candidate's largest error against the reference and against the fp64 reference,
-// the reference's own error, and its share of exact zeros.
+// the reference's own error, its share of exact zeros, and the precision rule's figures.
 std::string render_errors(const EvalOutcome& o) {
   std::string out;
   for (const auto& e : o.errors) {
@@ -52,6 +52,13 @@ std::string render_errors(const EvalOutcome& o) {
       out +=
           fmt::format("; {} element(s) outside the tolerance of the reference passed against fp64", e.passed_by_fp64);
     out += fmt::format("; reference {:.1f}% zeros\n", 100 * e.zero_share);
+    if (e.precision_limit)
+      out += fmt::format(
+          "precision: '{}': relative L2 error {:.3g} vs fp64 (the reference's own: {:.3g}), limit {:.3g} "
+          "(nearer {} above it)\n",
+          e.tensor, e.rel_l2.value_or(0.0), e.ref_rel_l2_fp64.value_or(0.0), *e.precision_limit, e.precision_nearest);
+    else if (!e.precision_note.empty())
+      out += fmt::format("precision: '{}': not judged ({})\n", e.tensor, e.precision_note);
   }
   if (!o.fp64_note.empty()) out += fmt::format("fp64 reference: not used ({})\n", o.fp64_note);
   return out;

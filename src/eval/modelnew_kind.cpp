@@ -96,6 +96,14 @@ void merge_errors(std::vector<OutputErrors>& into, const std::vector<OutputError
     if (f.ref_error_fp64) e.ref_error_fp64 = std::max(e.ref_error_fp64.value_or(0.0), *f.ref_error_fp64);
     e.passed_by_fp64 = std::max(e.passed_by_fp64, f.passed_by_fp64);
     if (f.zero_share > 0) e.zero_share = f.zero_share;
+    if (f.rel_l2) e.rel_l2 = std::max(e.rel_l2.value_or(0.0), *f.rel_l2);
+    if (f.ref_rel_l2_fp64) e.ref_rel_l2_fp64 = std::max(e.ref_rel_l2_fp64.value_or(0.0), *f.ref_rel_l2_fp64);
+    // The precision rule's tightest limit over the checks, with the precision that set it.
+    if (f.precision_limit && (!e.precision_limit || *f.precision_limit < *e.precision_limit)) {
+      e.precision_limit = f.precision_limit;
+      e.precision_nearest = f.precision_nearest;
+    }
+    if (!f.precision_note.empty() && e.precision_note.empty()) e.precision_note = f.precision_note;
   }
 }
 
@@ -289,6 +297,7 @@ class ModelNewEvaluation : public KindEvaluation {
     cr.trial = trial;
     cr.when = when;
     cr.first_check = first;
+    cr.precision_figures = figures_;
     ChildReply rr = ctx_.runner().request(nlohmann::json(cr), timeout_);
     if (!rr.ok())
       throw Error(ExitCode::environment, "kagent-runner failed comparing a solution's outputs: " + rr.message);
@@ -354,6 +363,8 @@ class ModelNewEvaluation : public KindEvaluation {
     nlohmann::json trial = ctx_.ref_server().trial(fresh_seed());
     server_ = trial.at("tensors").get<std::vector<IpcTensorRef>>();
     if (auto n = trial.find("fp64_note"); n != trial.end() && n->is_string()) o.fp64_note = n->get<std::string>();
+    if (auto f = trial.find("precision_figures"); f != trial.end() && f->is_object())
+      figures_ = f->get<PrecisionFigures>();
     if (WorkerFailure f = feed(w, server_)) {
       fail(into, f);
       return false;
@@ -450,8 +461,9 @@ class ModelNewEvaluation : public KindEvaluation {
   const PyTorchReference& ref_;
   std::chrono::milliseconds timeout_{0};
   std::unique_ptr<ModelNewWorker> worker_;
-  std::string harness_;               // kagent's kernels, for the runner's comparisons
-  std::vector<IpcTensorRef> server_;  // the server's tensors of the last trial
+  std::string harness_;                      // kagent's kernels, for the runner's comparisons
+  std::vector<IpcTensorRef> server_;         // the server's tensors of the last trial
+  std::optional<PrecisionFigures> figures_;  // the server's figures at the forbidden precisions
   std::map<const ModelNewWorker*, std::vector<IpcTensorRef>> buffers_;  // each worker's input buffers
 };
 

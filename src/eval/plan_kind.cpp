@@ -110,6 +110,8 @@ class PlanEvaluation : public KindEvaluation {
         nlohmann::json trial = ctx_.ref_server().trial(need.seed);
         answer.tensors = trial.at("tensors").get<std::vector<IpcTensorRef>>();
         answer.fp64_note = trial.value("fp64_note", "");
+        if (auto f = trial.find("precision_figures"); f != trial.end() && f->is_object())
+          answer.precision_figures = f->get<PrecisionFigures>();
       } catch (const std::exception& e) {
         server_failure = std::current_exception();
         answer = TrialAnswer{};

@@ -18,7 +18,8 @@ constexpr FlagKind kKinds[] = {FlagKind::note,
                                FlagKind::timing_untrusted,
                                FlagKind::cupti_disagrees,
                                FlagKind::below_memory_floor,
-                               FlagKind::torch_ops};
+                               FlagKind::torch_ops,
+                               FlagKind::scale_within_atol};
 
 // NaN and infinities as null (JSON has neither), read back as NaN.
 nlohmann::json number(double v) {
@@ -48,6 +49,8 @@ std::string_view flag_kind_name(FlagKind k) {
       return "below_memory_floor";
     case FlagKind::torch_ops:
       return "torch_ops";
+    case FlagKind::scale_within_atol:
+      return "scale_within_atol";
   }
   return "note";
 }
@@ -74,6 +77,8 @@ std::string flag_text(const Flag& f) {
                          f.detail);
     case FlagKind::torch_ops:
       return fmt::format("torch ops: {}", f.detail);
+    case FlagKind::scale_within_atol:
+      return fmt::format("scale within atol: output '{}' {}", f.subject, f.detail);
   }
   return f.detail;
 }

@@ -171,6 +171,11 @@ void to_json(nlohmann::json& j, const OutputErrors& e) {
       {"tensor", e.tensor}, {"max_abs", e.max_abs}, {"passed_by_fp64", e.passed_by_fp64}, {"zero_share", e.zero_share}};
   opt_to(j, "max_abs_fp64", e.max_abs_fp64);
   opt_to(j, "ref_error_fp64", e.ref_error_fp64);
+  opt_to(j, "rel_l2", e.rel_l2);
+  opt_to(j, "ref_rel_l2_fp64", e.ref_rel_l2_fp64);
+  opt_to(j, "precision_limit", e.precision_limit);
+  if (!e.precision_nearest.empty()) j["precision_nearest"] = e.precision_nearest;
+  if (!e.precision_note.empty()) j["precision_note"] = e.precision_note;
 }
 void from_json(const nlohmann::json& j, OutputErrors& e) {
   j.at("tensor").get_to(e.tensor);
@@ -179,6 +184,11 @@ void from_json(const nlohmann::json& j, OutputErrors& e) {
   e.zero_share = j.value("zero_share", 0.0);
   opt_from(j, "max_abs_fp64", e.max_abs_fp64);
   opt_from(j, "ref_error_fp64", e.ref_error_fp64);
+  opt_from(j, "rel_l2", e.rel_l2);
+  opt_from(j, "ref_rel_l2_fp64", e.ref_rel_l2_fp64);
+  opt_from(j, "precision_limit", e.precision_limit);
+  e.precision_nearest = j.value("precision_nearest", "");
+  e.precision_note = j.value("precision_note", "");
 }
 
 namespace {
@@ -193,7 +203,8 @@ constexpr std::pair<FailureStage, std::string_view> kFailureStages[] = {{Failure
                                                                         {FailureStage::crash, "crash"},
                                                                         {FailureStage::tamper, "tamper"},
                                                                         {FailureStage::inputs, "inputs"},
-                                                                        {FailureStage::torch_ops, "torch_ops"}};
+                                                                        {FailureStage::torch_ops, "torch_ops"},
+                                                                        {FailureStage::precision, "precision"}};
 }  // namespace
 
 std::string_view failure_stage_name(FailureStage s) {

@@ -66,6 +66,7 @@ void to_json(nlohmann::json& j, const TrialAnswer& a) {
   }
   j["tensors"] = a.tensors;
   if (!a.fp64_note.empty()) j["fp64_note"] = a.fp64_note;
+  if (a.precision_figures) j["precision_figures"] = *a.precision_figures;
 }
 
 void from_json(const nlohmann::json& j, TrialAnswer& a) {
@@ -77,6 +78,8 @@ void from_json(const nlohmann::json& j, TrialAnswer& a) {
   }
   a.tensors = j.at("tensors").get<std::vector<IpcTensorRef>>();
   a.fp64_note = j.value("fp64_note", "");
+  if (auto f = j.find("precision_figures"); f != j.end() && f->is_object())
+    a.precision_figures = f->get<PrecisionFigures>();
 }
 
 void to_json(nlohmann::json& j, const CompareRequest& r) {
@@ -92,6 +95,7 @@ void to_json(nlohmann::json& j, const CompareRequest& r) {
        {"trial", r.trial},
        {"when", r.when},
        {"first_check", r.first_check}};
+  if (r.precision_figures) j["precision_figures"] = *r.precision_figures;
 }
 
 void from_json(const nlohmann::json& j, CompareRequest& r) {
@@ -107,6 +111,8 @@ void from_json(const nlohmann::json& j, CompareRequest& r) {
   r.trial = j.at("trial").get<int>();
   r.when = j.at("when").get<std::string>();
   r.first_check = j.at("first_check").get<bool>();
+  if (auto f = j.find("precision_figures"); f != j.end() && f->is_object())
+    r.precision_figures = f->get<PrecisionFigures>();
 }
 
 void to_json(nlohmann::json& j, const CopyRequest& r) {

@@ -161,6 +161,7 @@ nlohmann::json RefServer::trial(uint64_t seed) {
   nlohmann::json out = {{"tensors", body.at("tensors")}};
   if (auto n = body.find("fp64_note"); n != body.end() && n->is_string()) out["fp64_note"] = *n;
   if (auto d = body.find("draws"); d != body.end() && d->is_object()) out["draws"] = *d;
+  if (auto f = body.find("precision_figures"); f != body.end() && f->is_object()) out["precision_figures"] = *f;
   return out;
 }
 

@@ -80,9 +80,10 @@ EvalOutcome compare_solution(const Device& dev, Harness& h, const CompareRequest
     r_out.push_back(ref.ptr(t.name));
     r64.push_back(has(rq.reference, t.name + "@f64") ? ref.ptr(t.name + "@f64") : 0);
   }
-  const OutputCheck chk{rq.outputs, rq.tolerance, rq.trial, rq.when, rq.first_check};
+  const OutputCheck chk{rq.outputs, rq.tolerance,   rq.trial,
+                        rq.when,    rq.first_check, rq.precision_figures ? &*rq.precision_figures : nullptr};
   o.correct = check_outputs(h, chk, c_out, r_out, r64, o);
-  if (!o.correct) o.failure_stage = FailureStage::correctness;
+  if (!o.correct && o.failure_stage == FailureStage::none) o.failure_stage = FailureStage::correctness;
   dev.sync();  // before the mappings close
   return o;
 }

@@ -113,6 +113,7 @@ void Evaluation::import_trial(int trial) {
   if (!answer.error.empty()) throw ReferenceFailure(answer.error);
   trial_refs_ = std::move(answer.tensors);
   if (!answer.fp64_note.empty()) fp64_note_ = answer.fp64_note;
+  if (answer.precision_figures) figures_ = std::move(answer.precision_figures);
   phase(fmt::format("trial {}: importing the reference inputs", trial));
   IpcImport imp(refs_of(rq_.inputs));
   phase(fmt::format("trial {}: copying the reference inputs", trial));

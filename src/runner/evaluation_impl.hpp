@@ -193,6 +193,9 @@ class Evaluation {
   std::vector<DeviceBuffer> ref64_out_;
   bool fp64_not_copied_ = false;  // a twin exists but did not fit in the runner's memory
   std::string fp64_note_;         // the server's word on why a trial has no fp64 twin
+  // The server's figures at the forbidden precisions (the precision rule), where it sent them.
+  std::optional<PrecisionFigures> figures_;
+  const PrecisionFigures* figures() const { return figures_ ? &*figures_ : nullptr; }
   DeviceBuffer flush_;
   std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
   // Two slots of queued re-checks (a compare slot per output each), their copy on the host and the

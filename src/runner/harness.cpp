@@ -8,7 +8,7 @@
 namespace kagent::runner {
 
 namespace {
-constexpr size_t kCompareWords = 13;  // CompareStats in harness_kernels.cu; then the first bad value
+constexpr size_t kCompareWords = 21;  // CompareStats in harness_kernels.cu; then the first bad value
 static_assert(Harness::kCompareSlotBytes == (kCompareWords + 1) * 8);
 constexpr size_t kReadSlot = Harness::kCompareSlotBytes;
 
@@ -92,6 +92,19 @@ CompareResult Harness::decode_compare(const uint64_t* w, bool has_fp64, double* 
   r.ref_error_fp64 = from_key(w[10]);
   r.ref_zeros = w[11];
   r.ref_min_abs = from_key(w[12]);
+  r.out_min = from_key(w[13]);
+  r.out_max = from_key(w[14]);
+  r.out_max_abs = from_key(w[15]);
+  auto sum = [&](size_t i) {
+    double v;
+    std::memcpy(&v, &w[i], 8);
+    return v;
+  };
+  r.sq_err = sum(16);
+  r.sq_ref = sum(17);
+  r.sq_err64 = sum(18);
+  r.sq_ref64 = sum(19);
+  r.sq_referr64 = sum(20);
   if (first_bad_value != nullptr) std::memcpy(first_bad_value, &w[kCompareWords], 8);
   return r;
 }

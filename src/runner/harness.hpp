@@ -21,6 +21,10 @@ struct CompareResult {
   uint64_t passed_by_fp64 = 0;  // elements outside the tolerance of ref that the fp64 rule passed
   double max_abs_fp64 = 0;      // largest finite |out - ref64|
   double ref_error_fp64 = 0;    // largest finite |ref - ref64|: the reference's own error
+  // The whole-output rules' figures (kagent/protocol/output_rules.hpp, WholeOutput).
+  double out_min = 0, out_max = 0, out_max_abs = 0;  // the candidate's finite values
+  double sq_err = 0, sq_ref = 0;                     // sums of squares where both are finite
+  double sq_err64 = 0, sq_ref64 = 0, sq_referr64 = 0;
 };
 
 class Harness {
@@ -35,7 +39,7 @@ class Harness {
   // timing): its words land in the kCompareSlotBytes at `slot` (device memory), the candidate's
   // value at the first mismatching index last, in stream order, before anything queued after it
   // can overwrite `out`. decode_compare reads a slot's words once they are on the host.
-  static constexpr size_t kCompareSlotBytes = 14 * 8;
+  static constexpr size_t kCompareSlotBytes = 22 * 8;
   void enqueue_compare(CUdeviceptr slot, CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
                        CUdeviceptr ref64);
   static CompareResult decode_compare(const uint64_t* words, bool has_fp64, double* first_bad_value);

@@ -111,6 +111,16 @@ struct CompareStats {
   u64 ref_err64_key;    // ordered_key of the largest finite |ref - ref64|: the reference's own error
   u64 ref_zeros;        // elements of ref that are exactly 0
   u64 ref_min_abs_key;  // ordered_key of min |ref|, finite values
+  // For the whole-output rules (kagent/protocol/output_rules.hpp): the candidate's finite range,
+  // and sums of squares (doubles, added atomically) over the elements where both sides are finite.
+  u64 out_min_key;      // ordered_key of min(out), finite values
+  u64 out_max_key;      // ordered_key of max(out)
+  u64 out_max_abs_key;  // ordered_key of max |out|
+  u64 sq_err;           // sum (out - ref)^2
+  u64 sq_ref;           // sum ref^2
+  u64 sq_err64;         // sum (out - ref64)^2
+  u64 sq_ref64;         // sum ref64^2
+  u64 sq_referr64;      // sum (ref - ref64)^2
 };
 
 // ref64: the reference computed in float64, or null (integer outputs, native references, or none
@@ -122,12 +132,26 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
   u64 bad = 0, nan_bad = 0, first = ~0ull, by64 = 0, zeros = 0;
   double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0, rminabs = 1.0 / 0.0;
   double max_abs64 = 0, ref_err64 = 0;
+  double omin = 1.0 / 0.0, omax = -1.0 / 0.0, oabs = 0;
+  double sq_err = 0, sq_ref = 0, sq_err64 = 0, sq_ref64 = 0, sq_referr64 = 0;
   auto add = [&](i64 i, double o, double r, double r64) {
     const int v = kagent::element_verdict(o, r, r64, has64, atol, rtol);
     if (v == kagent::kElementNanMismatch) ++nan_bad;
     if (v == kagent::kElementPassesFp64) ++by64;
+    if (isfinite(o)) {
+      omin = fmin(omin, o);
+      omax = fmax(omax, o);
+      oabs = fmax(oabs, fabs(o));
+    }
     if (isfinite(o) && isfinite(r)) {
       double d = fabs(o - r);
+      sq_err += d * d;
+      sq_ref += r * r;
+      if (has64 && isfinite(r64)) {
+        sq_err64 += (o - r64) * (o - r64);
+        sq_ref64 += r64 * r64;
+        sq_referr64 += (r - r64) * (r - r64);
+      }
       max_abs = fmax(max_abs, d);
       if (r != 0)
         max_rel = fmax(max_rel, d / fabs(r));
@@ -169,7 +193,7 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
       if (base + k * stride < n) add(base + k * stride, o[k], r[k], r64[k]);
   }
   // One atomic per block and statistic: the warp reduces by shuffles, the block through shared
-  // memory. The 13 words share two cache lines, whose L2 slice serializes every atomic on them:
+  // memory. The 21 words share three cache lines, whose L2 slice serializes every atomic on them:
   // one per warp was 13 x 33792 atomics for a 16M-element output on the 4224 blocks of 256 threads
   // the other harness kernels get on an H200; one per block of the compare's own grid of 8 blocks
   // per SM (Harness::enqueue_compare) is 13 x 1056.
@@ -187,15 +211,26 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
     rminabs = fmin(rminabs, __shfl_down_sync(0xffffffffu, rminabs, off));
     max_abs64 = fmax(max_abs64, __shfl_down_sync(0xffffffffu, max_abs64, off));
     ref_err64 = fmax(ref_err64, __shfl_down_sync(0xffffffffu, ref_err64, off));
+    omin = fmin(omin, __shfl_down_sync(0xffffffffu, omin, off));
+    omax = fmax(omax, __shfl_down_sync(0xffffffffu, omax, off));
+    oabs = fmax(oabs, __shfl_down_sync(0xffffffffu, oabs, off));
+    sq_err += __shfl_down_sync(0xffffffffu, sq_err, off);
+    sq_ref += __shfl_down_sync(0xffffffffu, sq_ref, off);
+    sq_err64 += __shfl_down_sync(0xffffffffu, sq_err64, off);
+    sq_ref64 += __shfl_down_sync(0xffffffffu, sq_ref64, off);
+    sq_referr64 += __shfl_down_sync(0xffffffffu, sq_referr64, off);
   }
-  __shared__ u64 s_count[5][32];   // bad, nan_bad, by64, zeros, first
-  __shared__ double s_val[8][32];  // max_abs, max_rel, rmin, rmax, rabs, rminabs, max_abs64, ref_err64
+  __shared__ u64 s_count[5][32];    // bad, nan_bad, by64, zeros, first
+  __shared__ double s_val[16][32];  // max_abs, max_rel, rmin, rmax, rabs, rminabs, max_abs64, ref_err64,
+                                    // omin, omax, oabs, sq_err, sq_ref, sq_err64, sq_ref64, sq_referr64
   const int warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   if ((threadIdx.x & 31) == 0) {
     s_count[0][warp] = bad, s_count[1][warp] = nan_bad, s_count[2][warp] = by64, s_count[3][warp] = zeros;
     s_count[4][warp] = first;
     s_val[0][warp] = max_abs, s_val[1][warp] = max_rel, s_val[2][warp] = rmin, s_val[3][warp] = rmax;
     s_val[4][warp] = rabs, s_val[5][warp] = rminabs, s_val[6][warp] = max_abs64, s_val[7][warp] = ref_err64;
+    s_val[8][warp] = omin, s_val[9][warp] = omax, s_val[10][warp] = oabs, s_val[11][warp] = sq_err;
+    s_val[12][warp] = sq_ref, s_val[13][warp] = sq_err64, s_val[14][warp] = sq_ref64, s_val[15][warp] = sq_referr64;
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
@@ -206,6 +241,9 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
     rmin = fmin(rmin, s_val[2][w]), rmax = fmax(rmax, s_val[3][w]);
     rabs = fmax(rabs, s_val[4][w]), rminabs = fmin(rminabs, s_val[5][w]);
     max_abs64 = fmax(max_abs64, s_val[6][w]), ref_err64 = fmax(ref_err64, s_val[7][w]);
+    omin = fmin(omin, s_val[8][w]), omax = fmax(omax, s_val[9][w]), oabs = fmax(oabs, s_val[10][w]);
+    sq_err += s_val[11][w], sq_ref += s_val[12][w], sq_err64 += s_val[13][w];
+    sq_ref64 += s_val[14][w], sq_referr64 += s_val[15][w];
   }
   if (bad) atomicAdd(&st->mismatches, bad);
   if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
@@ -220,6 +258,16 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
   atomicMin(&st->ref_min_abs_key, ordered_key(rminabs));
   atomicMax(&st->max_abs64_key, ordered_key(max_abs64));
   atomicMax(&st->ref_err64_key, ordered_key(ref_err64));
+  atomicMin(&st->out_min_key, ordered_key(omin));
+  atomicMax(&st->out_max_key, ordered_key(omax));
+  atomicMax(&st->out_max_abs_key, ordered_key(oabs));
+  atomicAdd(reinterpret_cast<double*>(&st->sq_err), sq_err);
+  atomicAdd(reinterpret_cast<double*>(&st->sq_ref), sq_ref);
+  if (has64) {
+    atomicAdd(reinterpret_cast<double*>(&st->sq_err64), sq_err64);
+    atomicAdd(reinterpret_cast<double*>(&st->sq_ref64), sq_ref64);
+    atomicAdd(reinterpret_cast<double*>(&st->sq_referr64), sq_referr64);
+  }
 }
 
 extern "C" __global__ void kagent_compare_init(CompareStats* st) {
@@ -236,6 +284,10 @@ extern "C" __global__ void kagent_compare_init(CompareStats* st) {
   st->ref_err64_key = ordered_key(0.0);
   st->ref_zeros = 0;
   st->ref_min_abs_key = ordered_key(1.0 / 0.0);
+  st->out_min_key = ordered_key(1.0 / 0.0);
+  st->out_max_key = ordered_key(-1.0 / 0.0);
+  st->out_max_abs_key = ordered_key(0.0);
+  st->sq_err = st->sq_ref = st->sq_err64 = st->sq_ref64 = st->sq_referr64 = 0;  // the bits of 0.0
 }
 
 // One element as a double, for the mismatch report (works for every dtype, no host conversion).

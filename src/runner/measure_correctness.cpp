@@ -39,7 +39,7 @@ bool Evaluation::run_trials(PlanExecutor& cand_plan, PlanExecutor* ref_plan, Eva
     const bool match = native ? outputs_match(t, "correctness", o, pointers(ref_out_), {})
                               : match_server_outputs(t, "correctness", t == rq_.trials - 1, o);
     if (!match) {
-      o.failure_stage = FailureStage::correctness;
+      if (o.failure_stage == FailureStage::none) o.failure_stage = FailureStage::correctness;
       return false;
     }
   }
@@ -91,15 +91,22 @@ bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
   // Against the fp32 copy alone first: an element within the tolerance of it passes whatever the
   // fp64 twin says (the twin only rescues elements outside it), and this reads half the bytes. Only
   // outputs that fail here are checked again with the twin, which decides and reports.
-  const OutputCheck quick_check{rq_.outputs, rq_.tolerance, rq_.trials - 1, when, false};
+  // The quick check holds the precision rule to its lower bound (output_check.cpp), from the
+  // figures the trials measured: it starts from their errors.
+  const OutputCheck quick_check{rq_.outputs, rq_.tolerance, rq_.trials - 1, when, false, figures()};
   EvalOutcome quick;
-  if (check_outputs(h_, quick_check, pointers(cand_out_), pointers(ref_out_), {}, quick)) {
+  quick.errors = o.errors;
+  const bool passed = check_outputs(h_, quick_check, pointers(cand_out_), pointers(ref_out_), {}, quick);
+  if (passed || quick.failure_stage == FailureStage::precision) {
     for (size_t i = 0; i < quick.errors.size(); ++i) {
       if (o.errors.size() <= i) o.errors.resize(quick.errors.size());
       o.errors[i].tensor = quick.errors[i].tensor;
       o.errors[i].max_abs = std::max(o.errors[i].max_abs, quick.errors[i].max_abs);
     }
-    return true;
+    if (passed) return true;
+    o.failure_stage = quick.failure_stage;
+    o.message = quick.message;
+    return false;
   }
   if (fp64_not_copied_) return match_server_outputs(rq_.trials - 1, when, false, o);
   std::vector<CUdeviceptr> ref64(rq_.outputs.size(), 0);
@@ -130,7 +137,7 @@ bool Evaluation::read_recheck(size_t slot, const std::string& when, EvalOutcome&
   check(cu().cuEventSynchronize(recheck_done_[slot].get()), when);
   const size_t per_slot = rq_.outputs.size() * Harness::kCompareSlotBytes;
   const auto* host = static_cast<const unsigned char*>(recheck_host_.get()) + slot * per_slot;
-  const OutputCheck chk{rq_.outputs, rq_.tolerance, rq_.trials - 1, when, false};
+  const OutputCheck chk{rq_.outputs, rq_.tolerance, rq_.trials - 1, when, false, figures()};
   for (size_t i = 0; i < rq_.outputs.size(); ++i) {
     const TensorSpec& t = rq_.outputs[i];
     const CUdeviceptr ref64 = i < ref64_out_.size() ? ref64_out_[i].get() : 0;
@@ -154,7 +161,7 @@ bool Evaluation::read_recheck(size_t slot, const std::string& when, EvalOutcome&
 bool Evaluation::outputs_match(int trial, const std::string& when, EvalOutcome& o,
                                const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64) {
   if (!fp64_note_.empty()) o.fp64_note = fp64_note_;
-  const OutputCheck chk{rq_.outputs, rq_.tolerance, trial, when, trial == 0 && when == "correctness"};
+  const OutputCheck chk{rq_.outputs, rq_.tolerance, trial, when, trial == 0 && when == "correctness", figures()};
   return check_outputs(h_, chk, pointers(cand_out_), reference, reference64, o);
 }
 

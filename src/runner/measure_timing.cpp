@@ -34,7 +34,8 @@ bool Evaluation::measure_times(PlanExecutor& cand_plan, PlanExecutor* ref_plan, 
   }
   if (failed) {
     o.correct = false;
-    o.failure_stage = FailureStage::recheck;
+    // A precision failure keeps its stage: the outputs were right element by element.
+    if (o.failure_stage != FailureStage::precision) o.failure_stage = FailureStage::recheck;
     return false;
   }
   return true;

@@ -2,9 +2,11 @@
 #include "output_check.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/reference_quality.hpp"
 
 namespace kagent::runner {
@@ -29,6 +31,69 @@ void flag_degenerate(const TensorSpec& t, const CompareResult& c, const Toleranc
     o.flags.push_back({FlagKind::weak_reference, t.name, 0, 0, *why});
 }
 
+WholeOutput whole_of(const TensorSpec& t, const CompareResult& c) {
+  WholeOutput w;
+  w.tensor = t.name;
+  w.dtype = t.dtype;
+  w.numel = static_cast<uint64_t>(t.numel());
+  w.out_min = c.out_min, w.out_max = c.out_max, w.out_max_abs = c.out_max_abs;
+  w.ref_min = c.ref_min, w.ref_max = c.ref_max, w.ref_max_abs = c.ref_max_abs;
+  w.sq_err = c.sq_err, w.sq_ref = c.sq_ref;
+  w.has_fp64 = c.has_fp64;
+  w.sq_err64 = c.sq_err64, w.sq_ref64 = c.sq_ref64, w.sq_referr64 = c.sq_referr64;
+  return w;
+}
+
+void keep_max(std::optional<double>& into, double v) {
+  if (std::isfinite(v)) into = std::max(into.value_or(v), v);
+}
+
+// The precision rule on one output. With an fp64 reference it judges directly; without one (the
+// re-checks during timing compare with the reference alone) it uses what an earlier check of the
+// evaluation measured: the candidate's error against fp64 is at least its error against the
+// reference less the reference's own, so a candidate whose error against the reference alone
+// exceeds the limit by the reference's error is past the limit. False when it fails.
+bool judge_precision_of(const OutputCheck& chk, const WholeOutput& w, OutputErrors& e, EvalOutcome& o) {
+  if (chk.figures == nullptr) return true;
+  const OutputPrecision* f = chk.figures->find(w.tensor);
+  if (f == nullptr) return true;
+  if (!w.has_fp64) {
+    if (!e.precision_limit || !e.ref_rel_l2_fp64 || !(w.sq_ref > 0)) return true;
+    const double against_ref = std::sqrt(w.sq_err / w.sq_ref);
+    if (!(against_ref - *e.ref_rel_l2_fp64 > *e.precision_limit)) return true;
+    PrecisionJudgement j;
+    j.judged = true;
+    j.problem_precision = chk.figures->precision;
+    j.candidate = against_ref - *e.ref_rel_l2_fp64;
+    j.reference = *e.ref_rel_l2_fp64;
+    j.limit = *e.precision_limit;
+    j.nearest = e.precision_nearest;
+    for (const auto& p : f->lower)
+      if (p.precision == j.nearest) j.nearest_error = p.rel_l2;
+    o.failure_stage = FailureStage::precision;
+    o.message = fmt::format(
+        "{} ({}, trial {}; the figure is a lower bound: its error against the reference, {:.3g}, "
+        "less the reference's own)",
+        precision_failure_text(w, j), chk.when, chk.trial, against_ref);
+    return false;
+  }
+  const PrecisionJudgement j = judge_precision(w, *f, chk.figures->precision);
+  if (j.reference > 0 || j.judged) keep_max(e.ref_rel_l2_fp64, j.reference);
+  if (!j.judged) {
+    if (e.precision_note.empty()) e.precision_note = j.note;
+    return true;
+  }
+  e.precision_note = j.note;
+  if (!e.precision_limit || j.limit < *e.precision_limit) {
+    e.precision_limit = j.limit;
+    e.precision_nearest = j.nearest;
+  }
+  if (!j.fails()) return true;
+  o.failure_stage = FailureStage::precision;
+  o.message = fmt::format("{} ({}, trial {})", precision_failure_text(w, j), chk.when, chk.trial);
+  return false;
+}
+
 void note_errors(const std::vector<TensorSpec>& outputs, size_t i, const CompareResult& c, bool first_check,
                  EvalOutcome& o) {
   if (o.errors.size() <= i) o.errors.resize(outputs.size());
@@ -42,6 +107,7 @@ void note_errors(const std::vector<TensorSpec>& outputs, size_t i, const Compare
   }
   if (first_check && outputs[i].numel() > 0)
     e.zero_share = static_cast<double>(c.ref_zeros) / static_cast<double>(outputs[i].numel());
+  keep_max(e.rel_l2, judged_rel_l2(whole_of(outputs[i], c)));
 }
 
 }  // namespace
@@ -50,9 +116,29 @@ bool judge_output(const OutputCheck& chk, size_t i, const CompareResult& c,
                   const std::function<MismatchValues()>& values, EvalOutcome& o) {
   const Tolerance& tol = chk.tolerance;
   const TensorSpec& t = chk.outputs[i];
-  if (chk.first_check) flag_degenerate(t, c, tol, o);
+  const WholeOutput w = whole_of(t, c);
+  if (chk.first_check) {
+    flag_degenerate(t, c, tol, o);
+    if (scale_within_atol(w, tol))
+      o.flags.push_back({FlagKind::scale_within_atol, t.name, c.ref_max_abs, tol.atol,
+                         fmt::format("has its largest |value| {:.3g} within atol={:g}: no element can fail it, so it "
+                                     "is judged by its relative L2 error, within rtol={:g}",
+                                     c.ref_max_abs, tol.atol, tol.rtol)});
+  }
   note_errors(chk.outputs, i, c, chk.first_check, o);
-  if (c.mismatches == 0) return true;
+  // A trivial output first: its message says what it is, where the element check (if it fails at
+  // all under the tolerance) would only list mismatches.
+  if (auto why = trivial_output(w, tol)) {
+    o.message = fmt::format("{} ({}, trial {})", *why, chk.when, chk.trial);
+    return false;
+  }
+  if (c.mismatches == 0) {
+    if (auto why = normwise_failure(w, tol)) {
+      o.message = fmt::format("{} ({}, trial {})", *why, chk.when, chk.trial);
+      return false;
+    }
+    return judge_precision_of(chk, w, o.errors[i], o);
+  }
   const MismatchValues v = values();
   MismatchReport m;
   m.tensor = t.name;

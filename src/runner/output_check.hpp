@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/protocol.hpp"
 
 namespace kagent::runner {
@@ -20,11 +21,16 @@ struct OutputCheck {
   int trial = 0;
   std::string when;          // "correctness", "re-check after timing sample N", ...
   bool first_check = false;  // the first comparison of the evaluation: the reference's quality is flagged
+  // The reference server's figures at the forbidden precisions (null: native references, or none
+  // measured): where there are figures and an fp64 reference, the precision rule judges.
+  const PrecisionFigures* figures = nullptr;
 };
 
 // Compares cand[i] with reference[i] (and reference64[i], the fp64 reference, where not 0) for
 // every output; fills o.errors, the flags of the first check and, on the first output that
-// differs, o.mismatch and o.message. False when one differs.
+// differs, o.mismatch and o.message. False when one differs: element by element, or by a
+// whole-output rule (output_rules.hpp; a precision failure sets o.failure_stage to precision, the
+// others leave the stage to the caller).
 bool check_outputs(Harness& h, const OutputCheck& c, const std::vector<CUdeviceptr>& cand,
                    const std::vector<CUdeviceptr>& reference, const std::vector<CUdeviceptr>& reference64,
                    EvalOutcome& o);

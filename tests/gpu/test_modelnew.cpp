@@ -223,6 +223,18 @@ TEST_F(ModelNewEval, LowerPrecisionFailsTheFp32Tolerance) {
   EXPECT_EQ(r.reward.tier, -1);
 }
 
+TEST_F(ModelNewEval, Tf32FailsThePrecisionRuleWhereItsElementsPassAndPassesUnderTf32) {
+  opts.timing = false;
+  Op loose = load_op(dir.path() / "matmul.py");
+  loose.tolerance = Tolerance{1e-2, 1e-2};
+  EvalReport r = evaluator().evaluate(loose, load_candidate(kFixtures / "tf32_matmul.py"));
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::precision) << describe(r);
+  EXPECT_EQ(r.reward.tier, -1);
+  EvalReport allowed = evaluator().evaluate(with_precision(load_op(dir.path() / "matmul.py"), Precision::tf32),
+                                            load_candidate(kFixtures / "tf32_matmul.py"));
+  EXPECT_TRUE(allowed.outcome.correct) << describe(allowed);
+}
+
 TEST_F(ModelNewEval, WorkOnAnUnjoinedStreamIsNotTrusted) {
   EvalReport r = eval("side_stream.py", "matmul.py");
   EXPECT_TRUE(has_flag(r, FlagKind::timing_untrusted)) << describe(r);

@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
@@ -376,4 +378,78 @@ extern "C" __global__ void k(const float* x, float* out, long long n) {
   EXPECT_TRUE(weak) << nlohmann::json(r.outcome.flags).dump();
   ASSERT_EQ(r.outcome.errors.size(), 1u);
   EXPECT_GT(r.outcome.errors[0].zero_share, 0.95);
+}
+
+// The whole-output rules on the plan path (output_rules.hpp): a constant output fails however
+// loose the tolerance; a GEMM whose operands are rounded to TF32 fails the precision rule at a
+// tolerance its elements pass, and passes under --precision tf32; the same GEMM in plain fp32
+// with another summation order (one thread per output, k in sequence) passes, its figures in the
+// record.
+TEST_F(PyTorchEval, WholeOutputRulesFailConstantsAndTf32WhateverTheTolerance) {
+  Op relu = load_op(dir.write("relu.py", kSmallRelu));
+  relu.tolerance = Tolerance{10, 10};
+  opts.timing = false;
+  opts.trials = 2;
+  EvalReport constant = ev().evaluate(relu, load_candidate(dir.write("constant.cu", R"~(/*kagent
+{"launch": [{"kernel": "k", "grid": ["cdiv(numel(x), 256)"], "block": [256], "args": ["out", "i64:numel(x)"]}]}
+*/
+extern "C" __global__ void k(float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 0.5f;
+}
+)~")));
+  EXPECT_EQ(constant.outcome.failure_stage, FailureStage::correctness) << constant.outcome.message;
+  EXPECT_TRUE(has(constant.outcome.message, "is the constant 0.5")) << constant.outcome.message;
+
+  const fs::path mm = dir.write("mm.py", R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+def get_inputs():
+    return [torch.rand(512, 512), torch.rand(512, 512)]
+def get_init_inputs():
+    return []
+)~");
+  // K = 512 in sequence per output; TF32 = each operand rounded to 10 mantissa bits first.
+  auto gemm = [&](const char* name, bool tf32) {
+    return load_candidate(dir.write(name, fmt::format(R"~(/*kagent
+{{"launch": [{{"kernel": "mm", "grid": ["cdiv(numel(out), 256)"], "block": [256], "args": ["A", "B", "out"]}}]}}
+*/
+__device__ float operand(float x) {{
+  if (!{}) return x;
+  unsigned u = __float_as_uint(x);
+  return __uint_as_float((u + 0x1000u) & 0xffffe000u);
+}}
+extern "C" __global__ void mm(const float* A, const float* B, float* out) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 512 * 512) return;
+  int r = i / 512, c = i % 512;
+  float acc = 0.f;
+  for (int k = 0; k < 512; ++k) acc = fmaf(operand(A[r * 512 + k]), operand(B[k * 512 + c]), acc);
+  out[i] = acc;
+}}
+)~",
+                                                      tf32 ? "true" : "false")));
+  };
+  Op fp32 = load_op(mm);
+  EvalReport honest = ev().evaluate(fp32, gemm("mm_fp32.cu", false));
+  EXPECT_TRUE(honest.outcome.correct) << failure_stage_name(honest.outcome.failure_stage) << ": "
+                                      << honest.outcome.message;
+  ASSERT_EQ(honest.outcome.errors.size(), 1u);
+  const OutputErrors& e = honest.outcome.errors[0];
+  ASSERT_TRUE(e.precision_limit) << e.precision_note;
+  EXPECT_LT(e.rel_l2.value_or(1), *e.precision_limit);
+  std::printf("honest fp32 GEMM: relative L2 %.3g vs fp64, the reference's %.3g, limit %.3g (%s)\n",
+              e.rel_l2.value_or(-1), e.ref_rel_l2_fp64.value_or(-1), *e.precision_limit, e.precision_nearest.c_str());
+
+  Op loose = fp32;
+  loose.tolerance = Tolerance{1e-2, 1e-2};
+  EvalReport tf32 = ev().evaluate(loose, gemm("mm_tf32.cu", true));
+  EXPECT_EQ(tf32.outcome.failure_stage, FailureStage::precision) << tf32.outcome.message;
+  EXPECT_EQ(tf32.reward.tier, -1);
+  EXPECT_TRUE(has(tf32.outcome.message, "lower precision than fp32")) << tf32.outcome.message;
+
+  EvalReport allowed = ev().evaluate(with_precision(load_op(mm), Precision::tf32), gemm("mm_tf32.cu", true));
+  EXPECT_TRUE(allowed.outcome.correct) << failure_stage_name(allowed.outcome.failure_stage) << ": "
+                                       << allowed.outcome.message;
 }

@@ -5,7 +5,7 @@ and the fp64 twin's sizing rule. torch is not needed: a stand-in object plays it
 import types
 import unittest
 
-from kagent_ref import numerics, reference64
+from kagent_ref import lower_precision, numerics, reference64
 
 
 def fake_torch():
@@ -62,6 +62,30 @@ class Numerics(unittest.TestCase):
         self.assertNotEqual(k_off, numerics.baseline_key(*args, on, "H100", "2.8", {}))
         self.assertNotEqual(k_off, numerics.baseline_key("v1", "hash", "fp32", off, "H100", "2.8", {}))
         self.assertEqual(k_off, numerics.baseline_key(*args, dict(off), "H100", "2.8", None))
+
+
+class ForbiddenPrecisions(unittest.TestCase):
+    """What the precision rule's figures are measured at (lower_precision.py): each precision
+    forbids only precisions with fewer mantissa bits than its own arithmetic, and names only known
+    ones."""
+
+    MANTISSA = {"fp32": 23, "tf32": 10, "fp16": 10, "bf16": 7}
+
+    def test_every_precision_says_what_it_forbids(self):
+        self.assertEqual(set(lower_precision.FORBIDDEN), set(numerics.PRECISIONS))
+
+    def test_fp32_forbids_tf32_bf16_fp16_and_tf32_the_half_types(self):
+        self.assertEqual(lower_precision.forbidden("fp32"), ("tf32", "bf16", "fp16"))
+        self.assertEqual(lower_precision.forbidden("tf32"), ("bf16", "fp16"))
+        self.assertEqual(lower_precision.forbidden("bf16"), ())
+        self.assertEqual(lower_precision.forbidden("fp16"), ())
+        self.assertEqual(lower_precision.forbidden("fp8"), ())
+
+    def test_a_forbidden_precision_is_never_more_precise(self):
+        for p, lower in lower_precision.FORBIDDEN.items():
+            for q in lower:
+                self.assertIn(q, numerics.PRECISIONS)
+                self.assertLessEqual(self.MANTISSA[q], self.MANTISSA[p], f"{p} forbids {q}")
 
 
 class Fp64Sizing(unittest.TestCase):

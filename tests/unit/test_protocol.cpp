@@ -223,7 +223,9 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
   m.max_abs_fp64 = 3e-4;
   m.ref_error_fp64 = 1.2e-4;
   o.mismatch = m;
-  o.errors = {{"out", 1.65e-4, 2e-6, 1.6e-4, 3, 0.75}, {"out1", 0.0, std::nullopt, std::nullopt, 0, 0.0}};
+  o.errors = {{"out", 1.65e-4, 2e-6, 1.6e-4, 3, 0.75, 2e-7, 1e-7, 5e-6, "tf32", ""},
+              {"out1", 0.0, std::nullopt, std::nullopt, 0, 0.0, std::nullopt, std::nullopt, std::nullopt, "",
+               "no fp64 reference"}};
   o.fp64_note = "the fp64 forward failed (RuntimeError: not implemented for 'Double')";
   const nlohmann::json j = o;
   EXPECT_TRUE(j["errors"][1]["max_abs_fp64"].is_null());
@@ -238,6 +240,12 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
   EXPECT_DOUBLE_EQ(*b.errors[0].max_abs_fp64, 2e-6);
   EXPECT_DOUBLE_EQ(*b.errors[0].ref_error_fp64, 1.6e-4);
   EXPECT_EQ(b.errors[0].passed_by_fp64, 3u);
+  EXPECT_DOUBLE_EQ(*b.errors[0].rel_l2, 2e-7);
+  EXPECT_DOUBLE_EQ(*b.errors[0].ref_rel_l2_fp64, 1e-7);
+  EXPECT_DOUBLE_EQ(*b.errors[0].precision_limit, 5e-6);
+  EXPECT_EQ(b.errors[0].precision_nearest, "tf32");
+  EXPECT_FALSE(b.errors[1].precision_limit);
+  EXPECT_EQ(b.errors[1].precision_note, "no fp64 reference");
   EXPECT_DOUBLE_EQ(b.errors[0].zero_share, 0.75);
   EXPECT_FALSE(b.errors[1].max_abs_fp64.has_value());
   EXPECT_FALSE(b.errors[1].ref_error_fp64.has_value());
@@ -253,9 +261,10 @@ TEST(Protocol, Fp64ErrorsRoundTrip) {
 
 // Failure stages travel by name; every stage reads back as itself and an unknown name is refused.
 TEST(Protocol, FailureStagesTravelByName) {
-  for (FailureStage s : {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness,
-                         FailureStage::recheck, FailureStage::bounds, FailureStage::reference, FailureStage::timeout,
-                         FailureStage::crash, FailureStage::tamper, FailureStage::inputs}) {
+  for (FailureStage s :
+       {FailureStage::none, FailureStage::plan, FailureStage::launch, FailureStage::correctness, FailureStage::recheck,
+        FailureStage::bounds, FailureStage::reference, FailureStage::timeout, FailureStage::crash, FailureStage::tamper,
+        FailureStage::inputs, FailureStage::torch_ops, FailureStage::precision}) {
     EvalOutcome o;
     o.failure_stage = s;
     const nlohmann::json j = o;

@@ -15,6 +15,9 @@ trial:     {"seed": int}  inputs made under the seed, the reference run on them,
            -> {"tensors": [{"name", "handle": hex, "offset", "bytes"}, ...],  (signature order, then
                "out@f64", ... for the floating outputs' fp64 twins)
                "fp64_note": str|null,  (why there are no fp64 twins)
+               "precision_figures": {"precision", "outputs": [{"tensor", "lower": [{"precision", "rel_l2",
+                   "max_abs"}], "note"}]}  the reference at the precisions the problem forbids against
+                   its fp64 twins (lower_precision.py), measured on the load's first trial with twins
                "draws": {"seed", "rng_after"}}  only where forward draws random numbers (draws.py): the
                seed of the generator state forward started from (one-way in the trial's seed; a
                ModelNew worker starts each call from it) and the generators' states after it
@@ -40,7 +43,7 @@ import sys
 
 from kagent_wire import jsonlines
 
-from . import __version__, flops
+from . import __version__, flops, lower_precision
 
 # Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
 # for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
@@ -71,6 +74,7 @@ class Server:
         self.outs = None
         self.exported = None  # the contiguous tensors behind the last trial's IPC handles
         self.seed = 0  # load's: the baselines remake its inputs after a release
+        self.figures = None  # the reference at the forbidden precisions (lower_precision.py), once per load
 
     def warm(self, req):
         import torch
@@ -99,6 +103,7 @@ class Server:
         phase(f"importing {req['problem']}")
         gpu = int(req.get("gpu", 0))
         self.problem, self.args, self.outs, self.exported = None, None, None, None  # free the last problem's memory
+        self.figures = None
         self.seed = int(req.get("seed", 0))
         self.problem = Problem(req["problem"], req.get("precision", "fp32"), self.seed, gpu)
         phase("running the reference once")
@@ -132,11 +137,16 @@ class Server:
         self.args, self.outs = self.problem.trial(seed)
         phase(f"running the reference in float64 (seed {seed})")
         named64, note = self.problem.fp64_outputs(self.args, self.outs)
+        if self.figures is None and named64:
+            phase("running the reference at the precisions the problem forbids")
+            self.figures = lower_precision.measure(torch, self.problem, self.args, self.outs, named64)
         self.exported = self.problem.named_tensors(self.args, self.outs) + named64
         torch.cuda.synchronize()  # the runner reads these as soon as it has the handles
         phase(f"releasing cached memory and exporting (seed {seed})")
         _release_cached_memory()
         reply = {"tensors": [export(name, t) for name, t in self.exported], "fp64_note": note}
+        if self.figures is not None:
+            reply["precision_figures"] = self.figures
         if self.problem.draws:
             reply["draws"] = {"seed": self.problem.draw_seed, "rng_after": self.problem.rng_after}
         return reply

@@ -31,6 +31,9 @@ enum class FlagKind {
   // kernel of its own): the time is not the solution's kernels' time (--torch-ops cap; allow
   // permits it). Under --torch-ops fail: PyTorch computed part of the work (the evaluation fails).
   torch_ops,
+  // An output whose scale (largest |reference|) is within atol: no element can fail, so it was
+  // judged by its relative L2 error (output_rules.hpp). value: that scale; limit: atol.
+  scale_within_atol,
 };
 
 struct Flag {

@@ -101,6 +101,12 @@ struct OutputErrors {
   uint64_t passed_by_fp64 =
       0;                  // elements outside the tolerance of the reference, passed by the fp64 rule (one check's most)
   double zero_share = 0;  // share of the reference's elements that are exactly 0 (first trial)
+  // The whole-output rules (output_rules.hpp), largest over the checks that had the figures: the
+  // candidate's relative L2 error (against the fp64 reference where there is one), the reference's
+  // own against fp64, and the precision rule's limit with the forbidden precision that set it, or
+  // why the rule did not judge this output.
+  std::optional<double> rel_l2, ref_rel_l2_fp64, precision_limit;
+  std::string precision_nearest, precision_note;
 };
 
 // One launch of a candidate's plan, timed on its own (events between launches, same flush).
@@ -194,7 +200,8 @@ enum class FailureStage {
   crash,
   tamper,
   inputs,
-  torch_ops
+  torch_ops,
+  precision  // an output nearer a forbidden precision's error than the reference's (output_rules.hpp)
 };
 std::string_view failure_stage_name(FailureStage s);
 std::optional<FailureStage> parse_failure_stage(std::string_view name);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
@@ -47,7 +48,10 @@ struct TrialAnswer {
   int version = kRunnerMessageVersion;
   std::vector<IpcTensorRef> tensors;
   std::string fp64_note;  // why no fp64 reference was sent ("" when one was, or not said)
-  std::string error;      // non-empty: the reference server failed; no tensors
+  // The reference at the precisions the problem forbids, against fp64 (output_rules.hpp), where
+  // the server measured them: {"precision_figures": {...}}.
+  std::optional<PrecisionFigures> precision_figures;
+  std::string error;  // non-empty: the reference server failed; no tensors
 };
 
 // kagent -> the runner: {"cmd": "compare", "version": 1, ...}: a ModelNew solution's outputs (and
@@ -65,7 +69,8 @@ struct CompareRequest {
   std::vector<IpcTensorRef> candidate;      // the worker's: outputs and inputs, by the same names
   int trial = 0;
   std::string when = "correctness";
-  bool first_check = false;  // flag a reference that cannot tell right from wrong
+  bool first_check = false;                           // flag a reference that cannot tell right from wrong
+  std::optional<PrecisionFigures> precision_figures;  // the server's, for the precision rule
 };
 
 // kagent -> the runner: {"cmd": "copy", "version": 1, "gpu": N, "from": [...], "to": [...]}: each

@@ -79,8 +79,9 @@ class RefServer {
   // fits) and returns {"tensors": the tensors as CUDA IPC references (IpcTensorRef JSON, signature
   // order, then the outputs' fp64 twins "NAME@f64"), "fp64_note": why there are no twins, or null,
   // "draws": {"seed", "rng_after"} where forward draws random numbers (the generator state its
-  // forward started from and ended in, for a ModelNew worker)}: the runner's answer to its "trial"
-  // need. They stay valid until the next trial or load.
+  // forward started from and ended in, for a ModelNew worker), "precision_figures": the reference
+  // at the precisions the problem forbids against fp64 (protocol/output_rules.hpp)}: the runner's
+  // answer to its "trial" need. They stay valid until the next trial or load.
   nlohmann::json trial(uint64_t seed);
   // torch imported and the GPU's CUDA context made, no kernel run: a problem started ahead does this
   // before it takes the GPU lock for its first run.

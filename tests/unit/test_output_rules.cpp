@@ -1,0 +1,203 @@
+// The whole-output rules (protocol/output_rules.hpp) on recorded figures, without a GPU: a constant
+// or zero output fails whatever the tolerance, an output under atol is judged norm-wise, and a
+// candidate nearer a forbidden precision's error than the reference's fails the precision rule,
+// while honest fp32 summation orders pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kagent/protocol/output_rules.hpp"
+#include "kagent/protocol/runner_messages.hpp"
+
+using namespace kagent;
+
+namespace {
+
+// An output of n elements whose reference spans [lo, hi], the candidate and the reference at the
+// relative L2 errors `cand` and `ref` against fp64 (sums of squares for a reference of unit RMS).
+WholeOutput output(double lo, double hi, double cand, double ref, uint64_t n = 1 << 20) {
+  WholeOutput w;
+  w.tensor = "out";
+  w.numel = n;
+  w.ref_min = w.out_min = lo;
+  w.ref_max = w.out_max = hi;
+  w.ref_max_abs = w.out_max_abs = std::max(std::abs(lo), std::abs(hi));
+  const double sq = static_cast<double>(n);  // unit RMS
+  w.sq_ref = w.sq_ref64 = sq;
+  w.has_fp64 = true;
+  w.sq_err64 = cand * cand * sq;
+  w.sq_referr64 = ref * ref * sq;
+  w.sq_err = w.sq_err64;
+  return w;
+}
+
+OutputPrecision figures(double tf32, double bf16, double fp16) {
+  return {"out", {{"tf32", tf32, 0}, {"bf16", bf16, 0}, {"fp16", fp16, 0}}, ""};
+}
+
+const Tolerance kFp32{1e-4, 1e-4};
+
+}  // namespace
+
+TEST(TrivialOutput, AConstantFailsWhereTheReferenceVaries) {
+  WholeOutput w = output(-3, 3, 0, 0);
+  w.out_min = w.out_max = 0.25;
+  w.out_max_abs = 0.25;
+  auto why = trivial_output(w, kFp32);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("constant 0.25"), std::string::npos) << *why;
+  // Whatever the tolerance: a tolerance of 10 passes every element, not the constant.
+  EXPECT_TRUE(trivial_output(w, Tolerance{10, 10}));
+}
+
+TEST(TrivialOutput, ZerosFailWhereTheReferenceIsNotNearZero) {
+  WholeOutput w = output(-3, 3, 0, 0);
+  w.out_min = -5e-5, w.out_max = 5e-5, w.out_max_abs = 5e-5;  // noise within atol, not a constant
+  auto why = trivial_output(w, kFp32);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("within atol"), std::string::npos) << *why;
+}
+
+TEST(TrivialOutput, AReferenceConstantBeyondRoundingLetsAConstantPass) {
+  // A softmax over one column (all ones), or a mean subtracted from itself with rounding noise:
+  // the constant is the right answer.
+  WholeOutput ones = output(1 - 3e-7, 1 + 3e-7, 0, 0);
+  ones.out_min = ones.out_max = ones.out_max_abs = 1;
+  EXPECT_FALSE(trivial_output(ones, kFp32));
+  WholeOutput tiny = output(-4e-7, 4e-7, 0, 0);  // all (near) zero: the degenerate flag's case
+  tiny.out_min = tiny.out_max = tiny.out_max_abs = 0;
+  EXPECT_FALSE(trivial_output(tiny, kFp32));
+}
+
+TEST(TrivialOutput, AnOutputThatVariesIsNotTrivial) {
+  EXPECT_FALSE(trivial_output(output(-3, 3, 1e-7, 1e-7), kFp32));
+  // A softmax over 16384 columns of similar logits, every output about 6.1e-5: computed, it varies.
+  WholeOutput w = output(5.9e-5, 6.3e-5, 1e-7, 1e-8);
+  EXPECT_FALSE(trivial_output(w, kFp32));
+}
+
+TEST(TrivialOutput, HalfPrecisionReferencesMustVaryBeyondTheirRounding) {
+  WholeOutput w = output(1 - 0.004, 1 + 0.004, 0, 0);  // a few bf16 ulps of a constant
+  w.dtype = DType::bf16;
+  w.out_min = w.out_max = w.out_max_abs = 1;
+  EXPECT_FALSE(trivial_output(w, kFp32));
+  w.ref_min = 0.5, w.ref_max = 1.5, w.ref_max_abs = 1.5;
+  EXPECT_TRUE(trivial_output(w, kFp32));
+}
+
+TEST(NormwiseRule, AnOutputUnderAtolIsJudgedAsAWhole) {
+  // A softmax whose outputs are all about 6.1e-5, at atol 1e-4: every element passes whatever it holds.
+  WholeOutput noise = output(5.9e-5, 6.3e-5, 0.3, 3.3e-9 / 6.1e-5);
+  ASSERT_TRUE(scale_within_atol(noise, kFp32));
+  auto why = normwise_failure(noise, kFp32);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("judged as a whole"), std::string::npos) << *why;
+  WholeOutput honest = output(5.9e-5, 6.3e-5, 2e-7, 5e-8);
+  EXPECT_FALSE(normwise_failure(honest, kFp32));
+  // An output above atol is the element rule's.
+  EXPECT_FALSE(scale_within_atol(output(-3, 3, 0.3, 1e-7), kFp32));
+  EXPECT_FALSE(normwise_failure(output(-3, 3, 0.3, 1e-7), kFp32));
+}
+
+TEST(NormwiseRule, WithoutAnFp64ReferenceTheReferenceStandsIn) {
+  WholeOutput w = output(5.9e-5, 6.3e-5, 0, 0);
+  w.has_fp64 = false;
+  w.sq_err = 0.04 * w.sq_ref;  // 20% off the reference
+  EXPECT_NEAR(judged_rel_l2(w), 0.2, 1e-12);
+  EXPECT_TRUE(normwise_failure(w, kFp32));
+}
+
+TEST(PrecisionRule, TheLimitIsTheGeometricMeanOfTheReferenceAndTheNearestForbiddenPrecision) {
+  // A GEMM's figures: fp32 reference 1e-7, TF32 3e-4, BF16 2.5e-3, FP16 3e-4.
+  const OutputPrecision f = figures(3e-4, 2.5e-3, 3.1e-4);
+  PrecisionJudgement j = judge_precision(output(0, 700, 1e-7, 1e-7), f, "fp32");
+  ASSERT_TRUE(j.judged);
+  EXPECT_EQ(j.nearest, "tf32");
+  EXPECT_NEAR(j.limit, std::sqrt(1e-7 * 3e-4), 1e-12);
+  EXPECT_FALSE(j.fails());
+  // Honest fp32 with other summation orders (split-K, a sequential sum): 20x the reference's error.
+  EXPECT_FALSE(judge_precision(output(0, 700, 2e-6, 1e-7), f, "fp32").fails());
+  // TF32 tensor cores, 3xTF32 without its correction products: the TF32 reference's error.
+  PrecisionJudgement tf32 = judge_precision(output(0, 700, 2.9e-4, 1e-7), f, "fp32");
+  EXPECT_TRUE(tf32.fails());
+  const std::string text = precision_failure_text(output(0, 700, 2.9e-4, 1e-7), tf32);
+  EXPECT_NE(text.find("lower precision than fp32"), std::string::npos) << text;
+  EXPECT_NE(text.find("tf32"), std::string::npos) << text;
+  // A candidate more accurate than TF32 by 4x is still nearer it than fp32.
+  EXPECT_TRUE(judge_precision(output(0, 700, 7e-5, 1e-7), f, "fp32").fails());
+}
+
+TEST(PrecisionRule, AnExactReferenceLeavesTheTypesRounding) {
+  // A ReLU: the fp32 reference equals fp64 rounded, TF32 changes nothing, BF16 rounds its inputs.
+  const OutputPrecision f = figures(2e-8, 1.6e-3, 2e-4);
+  PrecisionJudgement j = judge_precision(output(0, 4, 3e-8, 0), f, "fp32");
+  ASSERT_TRUE(j.judged);
+  EXPECT_EQ(j.nearest, "fp16");  // TF32 is not told apart from the reference; FP16 is the nearest left
+  EXPECT_NE(j.note.find("tf32"), std::string::npos) << j.note;
+  EXPECT_FALSE(j.fails());
+  EXPECT_TRUE(judge_precision(output(0, 4, 2e-4, 0), f, "fp32").fails());
+}
+
+TEST(PrecisionRule, NotJudgedWithoutFiguresAnFp64ReferenceOrAToldApartPrecision) {
+  EXPECT_FALSE(judge_precision(output(0, 4, 1e-3, 1e-7), OutputPrecision{"out", {}, ""}, "fp32").judged);
+  WholeOutput no64 = output(0, 4, 1e-3, 1e-7);
+  no64.has_fp64 = false;
+  EXPECT_FALSE(judge_precision(no64, figures(3e-4, 2e-3, 3e-4), "fp32").judged);
+  // An ill-conditioned reference (dropout, a long recurrence): its own error is as large as BF16's.
+  PrecisionJudgement ill = judge_precision(output(0, 4, 3e-3, 1e-3), figures(1.1e-3, 4e-3, 1.2e-3), "fp32");
+  EXPECT_FALSE(ill.judged);
+  EXPECT_NE(ill.note.find("left out"), std::string::npos) << ill.note;
+  // A precision that overflows has no figure.
+  PrecisionJudgement over = judge_precision(output(0, 4, 1e-7, 1e-7), figures(3e-4, 2e-3, INFINITY), "fp32");
+  EXPECT_NE(over.note.find("fp16 (overflows)"), std::string::npos) << over.note;
+  EXPECT_EQ(over.nearest, "tf32");
+  WholeOutput integers = output(0, 4, 1, 0);
+  integers.dtype = DType::i64;
+  EXPECT_FALSE(judge_precision(integers, figures(3e-4, 2e-3, 3e-4), "fp32").judged);
+}
+
+TEST(PrecisionRule, UnderTf32OnlyBf16IsForbidden) {
+  // --precision tf32: the reference is TF32's (3e-4); FP16 is as close, BF16 is 8x farther.
+  PrecisionJudgement j = judge_precision(
+      output(0, 700, 3e-4, 3e-4), OutputPrecision{"out", {{"bf16", 2.5e-3, 0}, {"fp16", 3.1e-4, 0}}, ""}, "tf32");
+  ASSERT_TRUE(j.judged);
+  EXPECT_EQ(j.nearest, "bf16");
+  EXPECT_FALSE(j.fails());
+  EXPECT_TRUE(judge_precision(output(0, 700, 2.4e-3, 3e-4),
+                              OutputPrecision{"out", {{"bf16", 2.5e-3, 0}, {"fp16", 3.1e-4, 0}}, ""}, "tf32")
+                  .fails());
+}
+
+TEST(PrecisionFiguresJson, RoundTripsWithOverflowAsNull) {
+  PrecisionFigures f{"fp32", {figures(3e-4, 2e-3, INFINITY)}};
+  f.outputs[0].note = "fp16: overflows or is all zero";
+  nlohmann::json j = f;
+  EXPECT_TRUE(j["outputs"][0]["lower"][2]["rel_l2"].is_null());
+  PrecisionFigures back = j.get<PrecisionFigures>();
+  EXPECT_EQ(back.precision, "fp32");
+  ASSERT_NE(back.find("out"), nullptr);
+  EXPECT_TRUE(std::isinf(back.find("out")->lower[2].rel_l2));
+  EXPECT_EQ(back.find("out")->note, f.outputs[0].note);
+  // Through the runner's trial answer.
+  TrialAnswer a;
+  a.precision_figures = f;
+  TrialAnswer a2 = nlohmann::json(a).get<TrialAnswer>();
+  ASSERT_TRUE(a2.precision_figures);
+  EXPECT_EQ(a2.precision_figures->outputs.size(), 1u);
+  TrialAnswer none = nlohmann::json(TrialAnswer{}).get<TrialAnswer>();
+  EXPECT_FALSE(none.precision_figures);
+}
+
+TEST(NormwiseRule, AnIllConditionedReferenceLeavesTwiceItsOwnError) {
+  // A reference 3e-4 off fp64 (cancellation): an honest candidate as far off passes, rtol or not.
+  EXPECT_FALSE(normwise_failure(output(1e-6 * 2, 6e-5, 5e-4, 3e-4), kFp32));
+  EXPECT_TRUE(normwise_failure(output(1e-6 * 2, 6e-5, 7e-4, 3e-4), kFp32));
+}
+
+TEST(PrecisionRule, ADegenerateReferenceIsNotJudged) {
+  // level2/23's output: zero in exact arithmetic, about 7e-17 in fp64, fp32's error 5e8 times that.
+  WholeOutput w = output(-7e-17, 7e-17, 5e8, 5.4e8);
+  PrecisionJudgement j = judge_precision(w, figures(5.4e8, 1.9e13, 2.6e12), "fp32");
+  EXPECT_FALSE(j.judged);
+  EXPECT_NE(j.note.find("degenerate"), std::string::npos) << j.note;
+}

@@ -1,0 +1,120 @@
+"""The reference computed at the precisions a problem forbids, each against the fp64 reference: the
+figures of kagent's precision rule (include/kagent/protocol/output_rules.hpp, docs/measurement.md).
+
+An element-wise tolerance cannot see the precision a candidate computed at: rtol 1e-4 of outputs
+around 700 is looser than TF32's rounding, and outputs around 6e-5 sit under atol whatever they are.
+So the rule sets the candidate's relative L2 error against the fp64 reference beside the errors of
+the reference itself and of the reference computed at each forbidden precision, measured here:
+
+  fp32  forbids tf32 (the fp32 model and inputs, TF32 on for matmuls and cuDNN), bf16 and fp16 (a
+        copy of the model and the inputs cast to that type);
+  tf32  forbids bf16 and fp16;
+  fp16, bf16: nothing (their references are already the half-precision computation).
+
+Measured once per load, on the first trial that has fp64 twins: the errors are properties of the
+problem's arithmetic, not of one draw of inputs, and the half-precision copies are made and let go
+at once. A precision whose forward fails, or that overflows (fp16 past 65504), has no figure, and
+the note says why. The relative error is ||r_p - r64|| / ||r64||, the largest |r_p - r64| beside it.
+"""
+
+import copy
+
+from . import numerics as numerics_mod
+
+FORBIDDEN = {"fp32": ("tf32", "bf16", "fp16"), "tf32": ("bf16", "fp16"), "fp16": (), "bf16": ()}
+_CHUNK = 1 << 26  # elements compared at a time, so that the figures allocate little
+
+
+def forbidden(precision):
+    """The precisions a problem evaluated at `precision` forbids, weakest first."""
+    return FORBIDDEN.get(precision, ())
+
+
+def errors(torch, out, twin):
+    """(relative L2 error, largest absolute error) of `out` against its fp64 `twin`; (None, None)
+    where out has a NaN or Inf the twin has not, or the twin is all zero."""
+    a, b = out.reshape(-1), twin.reshape(-1)
+    sq_err = sq_ref = 0.0
+    max_abs = 0.0
+    for start in range(0, a.numel(), _CHUNK):
+        x = a[start:start + _CHUNK].to(torch.float64)
+        y = b[start:start + _CHUNK]
+        d = x - y
+        if not bool(torch.isfinite(d).all()):
+            return None, None
+        sq_err += float((d * d).sum())
+        sq_ref += float((y * y).sum())
+        max_abs = max(max_abs, float(d.abs().max())) if d.numel() else max_abs
+    if sq_ref <= 0:
+        return None, None
+    return (sq_err / sq_ref) ** 0.5, max_abs
+
+
+def _first_line(e):
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def _forward(torch, problem, precision, args):
+    """The problem's outputs computed at `precision`, with the trial's draws played back."""
+    from . import draws as draws_mod
+
+    if precision == "tf32":
+        model, cast, float_dtype = problem.model, args, None
+        numerics_mod.apply(torch, numerics_mod.numerics("tf32"))
+    else:
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        model = copy.deepcopy(problem.model).to(dtype)
+        cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        float_dtype = dtype
+    try:
+        with torch.no_grad():
+            if problem.draws:
+                replay = draws_mod.replay(torch, list(problem.draws), float_dtype)
+                with replay:
+                    out = problem.call(model, cast)
+                replay.done()
+            else:
+                out = problem.call(model, cast)
+    finally:
+        problem.pin_numerics()  # the load's numerics again, whatever happened
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def measure(torch, problem, args, outs, named64):
+    """{"precision", "outputs": [{"tensor", "lower": [{"precision", "rel_l2", "max_abs"}], "note"}]}
+    for the floating outputs that have an fp64 twin in `named64` ([(name@f64, tensor)])."""
+    from .reference64 import SUFFIX
+
+    twins = {name[:-len(SUFFIX)]: t for name, t in named64}
+    names = problem.output_names(outs)
+    figures = {n: {"tensor": n, "lower": [], "note": ""} for n in names if n in twins}
+    if not figures:
+        return {"precision": problem.precision, "outputs": []}
+    for precision in forbidden(problem.precision):
+        try:
+            lower = _forward(torch, problem, precision, args)
+        except Exception as e:  # an op without half-precision support, out of memory
+            torch.cuda.empty_cache()
+            for f in figures.values():
+                f["note"] += f"{'; ' if f['note'] else ''}{precision}: the forward failed ({_first_line(e)})"
+            continue
+        if len(lower) != len(outs):
+            continue
+        for name, o in zip(names, lower):
+            f = figures.get(name)
+            if f is None:
+                continue
+            if not isinstance(o, torch.Tensor) or o.shape != twins[name].shape:
+                f["note"] += f"{'; ' if f['note'] else ''}{precision}: another output shape"
+                continue
+            rel, max_abs = errors(torch, o, twins[name])
+            f["lower"].append({"precision": precision, "rel_l2": rel, "max_abs": max_abs})
+            if rel is None:
+                f["note"] += f"{'; ' if f['note'] else ''}{precision}: overflows or is all zero"
+        del lower
+        torch.cuda.empty_cache()
+    for f in figures.values():
+        if not f["note"]:
+            del f["note"]
+    return {"precision": problem.precision, "outputs": list(figures.values())}
