@@ -58,7 +58,6 @@ def rule(ref, lower):
 def measure(path, seed, cpu_max_ms):
     import torch
 
-    from kagent_ref import draws as draws_mod
     from kagent_ref import lower_precision
     from kagent_ref.problem import Problem
     from kagent_ref.reference64 import SUFFIX
@@ -83,15 +82,7 @@ def measure(path, seed, cpu_max_ms):
         try:
             model = copy.deepcopy(p.model).cpu()
             cargs = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
-            with torch.no_grad():
-                if p.draws:
-                    replay = draws_mod.replay(torch, list(p.draws), None)
-                    with replay:
-                        out = p.call(model, cargs)
-                    replay.done()
-                else:
-                    out = p.call(model, cargs)
-            cpu = list(out) if isinstance(out, (tuple, list)) else [out]
+            cpu = lower_precision.call_with_draws(torch, p, model, cargs)
         except Exception as e:  # an op without a CPU kernel
             rec["cpu_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
     else:

@@ -55,10 +55,24 @@ def _first_line(e):
     return f"{type(e).__name__}: {text[0] if text else ''}"
 
 
-def _forward(torch, problem, precision, args):
-    """The problem's outputs computed at `precision`, with the trial's draws played back."""
+def call_with_draws(torch, problem, model, args, float_dtype=None):
+    """`model` called on `args` as the problem calls its model, the last trial's draws played back
+    (floating draws in float_dtype, where given): the outputs as a list."""
     from . import draws as draws_mod
 
+    with torch.no_grad():
+        if problem.draws:
+            replay = draws_mod.replay(torch, list(problem.draws), float_dtype)
+            with replay:
+                out = problem.call(model, args)
+            replay.done()
+        else:
+            out = problem.call(model, args)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _forward(torch, problem, precision, args):
+    """The problem's outputs computed at `precision`, with the trial's draws played back."""
     if precision == "tf32":
         model, cast, float_dtype = problem.model, args, None
         numerics_mod.apply(torch, numerics_mod.numerics("tf32"))
@@ -68,17 +82,9 @@ def _forward(torch, problem, precision, args):
         cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         float_dtype = dtype
     try:
-        with torch.no_grad():
-            if problem.draws:
-                replay = draws_mod.replay(torch, list(problem.draws), float_dtype)
-                with replay:
-                    out = problem.call(model, cast)
-                replay.done()
-            else:
-                out = problem.call(model, cast)
+        return call_with_draws(torch, problem, model, cast, float_dtype)
     finally:
         problem.pin_numerics()  # the load's numerics again, whatever happened
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def measure(torch, problem, args, outs, named64):
