@@ -1,25 +1,35 @@
 #!/usr/bin/env python3
-"""Lower-precision versions of fp32 KernelBench problems through `kagent eval` (issue: a reward that
-lower precision cannot move; the rule: include/kagent/protocol/output_rules.hpp).
+"""Lower-precision versions of fp32 KernelBench problems through `kagent eval`.
+
+The rule they test: include/kagent/protocol/output_rules.hpp (a reward that lower precision cannot
+move).
 
 For each problem a ModelNew is written (into --work, never into the project) that subclasses the
 problem's Model and runs its forward
 
   fp32     as it is (IEEE fp32, TF32 off: the honest control, which must pass);
   honest fp32 with other orders, where one applies (must pass): 3xtf32 (matrix products as three
-           TF32 products, A_hi B_hi + A_hi B_lo + A_lo B_hi, the tensor-core fp32 technique), splitk
-           (the K dimension in four parts summed after), im2col (a convolution as unfold and one
-           product per image), explicit (attention with the scores materialised, against SDPA's
+           TF32 products, A_hi B_hi + A_hi B_lo + A_lo B_hi, the tensor-core fp32 technique, with
+           the tensor cores summing 256 products at a time and fp32 adding the partial results),
+           splitk (the K dimension in four parts summed after), im2col (a convolution as unfold and
+           one product per image), explicit (attention with the scores materialised, against SDPA's
            fused kernel), twopass (LayerNorm's mean and variance in two passes), blocked (a scan
            in blocks of 64 with the block totals carried);
-  tf32     with TF32 on for matmuls and cuDNN (must fail at fp32, pass under --precision tf32);
-  bf16     under torch.autocast to bfloat16 (must fail at fp32, pass under --precision bf16);
-  fp16     under torch.autocast to float16 (must fail at fp32).
+  tf32     with TF32 on for matmuls and cuDNN, and SDPA on its math backend, whose products take
+           the switch (must fail at fp32, pass under --precision tf32);
+  3xtf32tc the three TF32 products summed over all of K by the tensor cores: their adder truncates,
+           and on non-negative inputs (torch.rand) its error is plain TF32's (H200, level1/1:
+           2.75e-5 against fp64, TF32 2.79e-5, fp32 8.4e-7), so it is at TF32 and must fail at fp32;
+  bf16     inputs, parameters and buffers cast to bfloat16 (a copy of the model), the outputs cast
+           back (must fail at fp32, pass under --precision bf16);
+  fp16     the same in float16 (must fail at fp32);
+  bf16out, fp16out  computed in fp32, the outputs stored in bfloat16 / float16 (must fail at fp32).
 
 Each problem's variants are evaluated together (one `kagent eval` per tolerance and precision, the
 reference loaded once): at the default tolerance, at --tolerance 1e-2, and the tf32 and bf16
-variants at their own precision. --torch-ops allow, since the variants are PyTorch's own operators:
-the question here is the precision rule, not the torch-operators policy. A table per evaluation:
+variants (3xtf32tc and bf16out with them) at their own precision. --torch-ops allow, since the
+variants are PyTorch's own operators: the question here is the precision rule, not the
+torch-operators policy. A table per evaluation:
 the stage, the output's relative L2 error against fp64, the rule's limit and the precision that set
 it, and whether the verdict is the expected one. One JSON line per evaluation in --out (--resume
 skips those there).
@@ -35,9 +45,9 @@ import subprocess
 import sys
 import time
 
-PROBLEMS = [  # (path under KernelBench, the honest fp32 variants with other orders that apply to it)
-    ("level1/1_Square_matrix_multiplication_.py", ["3xtf32", "splitk"]),
-    ("level1/8_Matmul_with_irregular_shapes_.py", ["3xtf32", "splitk"]),
+PROBLEMS = [  # (path under KernelBench, the variants written for its operator alone)
+    ("level1/1_Square_matrix_multiplication_.py", ["3xtf32", "3xtf32tc", "splitk"]),
+    ("level1/8_Matmul_with_irregular_shapes_.py", ["3xtf32", "3xtf32tc", "splitk"]),
     ("level1/63_conv_standard_2D__square_input__square_kernel.py", ["im2col"]),
     ("level1/97_ScaledDotProductAttention.py", ["explicit"]),
     ("level2/66_Matmul_Dropout_Softmax.py", []),
@@ -48,6 +58,8 @@ PROBLEMS = [  # (path under KernelBench, the honest fp32 variants with other ord
     ("level1/89_cumsum.py", ["blocked"]),
 ]
 HONEST = {"fp32", "3xtf32", "splitk", "im2col", "explicit", "twopass", "blocked"}
+# The lower-precision variants, by the precision each computes (or stores) at.
+LOWER = {"tf32": "tf32", "3xtf32tc": "tf32", "bf16": "bf16", "bf16out": "bf16", "fp16": "fp16", "fp16out": "fp16"}
 
 SUFFIX = {
     "fp32": """
@@ -56,24 +68,31 @@ SUFFIX = {
 """,
     "tf32": """
     def forward(self, SIG):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
         m, c = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         try:
-            return super().forward(CALL)
+            # SDPA's fused fp32 kernels ignore the TF32 switch; its math backend's products take it.
+            with sdpa_kernel(SDPBackend.MATH):
+                return super().forward(CALL)
         finally:
             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
 """,
     "bf16": """
     def forward(self, SIG):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            out = super().forward(CALL)
-        return _as_input_type(out, [CALL])
+        return _at(self, torch.bfloat16, [CALL])
 """,
     "fp16": """
     def forward(self, SIG):
-        with torch.autocast("cuda", dtype=torch.float16):
-            out = super().forward(CALL)
-        return _as_input_type(out, [CALL])
+        return _at(self, torch.float16, [CALL])
+""",
+    "bf16out": """
+    def forward(self, SIG):
+        return _stored_as(super().forward(CALL), torch.bfloat16)
+""",
+    "fp16out": """
+    def forward(self, SIG):
+        return _stored_as(super().forward(CALL), torch.float16)
 """,
     "splitk": """
     def forward(self, A, B):
@@ -131,6 +150,22 @@ SUFFIX = {
         try:
             a_hi, b_hi = _tf32(A), _tf32(B)
             a_lo, b_lo = A - a_hi, B - b_hi
+            out = None
+            for i in range(0, A.shape[-1], 256):  # the tensor cores sum 256 products; fp32 adds the rest
+                s = slice(i, i + 256)
+                part = a_hi[..., s] @ b_hi[s] + (a_hi[..., s] @ b_lo[s] + a_lo[..., s] @ b_hi[s])
+                out = part if out is None else out + part
+            return out
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = m
+""",
+    "3xtf32tc": """
+    def forward(self, A, B):
+        m = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            a_hi, b_hi = _tf32(A), _tf32(B)
+            a_lo, b_lo = A - a_hi, B - b_hi
             return a_hi @ b_hi + (a_hi @ b_lo + a_lo @ b_hi)
         finally:
             torch.backends.cuda.matmul.allow_tf32 = m
@@ -138,6 +173,7 @@ SUFFIX = {
 }
 
 HELPERS = '''
+import copy
 
 def _as_input_type(out, args):
     """Floating outputs back in the inputs' type (autocast returns its own)."""
@@ -146,6 +182,27 @@ def _as_input_type(out, args):
         return out
     cast = lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t  # noqa: E731
     return type(out)(cast(t) for t in out) if isinstance(out, (tuple, list)) else cast(out)
+
+
+def _at(model, dtype, args):
+    """The problem's forward with its floating inputs, parameters and buffers in dtype (a copy of the
+    model, made on the first call), the outputs cast back: a kernel that computes in dtype. Autocast
+    would leave LayerNorm, cumsum and others in fp32."""
+    low = model.__dict__.get("_low")
+    if low is None:
+        low = copy.deepcopy(model)
+        low.__class__ = Model
+        low.to(dtype)
+        model.__dict__["_low"] = low  # not a submodule: the state dict stays the problem's
+    cast = lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t  # noqa: E731
+    return _as_input_type(low(*[cast(a) for a in args]), args)
+
+
+def _stored_as(out, dtype):
+    """Computed in fp32, stored in dtype: the output rounded to dtype and back."""
+    def low(t):
+        return t.to(dtype).to(t.dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+    return type(out)(low(t) for t in out) if isinstance(out, (tuple, list)) else low(out)
 
 
 def _tf32(x):
@@ -188,7 +245,7 @@ def expected(variant, precision):
     """Whether the variant should be correct when evaluated at `precision`."""
     if variant in HONEST:
         return True
-    return precision == variant  # tf32 under tf32, bf16 under bf16
+    return precision == LOWER[variant]  # tf32 under tf32, bf16 under bf16
 
 
 def evaluate(kagent, problem, files, precision, tolerance, timeout):
@@ -252,9 +309,10 @@ def main():
     with open(a.out, "a") as out:
         for rel, honest in PROBLEMS:
             problem = os.path.join(a.kernelbench, rel)
-            variants = ["fp32", "tf32", "bf16", "fp16"] + honest
-            runs = [("fp32", None, variants), ("fp32", 1e-2, variants), ("tf32", None, ["tf32"]),
-                    ("bf16", None, ["bf16"])]
+            variants = ["fp32", "tf32", "bf16", "fp16", "bf16out", "fp16out"] + honest
+            runs = [("fp32", None, variants), ("fp32", 1e-2, variants),
+                    ("tf32", None, [v for v in variants if LOWER.get(v) == "tf32"]),
+                    ("bf16", None, [v for v in variants if LOWER.get(v) == "bf16"])]
             for precision, tolerance, vs in runs:
                 key = (rel, precision, tolerance)
                 if key in done:

@@ -2,7 +2,8 @@
 # One run on a GPU machine: build, run every test (GPU tests included), run the benchmarks, and
 # print a short table at the end. Logs go to $OUT (default /tmp/kagent-gpu-out).
 # Usage: benchmarks/run_on_gpu.sh [MODE...], MODE one of tests cpu-tests bench kernelbench fixtures
-#   ncu roofline level1 check problems precision margins precision-tests precision-suite multigpu library before-after warm-tests
+#   ncu roofline level1 check problems precision margins precision-tests precision-suite tf32-accumulation
+#   shared-baselines multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
 #   mixed episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
@@ -136,8 +137,8 @@ if want precision-tests; then
   # The GPU tests of the precision work: exact fp32 convolution, the fp64 rule, weak references,
   # the whole-output rules (constants, TF32 at a loose tolerance) on plans and ModelNew solutions,
   # and every example solution still correct under them.
-  step precision 400 $B/tests/kagent_gpu_tests \
-    --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*:PyTorchEval.WholeOutput*:PyTorchEval.EveryFixtureIsCorrect:ModelNewEval.Tf32*:ModelNewEval.LowerPrecision*'
+  step precision 570 $B/tests/kagent_gpu_tests \
+    --gtest_filter='PyTorchEval.ExactFp32*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.MostlyZero*:RefServerTest.PrecisionSets*:PyTorchEval.WholeOutput*:PyTorchEval.EveryFixtureIsCorrect:ModelNewEval.Tf32*:ModelNewEval.LowerPrecision*:PyTorchEval.SharedBaselines*'
 fi
 if want precision-suite; then
   # TF32, BF16 and FP16 versions of fp32 KernelBench problems, and honest fp32 ones with other
@@ -147,6 +148,19 @@ if want precision-suite; then
   step precision-suite 590 python3 benchmarks/precision_suite.py --kagent $B/kagent --kernelbench "$KB" --out $PS \
     --resume --budget-s "${SUITE_BUDGET_S:-420}"
   cp $PS $OUT/precision_suite.jsonl
+fi
+if want tf32-accumulation; then
+  # TF32's error on GEMMs: input rounding or the tensor cores' accumulation (3xTF32 against TF32).
+  step tf32-accumulation 120 python3 benchmarks/tf32_accumulation.py
+fi
+if want shared-baselines; then
+  # One baselines file (kagent ref --export-baselines): kagent eval and kagent serve on every GPU
+  # score against it alike; another GPU model's or torch version's entries, and a problem without
+  # one, are refused. GPUs 0 and 1 where there are two.
+  gpus=0
+  [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && gpus=0,1
+  step shared-baselines 590 python3 benchmarks/shared_baselines.py --kagent $B/kagent --kernelbench "$KB" \
+    --gpus $gpus --out "$OUT/shared_baselines.json"
 fi
 if want all fixtures; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
@@ -440,6 +454,8 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/precision.log" ] && { echo "== precision"; grep -v "^\[\|^Note:" "$OUT/precision.log" | tail -n 30; }
 [ -f "$OUT/margins.log" ] && { echo "== margins"; tail -n 14 "$OUT/margins.log"; }
 [ -f "$OUT/precision-suite.log" ] && { echo "== precision-suite"; grep -v "^\[" "$OUT/precision-suite.log" | tail -n 70; }
+[ -f "$OUT/tf32-accumulation.log" ] && { echo "== tf32-accumulation"; tail -n 8 "$OUT/tf32-accumulation.log"; }
+[ -f "$OUT/shared-baselines.log" ] && { echo "== shared-baselines"; tail -n 40 "$OUT/shared-baselines.log"; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }

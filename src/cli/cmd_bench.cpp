@@ -233,6 +233,7 @@ int run_bench(BenchArgs a) {
     rq.stop_rule = a.measure.stop_rule;
     rq.knobs = a.measure.knobs;
     rq.torch_ops = a.measure.torch_ops_or_default();
+    rq.baselines = a.measure.baselines;
     auto cache = std::make_shared<CompileCache>(CompileCache::default_dir());
     so.backends = judge::evaluator_backends(cache);
     so.prebuilder = make_prebuilder(a.build_jobs, a.arch, gpus.front(), static_cast<int>(gpus.size()) * a.jobs, cache);

@@ -55,6 +55,7 @@ int eval_many(const EvalArgs& a) {
   base.stop_rule = a.measure.stop_rule;
   base.knobs = a.measure.knobs;
   base.torch_ops = a.measure.torch_ops_or_default();
+  base.baselines = a.measure.baselines;
   load_op(a.op);  // a bad problem is said once, before any candidate
   std::vector<judge::CandidateRequest> requests;
   for (const auto& c : a.candidates) {

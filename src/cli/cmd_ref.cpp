@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/text_table.hpp"
+#include "kagent/eval/baselines_file.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/protocol/reference_quality.hpp"
@@ -27,6 +28,7 @@ struct RefArgs {
   int gpu = 0;
   bool refresh = false;
   bool json = false;
+  std::string export_baselines;  // --export-baselines FILE
 };
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -68,11 +70,30 @@ nlohmann::json output_quality(const RefSignature& sig, const Tolerance& tol) {
   return a;
 }
 
+// Adds the problem's baselines (measured under the default stop rule) to a shared file, keyed by
+// what makes them valid (eval/baselines_file.hpp); said on stderr, stdout stays the report.
+void export_baselines(const std::string& file, const Op& op, Precision precision, const RefSignature& sig,
+                      const RefBaselines& b) {
+  BaselineEntry e;
+  e.key = {sig.source_hash,       std::string(precision_name(precision)), b.allow_tf32, sig.gpu_name, sig.torch_version,
+           sig.baselines_protocol};
+  e.problem = op.reference.filename().string();
+  e.eager = b.eager;
+  e.compile = b.compile;
+  e.compile_error = b.compile_error;
+  e.cache_key = b.key;
+  BaselinesFile::add(file, e);
+  fmt::print(stderr, "baselines of {} ({}, TF32 {}, {}, torch {}) {} to {}\n", e.problem, e.key.precision,
+             e.key.allow_tf32 ? "on" : "off", e.key.gpu_name, e.key.torch, b.cached ? "from the cache added" : "added",
+             file);
+}
+
 int run_python(const Op& op, const RefArgs& a) {
   Precision precision = a.precision.empty() ? op.precision : precision_option(a.precision);
   RefServer server(a.gpu, op.reference);
   RefSignature sig = server.load(op, precision, std::random_device{}());
   RefBaselines b = server.baselines(a.refresh, StopRule{});
+  if (!a.export_baselines.empty()) export_baselines(a.export_baselines, op, precision, sig, b);
   const Tolerance tol = with_precision(op, precision).tolerance;
   const nlohmann::json quality = output_quality(sig, tol);
   if (a.json) {
@@ -95,7 +116,8 @@ int run_python(const Op& op, const RefArgs& a) {
                 {"eager", b.eager},
                 {"compile", b.compile ? nlohmann::json(*b.compile) : nlohmann::json()},
                 {"compile_error", b.compile_error},
-                {"baselines_cached", b.cached}});
+                {"baselines_cached", b.cached},
+                {"baselines_exported_to", a.export_baselines}});
     return 0;
   }
   fmt::print("{} (PyTorch reference {}), {}, {} with torch {}\n\n", op.name, op.reference.string(),
@@ -164,8 +186,17 @@ Command add_ref_command(CLI::App& app) {
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_flag("--refresh", args->refresh, "Re-measure the baselines instead of reading the cache");
   sub->add_flag("--json", args->json, "Print JSON");
+  sub->add_option("--export-baselines", args->export_baselines,
+                  "Also add the eager and torch.compile times to this shared baselines file (made if missing; an "
+                  "entry of the same problem, precision, GPU model and torch version is replaced) for `kagent "
+                  "eval|bench|serve --baselines`");
   return {sub, [args]() {
             Op op = load_op(args->op);
+            if (!args->export_baselines.empty() && op.ref_kind != RefKind::python)
+              throw InputError(
+                  fmt::format("--export-baselines: {} is a native reference; its baselines are the "
+                              "reference plan's time, measured with each evaluation",
+                              args->op));
             return op.ref_kind == RefKind::python ? run_python(op, *args) : run_native(op, *args);
           }};
 }

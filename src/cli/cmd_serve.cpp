@@ -46,6 +46,7 @@ struct ServeArgs {
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
   std::string torch_ops = "fail";
+  std::string baselines;  // --baselines FILE|DIR
   // The agent's episodes (serve/sessions.hpp).
   std::string sessions_dir;
   int max_sessions = 256;
@@ -91,6 +92,8 @@ int run_serve(const ServeArgs& a) {
     o.limits.default_torch_ops = *p;
   else
     throw InputError(fmt::format("--torch-ops: '{}' is not one of {}", a.torch_ops, kTorchOpsChoices));
+  if (!a.baselines.empty())
+    o.limits.baselines = std::make_shared<const BaselinesFile>(BaselinesFile::read(a.baselines));
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   o.http = a.http;
   o.http.header_bytes = static_cast<size_t>(a.max_header_kb * 1024);
@@ -162,10 +165,13 @@ int run_serve(const ServeArgs& a) {
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
   fmt::print(
       "kagent serve: listening on http://{}:{} (GPUs {}, queue {} / {:g} MiB, batches up to {}, {} warm problem(s) per "
-      "GPU within {:g} of memory, {} build thread(s), preset {}, torch ops {}, problems under {}{})\n",
+      "GPU within {:g} of memory, {} build thread(s), preset {}, torch ops {}, problems under {}, baselines {}{})\n",
       o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, a.queue_mb, o.limits.max_batch,
       o.warm.max_problems, o.warm.memory_share, o.prebuilder ? o.prebuilder->threads() : 0, o.limits.default_preset,
       torch_ops_name(o.limits.default_torch_ops), o.problems_root.string(),
+      o.limits.baselines ? fmt::format("from {} ({} entries)", o.limits.baselines->path().string(),
+                                       o.limits.baselines->entries().size())
+                         : std::string("measured on each GPU"),
       o.token.empty() ? "" : ", bearer token required");
   if (!o.unavailable.empty()) fmt::print("kagent serve: answering 503: {}\n", o.unavailable);
   std::fflush(stdout);
@@ -220,6 +226,10 @@ Command add_serve_command(CLI::App& app) {
                   fmt::format("What ModelNew solutions whose work PyTorch's operators do earn when a request's "
                               "\"measure\" does not say ({}; `kagent eval --torch-ops`) (default: fail)",
                               kTorchOpsChoices));
+  sub->add_option("--baselines", a->baselines,
+                  "PyTorch references: score every request against the eager and torch.compile times in this file "
+                  "(or the *.json files of this folder) that `kagent ref --export-baselines` wrote, so every node of a "
+                  "cluster scores alike; a problem without an entry for this GPU model and torch version is refused");
   sub->add_option("--build-jobs", a->build_jobs,
                   "Threads that compile and build queued candidates while the GPUs measure (default: the machine's "
                   "cores less two per GPU; 0: each in its worker's turn)")

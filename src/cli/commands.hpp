@@ -55,8 +55,10 @@ struct MeasureFlags {
   // --torch-ops (or --allow-torch-ops, or the preset's); nullopt: cap, the CLI's default.
   std::optional<TorchOps> torch_ops;
   TorchOps torch_ops_or_default() const { return torch_ops.value_or(TorchOps::cap); }
+  // --baselines FILE|DIR, read when parsed: PyTorch baselines shared across machines.
+  std::shared_ptr<const BaselinesFile> baselines;
   void validate() const;             // InputError for contradictory bounds (max below min)
-  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs and o.torch_ops
+  void apply(EvalOptions& o) const;  // validates, then sets o.stop_rule, o.knobs, o.torch_ops and o.baselines
 };
 void add_measure_flags(CLI::App* sub, MeasureFlags* m);
 // --provider, --base-url, --model, --api-key-env, and (not for doctor, which checks an endpoint)

@@ -86,6 +86,20 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
          "--allow-torch-ops", [m] { m->torch_ops = TorchOps::allow; }, "The same as --torch-ops allow")
       ->excludes(policy)
       ->group(g);
+  sub->add_option_function<std::string>(
+         "--baselines",
+         [m](const std::string& path) {
+           try {
+             m->baselines = std::make_shared<const BaselinesFile>(BaselinesFile::read(path));
+           } catch (const InputError& e) {
+             throw CLI::ValidationError(e.what());
+           }
+         },
+         "PyTorch references: score against the eager and torch.compile times in this file (or the *.json "
+         "files of this folder) that `kagent ref --export-baselines` wrote, instead of measuring them: every "
+         "node of a cluster scores alike. A problem without an entry for this GPU model and torch version is "
+         "refused")
+      ->group(g);
 }
 
 void MeasureFlags::validate() const {
@@ -101,6 +115,7 @@ void MeasureFlags::apply(EvalOptions& o) const {
   o.stop_rule = stop_rule;
   o.knobs = knobs;
   o.torch_ops = torch_ops_or_default();
+  o.baselines = baselines;
 }
 
 }  // namespace kagent::cli

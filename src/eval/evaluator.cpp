@@ -147,7 +147,7 @@ void Evaluator::expect_problem(const Op& op, bool with_baselines) {
     // Its server, context, first run and (for a timed evaluation) baselines, unless it is warm.
     WarmStart s;
     s.op = op;
-    if (with_baselines && opt_.timing && !opt_.refresh_baselines) s.baselines = opt_.stop_rule;
+    if (with_baselines && opt_.timing && !opt_.refresh_baselines && !opt_.baselines) s.baselines = opt_.stop_rule;
     s.gpu_lock = gpu_lock_file();
     WarmProblems& pool = warm_problems();
     pool.set_device(gpu_uuid_, static_cast<uint64_t>(gpu_memory_));
@@ -272,7 +272,36 @@ const RefBaselines& Evaluator::pytorch_baselines(const ResolvedOp& op) {
   return *loaded_->baselines;
 }
 
+namespace {
+
+// The loaded problem's baselines from a shared file (InputError naming the field that differs).
+RefBaselines shared_baselines(const BaselinesFile& file, const PyTorchReference& ref) {
+  const RefSignature& s = ref.signature;
+  BaselineKey key{s.source_hash,   std::string(precision_name(ref.op.precision)),
+                  s.allow_tf32,    s.gpu_name,
+                  s.torch_version, s.baselines_protocol};
+  const BaselineEntry& e = file.find(key, ref.op.reference.string());  // InputError naming what differs
+  RefBaselines b;
+  b.eager = e.eager;
+  b.compile = e.compile;
+  b.compile_error = e.compile_error;
+  b.allow_tf32 = e.key.allow_tf32;
+  b.source = "file:" + file.path().string();
+  b.gpu_name = e.key.gpu_name;
+  b.torch_version = e.key.torch;
+  b.protocol = e.key.protocol;
+  b.precision = e.key.precision;
+  b.key = e.cache_key;
+  return b;
+}
+
+}  // namespace
+
 void Evaluator::measure_torch_baselines() {
+  if (opt_.baselines) {  // the shared file's, whatever this machine would measure
+    loaded_->baselines = shared_baselines(*opt_.baselines, *loaded_);
+    return;
+  }
   WarmEntry& e = *warm_problems().current();
   const std::string key = baselines_key(opt_.stop_rule);
   const bool refresh = opt_.refresh_baselines && refreshed_.count(e.key) == 0;
@@ -433,13 +462,17 @@ std::string render_report(const EvalReport& r) {
     row("candidate", *o.candidate_time);
     if (o.reference_time) row(r.reference_time_cached ? "reference*" : "reference", *o.reference_time);
     if (r.torch) {
-      row(r.torch->cached ? "torch eager*" : "torch eager", r.torch->eager);
-      if (r.torch->compile) row(r.torch->cached ? "torch.compile*" : "torch.compile", *r.torch->compile);
+      const bool earlier = r.torch->source != "measured";  // the cache's or a shared file's
+      row(earlier ? "torch eager*" : "torch eager", r.torch->eager);
+      if (r.torch->compile) row(earlier ? "torch.compile*" : "torch.compile", *r.torch->compile);
     }
     out += '\n';  // not "\n" + render(): GCC 12 warns falsely (-Wrestrict) on that concatenation inlined here
     out += t.render();
     if (r.reference_time_cached) out += "* timed by an earlier evaluation of this operator in this process\n";
-    if (r.torch && r.torch->cached)
+    if (r.torch && r.torch->source.starts_with("file:"))
+      out += fmt::format("* from the shared baselines {} (measured on {} with torch {})\n", r.torch->source.substr(5),
+                         r.torch->gpu_name, r.torch->torch_version);
+    else if (r.torch && r.torch->cached)
       out += "* measured earlier on this GPU and torch version (baseline cache; --refresh-baselines re-measures)\n";
     if (r.torch && !r.torch->compile)
       out += fmt::format("torch.compile: no time ({}); tier 3 is out of reach\n", r.torch->compile_error);
@@ -507,7 +540,13 @@ nlohmann::json report_json(const EvalReport& r) {
   if (r.torch) {
     j["torch"] = {{"eager", r.torch->eager},
                   {"cached", r.torch->cached},
+                  {"source", r.torch->source},
                   {"key", r.torch->key},
+                  {"measured_on",
+                   {{"gpu_name", r.torch->gpu_name},
+                    {"torch", r.torch->torch_version},
+                    {"precision", r.torch->precision},
+                    {"protocol", r.torch->protocol}}},
                   {"allow_tf32", r.torch->allow_tf32}};
     j["torch"]["compile"] = r.torch->compile ? nlohmann::json(*r.torch->compile) : nlohmann::json();
     if (!r.torch->compile_error.empty()) j["torch"]["compile_error"] = r.torch->compile_error;

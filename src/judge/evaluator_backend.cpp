@@ -28,6 +28,7 @@ EvalOptions eval_options_of(const CandidateRequest& r, int gpu) {
   o.knobs = r.knobs;
   o.torch_ops = r.torch_ops;
   o.refresh_baselines = r.refresh_baselines;
+  o.baselines = r.baselines;
   return o;
 }
 
@@ -43,7 +44,8 @@ std::string options_key(const EvalOptions& o) {
                         {"stop_rule", o.stop_rule},
                         {"knobs", o.knobs},
                         {"torch_ops", torch_ops_name(o.torch_ops)},
-                        {"refresh_baselines", o.refresh_baselines}}
+                        {"refresh_baselines", o.refresh_baselines},
+                        {"baselines", o.baselines ? o.baselines->path().string() : std::string()}}
       .dump();
 }
 

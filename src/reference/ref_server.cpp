@@ -153,6 +153,7 @@ RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
   s.source_hash = body.value("source_hash", "");
   s.gpu_name = body.value("gpu_name", "");
   s.torch_version = body.value("torch", "");
+  s.baselines_protocol = body.value("baselines_protocol", "");
   return s;
 }
 
@@ -182,7 +183,12 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   if (!body.at("compile").is_null()) b.compile = body.at("compile").get<TimingSummary>();
   if (body.contains("compile_error") && body["compile_error"].is_string()) b.compile_error = body["compile_error"];
   b.cached = body.value("cached", false);
+  b.source = b.cached ? "cache" : "measured";
   b.key = body.value("key", "");
+  b.gpu_name = body.value("gpu_name", "");
+  b.torch_version = body.value("torch", "");
+  b.protocol = body.value("protocol", "");
+  b.precision = body.value("precision", "");
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
   return b;
 }

@@ -23,6 +23,7 @@ using Json = nlohmann::json;
 // The service's default preset (RequestLimits::default_preset), before a request's "measure".
 void apply_default_preset(const RequestLimits& limits, judge::CandidateRequest& c) {
   c.torch_ops = limits.default_torch_ops;
+  c.baselines = limits.baselines;
   if (const MeasurePreset* p = find_measure_preset(limits.default_preset)) {
     c.stop_rule = p->stop_rule;
     c.knobs = p->knobs;

@@ -6,7 +6,9 @@
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/eval/baselines_file.hpp"
 #include "kagent/protocol/measure_preset.hpp"
+#include "test_util.hpp"
 
 using namespace kagent;
 
@@ -78,4 +80,25 @@ TEST(MeasureFlags, APresetThenTheFlagsBesideIt) {
     EXPECT_EQ(o.stop_rule.max_samples, t.stop_rule.max_samples);
   }
   EXPECT_THROW(parse({"--preset", "fast"}), CLI::ValidationError);
+}
+
+TEST(MeasureFlags, BaselinesAreReadWhenParsedAndGoIntoTheOptions) {
+  test::TempDir d;
+  BaselineEntry e;
+  e.key = {"aa", "fp32", false, "NVIDIA H200", "2.11.0", "kagent-ref-baselines-v2"};
+  e.eager.median_ms = 1.0;
+  BaselinesFile::add(d / "b.json", e);
+  const cli::MeasureFlags m = parse({"--baselines", (d / "b.json").string()});
+  ASSERT_NE(m.baselines, nullptr);
+  EXPECT_EQ(m.baselines->entries().size(), 1u);
+  EvalOptions o;
+  m.apply(o);
+  EXPECT_EQ(o.baselines, m.baselines);
+  // A file that cannot be read is a usage error of the flag (exit 2), said before anything runs.
+  try {
+    parse({"--baselines", (d / "missing.json").string()});
+    FAIL() << "no error";
+  } catch (const CLI::ValidationError& x) {
+    EXPECT_NE(std::string(x.what()).find("missing.json"), std::string::npos) << x.what();
+  }
 }

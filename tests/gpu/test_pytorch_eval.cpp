@@ -11,8 +11,10 @@
 
 #include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
+#include "kagent/eval/baselines_file.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
@@ -452,4 +454,50 @@ extern "C" __global__ void mm(const float* A, const float* B, float* out) {{
   EvalReport allowed = ev().evaluate(with_precision(load_op(mm), Precision::tf32), gemm("mm_tf32.cu", true));
   EXPECT_TRUE(allowed.outcome.correct) << failure_stage_name(allowed.outcome.failure_stage) << ": "
                                        << allowed.outcome.message;
+}
+
+TEST_F(PyTorchEval, SharedBaselinesFileIsScoredAgainstAndAnotherMachinesRefused) {
+  test::ScopedEnv cache_dir("KAGENT_CACHE_DIR", (dir.path() / "kagent-cache").string().c_str());
+  const fs::path py = dir.write("relu_problem.py", kSmallRelu);
+  const fs::path cu = dir.write("relu.cu", kSmallReluCandidate);
+  const Op op = load_op(py);
+  // The key as `kagent ref --export-baselines` writes it: from the problem's load on this GPU.
+  RefSignature sig;
+  {
+    RefServer server(0, op.reference);
+    sig = server.load(op, Precision::fp32, 1);
+  }
+  ASSERT_FALSE(sig.baselines_protocol.empty());
+  BaselineEntry e;
+  e.key = {sig.source_hash, "fp32", sig.allow_tf32, sig.gpu_name, sig.torch_version, sig.baselines_protocol};
+  e.eager.median_ms = 1000;  // nothing measured here is this slow: the file's times are the ones used
+  TimingSummary compile;
+  compile.median_ms = 900;
+  e.compile = compile;
+  const fs::path file = dir.path() / "baselines.json";
+  BaselinesFile::add(file, e);
+
+  opts.baselines = std::make_shared<const BaselinesFile>(BaselinesFile::read(file));
+  EvalReport r = ev().evaluate(op, load_candidate(cu));
+  ASSERT_TRUE(r.outcome.correct) << r.outcome.message;
+  ASSERT_TRUE(r.torch.has_value());
+  EXPECT_EQ(r.torch->source, "file:" + file.string());
+  EXPECT_EQ(r.torch->gpu_name, sig.gpu_name);
+  ASSERT_TRUE(r.baselines.eager_ms && r.baselines.compile_ms);
+  EXPECT_DOUBLE_EQ(*r.baselines.eager_ms, 1000);
+  EXPECT_DOUBLE_EQ(*r.baselines.compile_ms, 900);
+  EXPECT_EQ(r.reward.tier, 3);  // a ReLU of a million floats is far under 0.95 x 900 ms
+
+  // The same entry measured on another GPU model: refused, the field and both values named.
+  e.key.gpu_name = "NVIDIA H100 80GB HBM3";
+  const fs::path other = dir.path() / "other.json";
+  BaselinesFile::add(other, e);
+  opts.baselines = std::make_shared<const BaselinesFile>(BaselinesFile::read(other));
+  ev_.reset();
+  try {
+    ev().evaluate(op, load_candidate(cu));
+    FAIL() << "another GPU model's baselines were used";
+  } catch (const InputError& x) {
+    EXPECT_TRUE(has(x.what(), "gpu_name: the file's 'NVIDIA H100 80GB HBM3', here '" + sig.gpu_name + "'")) << x.what();
+  }
 }

@@ -130,6 +130,15 @@ TEST(ServeRequest, TheTorchOpsPolicyFromTheServiceThePresetAndTheRequest) {
   EXPECT_EQ(policy(R"({"torch_ops": "fail"})", cap), TorchOps::fail);
 }
 
+TEST(ServeRequest, EveryRequestTakesTheServicesSharedBaselines) {
+  RequestLimits shared;
+  shared.baselines = std::make_shared<const BaselinesFile>();
+  EXPECT_EQ(parse_evaluate_request("{" + kOk + "}", shared).candidate.baselines, shared.baselines);
+  EXPECT_EQ(parse_evaluate_request(with(R"("measure": {"preset": "training"})"), shared).candidate.baselines,
+            shared.baselines);
+  EXPECT_EQ(parse_evaluate_request("{" + kOk + "}", RequestLimits{}).candidate.baselines, nullptr);
+}
+
 TEST(ServeRequest, BadRequestsNameTheField) {
   using P = std::pair<int, std::string>;
   EXPECT_EQ(refusal("{" + kOk + "}"), P(0, ""));

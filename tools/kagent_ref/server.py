@@ -8,7 +8,8 @@
 load:      {"problem": path, "precision": "fp32"|"tf32"|"fp16"|"bf16", "seed": int, "gpu": int}
            -> {"signature": {"inputs", "draws", "scalars", "params", "outputs"}, "degenerate": str|null,
                "output_stats": [{numel, zeros, zero_share, min, max, min_abs, ...}], "numerics": {"allow_tf32", ...},
-               "source_hash", "gpu_name", "torch", "flops": {"total", "by_op"}|null, "flops_note": str|null}  (flops.py)
+               "source_hash", "gpu_name", "torch", "baselines_protocol": PROTOCOL,
+               "flops": {"total", "by_op"}|null, "flops_note": str|null}  (flops.py)
 trial:     {"seed": int}  inputs made under the seed, the reference run on them, and again in float64
            where that fits (reference64.py); the tensors stay alive until the next trial or load,
            exported by CUDA IPC (kagent_wire/ipc.py)
@@ -31,7 +32,7 @@ release:   {}  the last trial's tensors (and load's) let go and torch's cached b
            trial's inputs and outputs -> {"reserved_bytes": what torch still holds}
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
            -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key",
-               "precision", "numerics": {"allow_tf32", ...}}
+               "precision", "numerics": {"allow_tf32", ...}, "gpu_name", "torch", "protocol"}
 
 The precision's numerics (numerics.py: TF32 off for fp32, on for tf32) are set at load, before the
 reference runs and before the baselines are timed, and are part of the baseline cache key.
@@ -117,6 +118,7 @@ class Server:
             "source_hash": self.problem.source_hash,
             "gpu_name": torch.cuda.get_device_name(gpu) if torch.cuda.is_available() else "cpu",
             "torch": torch.__version__,
+            "baselines_protocol": PROTOCOL,  # what a shared baselines file's entries must have been measured by
         }
         # One more forward call, under PyTorch's FLOP counter: the compute floor beside the memory floor.
         phase("counting the reference's FLOPs")
@@ -172,6 +174,7 @@ class Server:
             with open(path) as f:
                 cached = json.load(f)
             cached["cached"] = True
+            cached["protocol"] = PROTOCOL  # the key has it
             return cached
 
         timer = Timer(p.device)
@@ -190,7 +193,8 @@ class Server:
             compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         result = {"eager": eager, "compile": compiled, "compile_error": compile_error, "key": key,
                   "gpu_name": torch.cuda.get_device_name(p.device), "torch": torch.__version__,
-                  "precision": p.precision, "numerics": flags, "flush_bytes": timer.flush_bytes, "cached": False}
+                  "precision": p.precision, "numerics": flags, "flush_bytes": timer.flush_bytes, "cached": False,
+                  "protocol": PROTOCOL}
         del cm, timer
         _release_cached_memory()
         os.makedirs(os.path.dirname(path), exist_ok=True)

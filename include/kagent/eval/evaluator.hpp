@@ -16,6 +16,7 @@
 
 #include "kagent/compile/compiler.hpp"
 #include "kagent/eval/ahead.hpp"
+#include "kagent/eval/baselines_file.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "kagent/eval/reward.hpp"
@@ -45,6 +46,9 @@ struct EvalOptions {
   // ModelNew solutions: what PyTorch's own operators doing the work earns (protocol/torch_ops.hpp):
   // fail (tier -1), cap (tier 1: the torch_ops flag withholds the speed tiers) or allow.
   TorchOps torch_ops = TorchOps::cap;
+  // PyTorch references: eager and torch.compile times from this shared file (--baselines) instead of
+  // measured here; null: measured (or this machine's cache).
+  std::shared_ptr<const BaselinesFile> baselines;
 };
 
 struct EvalReport {

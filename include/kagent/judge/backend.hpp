@@ -45,6 +45,7 @@ struct CandidateRequest {
   TorchOps torch_ops = TorchOps::cap;  // ModelNew solutions (protocol/torch_ops.hpp); kagent serve's: fail
   std::string arch;                    // "": the GPU's
   bool refresh_baselines = false;
+  std::shared_ptr<const BaselinesFile> baselines;  // --baselines: shared eager/compile times (null: measured)
   // The report itself besides the record (EvalBackend::evaluate_report): the sessions of `kagent
   // serve` render it for the model as `kagent optimize`'s tools do. `mode` is its protocol
   // (EvalMode::profile: also each launch timed on its own, counters and this GPU's roofs).

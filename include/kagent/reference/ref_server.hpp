@@ -42,6 +42,7 @@ struct RefSignature {
   std::vector<RefOutputStats> output_stats;  // per output, in order
   bool allow_tf32 = false;                   // the numerics the reference runs with (the precision's)
   std::string source_hash, gpu_name, torch_version;
+  std::string baselines_protocol;  // how the server measures baselines (a shared file's entries must match)
   // One forward call's FLOPs by PyTorch's FlopCounterMode (tools/kagent_ref/flops.py): matrix
   // products, convolutions, attention; largest operator first. None with flops_note saying why.
   std::optional<double> flops;
@@ -61,6 +62,10 @@ struct RefBaselines {
   bool cached = false;
   std::string key;
   bool allow_tf32 = false;  // the numerics eager and torch.compile ran with (part of the cache key)
+  // Where they came from: "measured", "cache" (this machine's, measured earlier) or "file:PATH"
+  // (a shared baselines file, eval/baselines_file.hpp).
+  std::string source;
+  std::string gpu_name, torch_version, protocol, precision;  // what they were measured on and by
 };
 
 class RefServer {

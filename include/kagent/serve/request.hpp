@@ -50,6 +50,9 @@ struct RequestLimits {
   // What PyTorch's operators doing a ModelNew solution's work earn when a request does not say
   // (`kagent serve --torch-ops`): fail, so that an RL reward never pays for calling PyTorch.
   TorchOps default_torch_ops = TorchOps::fail;
+  // Every request's PyTorch baselines from this shared file (`kagent serve --baselines`); null: each
+  // worker's GPU measures its own.
+  std::shared_ptr<const BaselinesFile> baselines;
 };
 
 // A request as read: the candidate and its measurement, with the problem as the client named it
