@@ -40,6 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 DISTINCT = 8.0  # output_rules.hpp, kPrecisionDistinct
 FLOOR = 2.0 ** -24  # output_rules.cpp, precision_floor(f32)
+# output_rules.cpp, storage_error: an output computed exactly and only stored at the precision.
+STORAGE = {"tf32": 0.375 * 2.0 ** -11, "fp16": 0.375 * 2.0 ** -11, "bf16": 0.375 * 2.0 ** -8}
 
 
 def rule(ref, lower):
@@ -49,6 +51,7 @@ def rule(ref, lower):
     for p, e in lower.items():
         if e is None or not math.isfinite(e) or e < DISTINCT * anchor:
             continue
+        e = min(e, max(STORAGE.get(p, math.inf), DISTINCT * anchor))
         limit = math.sqrt(anchor * e)
         if best[0] is None or limit < best[0]:
             best = (limit, p)

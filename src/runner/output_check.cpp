@@ -68,8 +68,8 @@ bool judge_precision_of(const OutputCheck& chk, const WholeOutput& w, OutputErro
     j.reference = *e.ref_rel_l2_fp64;
     j.limit = *e.precision_limit;
     j.nearest = e.precision_nearest;
-    for (const auto& p : f->lower)
-      if (p.precision == j.nearest) j.nearest_error = p.rel_l2;
+    // The error the limit was taken from (limit = sqrt(anchor x error), output_rules.cpp).
+    j.nearest_error = j.limit * j.limit / std::max(j.reference, precision_floor(w.dtype));
     o.failure_stage = FailureStage::precision;
     o.message = fmt::format(
         "{} ({}, trial {}; the figure is a lower bound: its error against the reference, {:.3g}, "

@@ -108,23 +108,47 @@ TEST(NormwiseRule, WithoutAnFp64ReferenceTheReferenceStandsIn) {
 }
 
 TEST(PrecisionRule, TheLimitIsTheGeometricMeanOfTheReferenceAndTheNearestForbiddenPrecision) {
-  // A GEMM's figures: fp32 reference 1e-7, TF32 3e-4, BF16 2.5e-3, FP16 3e-4.
-  const OutputPrecision f = figures(3e-4, 2.5e-3, 3.1e-4);
+  // A GEMM's figures: fp32 reference 1e-7, TF32 1e-4, BF16 2.5e-3, FP16 3e-4.
+  const OutputPrecision f = figures(1e-4, 2.5e-3, 3.1e-4);
   PrecisionJudgement j = judge_precision(output(0, 700, 1e-7, 1e-7), f, "fp32");
   ASSERT_TRUE(j.judged);
   EXPECT_EQ(j.nearest, "tf32");
-  EXPECT_NEAR(j.limit, std::sqrt(1e-7 * 3e-4), 1e-12);
+  EXPECT_NEAR(j.limit, std::sqrt(1e-7 * 1e-4), 1e-12);
   EXPECT_FALSE(j.fails());
   // Honest fp32 with other summation orders (split-K, a sequential sum): 20x the reference's error.
   EXPECT_FALSE(judge_precision(output(0, 700, 2e-6, 1e-7), f, "fp32").fails());
   // TF32 tensor cores, 3xTF32 without its correction products: the TF32 reference's error.
-  PrecisionJudgement tf32 = judge_precision(output(0, 700, 2.9e-4, 1e-7), f, "fp32");
+  PrecisionJudgement tf32 = judge_precision(output(0, 700, 1e-4, 1e-7), f, "fp32");
   EXPECT_TRUE(tf32.fails());
-  const std::string text = precision_failure_text(output(0, 700, 2.9e-4, 1e-7), tf32);
+  const std::string text = precision_failure_text(output(0, 700, 1e-4, 1e-7), tf32);
   EXPECT_NE(text.find("lower precision than fp32"), std::string::npos) << text;
   EXPECT_NE(text.find("tf32"), std::string::npos) << text;
   // A candidate more accurate than TF32 by 4x is still nearer it than fp32.
-  EXPECT_TRUE(judge_precision(output(0, 700, 7e-5, 1e-7), f, "fp32").fails());
+  EXPECT_TRUE(judge_precision(output(0, 700, 2.5e-5, 1e-7), f, "fp32").fails());
+}
+
+TEST(PrecisionRule, APrecisionCountsAtMostTheErrorOfStoringTheOutputAtIt) {
+  // A cumsum: fp32 reference 9.7e-7, summed in FP16 0.127 (BF16 0.65); TF32 changes nothing. A
+  // kernel summing in fp32 and storing FP16 is about 1.8e-4 from fp64: far under sqrt(9.7e-7 x
+  // 0.127) = 3.5e-4, the limit were FP16's reference its error.
+  const OutputPrecision f = figures(9.7e-7, 0.65, 0.127);
+  PrecisionJudgement j = judge_precision(output(-50, 50, 1e-6, 9.7e-7), f, "fp32");
+  ASSERT_TRUE(j.judged);
+  EXPECT_EQ(j.nearest, "fp16");
+  EXPECT_DOUBLE_EQ(j.nearest_error, 0.375 * 0x1p-11);
+  EXPECT_NEAR(j.limit, std::sqrt(9.7e-7 * 0.375 * 0x1p-11), 1e-12);
+  EXPECT_FALSE(j.fails());  // honest fp32, a blocked scan's order
+  EXPECT_FALSE(judge_precision(output(-50, 50, 1.3e-7, 9.7e-7), f, "fp32").fails());
+  EXPECT_TRUE(judge_precision(output(-50, 50, 1.8e-4, 9.7e-7), f, "fp32").fails());  // stored in FP16
+  const std::string text = precision_failure_text(output(-50, 50, 1.8e-4, 9.7e-7),
+                                                  judge_precision(output(-50, 50, 1.8e-4, 9.7e-7), f, "fp32"));
+  EXPECT_NE(text.find("fp16's 0.000183"), std::string::npos) << text;
+  // Never under 8 times the reference's own: a precision told apart stays told apart. Under tf32
+  // (reference 3e-4), BF16's reference at 2.5e-3 counts as 2.4e-3, not its storage error 1.46e-3.
+  PrecisionJudgement t =
+      judge_precision(output(0, 700, 3e-4, 3e-4), OutputPrecision{"out", {{"bf16", 2.5e-3, 0}}, ""}, "tf32");
+  ASSERT_TRUE(t.judged);
+  EXPECT_DOUBLE_EQ(t.nearest_error, 8 * 3e-4);
 }
 
 TEST(PrecisionRule, AnExactReferenceLeavesTheTypesRounding) {

@@ -93,7 +93,10 @@ struct PrecisionJudgement {
   double reference = 0;           // the reference's own (before the floor)
   double limit = 0;               // the smallest geometric mean over the forbidden precisions told apart
   std::string nearest;            // the forbidden precision that sets the limit
-  double nearest_error = 0;       // its error
+  // Its error: its reference's against fp64, or where smaller the error of an output only stored
+  // at it (3/8 of 2^-11 for TF32 and FP16, of 2^-8 for BF16), but at least kPrecisionDistinct x
+  // the reference's own.
+  double nearest_error = 0;
   std::string problem_precision;  // the precision the problem is evaluated at ("fp32")
   std::string note;               // why it was not judged, or which precisions were left out
   bool fails() const { return judged && candidate > limit; }
