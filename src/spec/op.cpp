@@ -477,7 +477,8 @@ std::string precision_rule(Precision p, const Tolerance& t) {
       return fmt::format(
           "Precision fp32: fp32 tensors, results as accurate as IEEE fp32 arithmetic. No TF32, fp16 or bf16 "
           "tensor-core math and no approximation that loses fp32 accuracy (error-compensated schemes that keep "
-          "it, such as 3xTF32, are fine): the reference and the eager and torch.compile baselines run with TF32 "
+          "it, such as 3xTF32 with each K slice summed in fp32 registers rather than in the tensor cores' "
+          "truncating accumulator, are fine): the reference and the eager and torch.compile baselines run with TF32 "
           "disabled, so they are pinned to fp32 too. Tolerance {}. Beyond the tolerance, each output's error "
           "against a float64 reference must stay nearer the fp32 reference's error than that of the reference "
           "computed at TF32, BF16 or FP16 (stage precision), and a constant or all-zero output fails.",

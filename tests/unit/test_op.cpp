@@ -556,7 +556,8 @@ TEST(OpDefaults, PrecisionRuleSaysWhatIsAllowed) {
   const std::string fp32 = precision_rule(Precision::fp32, Tolerance{1e-4, 1e-4});
   EXPECT_NE(fp32.find("IEEE fp32"), std::string::npos) << fp32;
   EXPECT_NE(fp32.find("No TF32"), std::string::npos) << fp32;
-  EXPECT_NE(fp32.find("3xTF32, are fine"), std::string::npos) << fp32 << "\nthe guide recommends it for fp32 GEMMs";
+  EXPECT_NE(fp32.find("3xTF32 with each K slice summed in fp32 registers"), std::string::npos)
+      << fp32 << "\nthe guide recommends it for fp32 GEMMs";
   EXPECT_NE(fp32.find("atol 0.0001, rtol 0.0001"), std::string::npos) << fp32;
   const std::string tf32 = precision_rule(Precision::tf32, Tolerance{0.01, 0.02});
   EXPECT_NE(tf32.find("TF32 tensor-core math is allowed"), std::string::npos) << tf32;
