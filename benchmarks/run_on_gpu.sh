@@ -171,7 +171,11 @@ fi
 if want all problems; then
   # Every KernelBench problem of levels 1-3: signature and one reference run (no baselines); the
   # problems whose forward draws random numbers, and what they draw.
-  step problems ${PROBLEMS_LIMIT:-580} python3 benchmarks/load_all_problems.py --kernelbench "$KB"
+  # The reference outputs' figures (--stats) are what benchmarks/trivial_outputs judges a constant and
+  # an all-zero output against.
+  step problems ${PROBLEMS_LIMIT:-580} python3 benchmarks/load_all_problems.py --kernelbench "$KB" \
+    --stats "$OUT/output_stats.jsonl" --fp64
+  [ -x $B/benchmarks/trivial_outputs ] && step problems 60 $B/benchmarks/trivial_outputs "$OUT/output_stats.jsonl"
 fi
 if want draws; then
   # The random numbers references draw in forward, as inputs: the reference server and `kagent ref`

@@ -5,6 +5,7 @@
 #include "kagent/agent/prompts.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/gpu/devices.hpp"
+#include "kagent/profile/roofline.hpp"
 
 namespace kagent::agent {
 
@@ -46,15 +47,17 @@ ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool flo
   // FP32 and tensor-core rates (cached per GPU and driver), else the memory floor at a datasheet
   // figure, said as such.
   std::string why;
-  if (auto peaks = evaluator.device_peaks(&why); peaks && peaks->copy_gbs > 0) {
+  if (auto peaks = evaluator.device_peaks(&why); peaks && profile::memory_roof(*peaks).gbs > 0) {
     timing.peaks = peaks;
-    timing.bandwidth_gbs = peaks->copy_gbs;
+    timing.bandwidth_gbs = profile::memory_roof(*peaks).gbs;
+    timing.theoretical_gbs = peaks->theoretical_gbs;
     timing.bandwidth_source = fmt::format(
-        "this GPU's measured copy bandwidth (evaluation reports give a lower \"memory floor\" at the theoretical "
-        "{:.0f} GB/s, which no kernel reaches)",
-        peaks->theoretical_gbs);
+        "the best bandwidth measured on this GPU, by its {} (the theoretical {:.0f} GB/s, memory clock x bus width, "
+        "is the bound no kernel passes)",
+        profile::memory_roof(*peaks).by, peaks->theoretical_gbs);
   } else if (GpuInventory inv = query_gpus(); gpu < static_cast<int>(inv.gpus.size())) {
     timing.bandwidth_gbs = datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(gpu)].name);
+    timing.theoretical_gbs = timing.bandwidth_gbs;
     timing.bandwidth_source =
         fmt::format("this GPU's datasheet bandwidth (no measured one: {}); copies reach about 89% of it", why);
   }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/agent/module_init.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/options.hpp"
@@ -21,9 +22,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Every input forward reads, read once, and every output written once: an input or parameter it
+// never reads (TensorSpec::unread) no kernel need touch.
 int64_t operator_bytes(const Op& op) {
   int64_t n = 0;
-  for (const auto& t : op.inputs) n += t.bytes();
+  for (const auto& t : op.inputs)
+    if (!t.unread) n += t.bytes();
   for (const auto& t : op.outputs) n += t.bytes();
   return n;
 }
@@ -35,9 +39,14 @@ std::string signature_text(const Op& op) {
   TextTable t({"tensor", "role", "shape", "dtype"});
   bool zero_d_output = false, zero_d = false;
   std::string drawn;
+  bool unread = false;
   for (const auto& in : op.inputs) {
-    t.add_row({in.name, in.drawn.empty() ? "input" : "input (drawn)", shape_text(in.shape),
-               std::string(dtype_name(in.dtype))});
+    t.add_row({in.name,
+               !in.drawn.empty() ? "input (drawn)"
+               : in.unread       ? "input (unread)"
+                                 : "input",
+               shape_text(in.shape), std::string(dtype_name(in.dtype))});
+    unread = unread || in.unread;
     zero_d = zero_d || in.shape.empty();
     if (!in.drawn.empty()) drawn += fmt::format("{}: {}\n", in.name, in.drawn);
   }
@@ -46,6 +55,9 @@ std::string signature_text(const Op& op) {
     zero_d_output = zero_d_output || o.shape.empty();
   }
   std::string s = t.render();
+  if (unread)
+    s += "Inputs marked (unread) are ones the reference's forward never reads (a layer it never calls, an argument "
+         "it ignores): they are passed, but no kernel needs them, and the memory floor below does not count them.\n";
   // Random numbers the reference draws inside forward: the candidate gets each trial's as inputs.
   if (!drawn.empty())
     s += "Inputs marked (drawn) are random numbers the reference draws inside forward, fresh each trial; use them "
@@ -65,9 +77,11 @@ std::string signature_text(const Op& op) {
   return s;
 }
 
-std::string reference_notes(const Op& op) {
+std::string reference_notes(const Op& op, std::string_view source) {
   if (op.ref_kind != RefKind::python) return "";
-  return R"(
+  const std::string modules = module_init_notes(source);
+  return fmt::format(
+      R"(
 Notes on PyTorch references: tensor names are forward()'s parameter names, the module's state_dict
 entries with "." replaced by "_" (conv.weight -> conv_weight), and the outputs "out" (or out0, out1,
 ... when forward returns a tuple). Constants fixed in __init__ or by get_init_inputs() (dims, eps,
@@ -76,14 +90,14 @@ can be passed by name in the plan ("f32:s"). The module runs as KernelBench runs
 mode: BatchNorm normalizes with the batch's statistics. Only the outputs are compared: state the
 module updates in place (BatchNorm's running_mean/running_var) is neither compared nor needed.
 The values your kernel meets: the module is built as written, so its parameters carry PyTorch's
-default initialization for each layer (nn.Linear and nn.ConvNd: weight and bias uniform in
-+-1/sqrt(fan_in), fan_in = in_features or in_channels/groups x kernel size; BatchNorm and
-LayerNorm: weight 1, bias 0; a tensor made in __init__ by torch.randn or torch.rand: as drawn),
-drawn under a seed kagent picks at random when it loads the reference, never read from a file.
-The inputs are get_inputs() as written above (torch.randn: standard normal; torch.rand: uniform
-in [0, 1)), under a fresh seed at every trial. With these magnitudes and the reduction lengths of
-the operator, they set the rounding error your kernel is measured against.
-)";
+default initialization{}
+A tensor made in __init__ by torch.randn or torch.rand holds what was drawn. Every draw is under a
+seed kagent picks at random when it loads the reference, never read from a file. The inputs are
+get_inputs() as written above (torch.randn: standard normal; torch.rand: uniform in [0, 1)), under
+a fresh seed at every trial. With these magnitudes and the reduction lengths of the operator, they
+set the rounding error your kernel is measured against.
+)",
+      modules.empty() ? "." : ", for the layers this reference builds:\n" + modules.substr(0, modules.size() - 1));
 }
 
 // Datasheet peaks (dense), so the model can place a kernel against the compute roof. Only parts
@@ -133,6 +147,27 @@ double datasheet_bandwidth_gbs(const std::string& name) {
   return 3350;  // H100 / H800 SXM, HBM3
 }
 
+std::optional<Tier3Target> tier3_target(const TimingFacts& t) {
+  if (!t.compile_ms || !(*t.compile_ms > 0)) return std::nullopt;
+  Tier3Target target;
+  target.compile_ms = *t.compile_ms;
+  target.limit_ms = 0.95 * *t.compile_ms;
+  if (t.eager_ms && *t.eager_ms > 0 && *t.eager_ms <= target.limit_ms) {
+    target.limit_ms = *t.eager_ms;
+    target.eager_binds = true;
+  }
+  return target;
+}
+
+std::string Tier3Target::text() const {
+  if (eager_binds)
+    return fmt::format(
+        "under {}, torch eager's time: torch.compile ({}) is slower than eager here, so beating eager is the line "
+        "that binds, not 0.95x torch.compile",
+        ms(limit_ms), ms(compile_ms));
+  return fmt::format("<= {}, 0.95x torch.compile's {}", ms(limit_ms), ms(compile_ms));
+}
+
 namespace {
 
 // The memory floor in ms, 0 when the tensors or the bandwidth are not known.
@@ -141,32 +176,83 @@ double memory_floor_ms(const Op& op, const TimingFacts& t) {
   return static_cast<double>(operator_bytes(op)) / (t.bandwidth_gbs * 1e9) * 1e3;
 }
 
+// The faster baseline, as ("torch.compile", ms) or ("torch eager", ms); nullopt without either.
+std::optional<std::pair<std::string, double>> fastest_baseline(const TimingFacts& t) {
+  std::optional<std::pair<std::string, double>> best;
+  if (t.eager_ms && *t.eager_ms > 0) best = {"torch eager", *t.eager_ms};
+  if (t.compile_ms && *t.compile_ms > 0 && (!best || *t.compile_ms < best->second))
+    best = {"torch.compile", *t.compile_ms};
+  return best;
+}
+
+// The baselines against a floor: "torch eager takes 1.30x that, torch.compile 1.04x".
+std::string baselines_against(const TimingFacts& t, double floor, const std::string& that) {
+  std::string against;
+  if (t.eager_ms) against = fmt::format("torch eager takes {:.2f}x {}", *t.eager_ms / floor, that);
+  if (t.compile_ms)
+    against +=
+        fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ", *t.compile_ms / floor);
+  return against;
+}
+
 }  // namespace
 
 std::string memory_floor_text(const Op& op, const TimingFacts& t) {
   if (!op.signature_known() || op.outputs.empty()) return "";
   const int64_t bytes = operator_bytes(op);
   const std::string what = fmt::format(
-      "the operator's {} bytes ({:.1f} MB: every input read once, every output "
+      "the operator's {} bytes ({:.1f} MB: every input forward reads, read once, every output "
       "written once)",
       bytes, static_cast<double>(bytes) / 1e6);
   if (t.bandwidth_gbs <= 0)
     return fmt::format("Memory floor: {}; no bandwidth is known here to turn them into a time.\n", what);
   const double floor = static_cast<double>(bytes) / (t.bandwidth_gbs * 1e9) * 1e3;
+  // The floor at the theoretical bandwidth: the bound no kernel passes, where a measured bandwidth is
+  // what kagent's own copy reached. Unknown: no claim that a time is out of reach.
+  const bool bound_known = t.theoretical_gbs > 0;
+  const double hard =
+      bound_known ? static_cast<double>(bytes) / (std::max(t.theoretical_gbs, t.bandwidth_gbs) * 1e9) * 1e3 : 0;
   std::string s =
       fmt::format("Memory floor: {}, {} at {:.0f} GB/s, {}.", ms(floor), what, t.bandwidth_gbs, t.bandwidth_source);
-  std::string against;
-  if (t.eager_ms) against = fmt::format("torch eager takes {:.2f}x that", *t.eager_ms / floor);
-  if (t.compile_ms)
-    against +=
-        fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ", *t.compile_ms / floor);
-  if (!against.empty()) s += fmt::format(" {}.", against);
-  if (t.compile_ms) {
-    const double need = 0.95 * *t.compile_ms, ratio = need / floor;
-    s += fmt::format(" Tier 3 (<= {}) is {:.2f}x the floor", ms(need), ratio);
-    if (ratio < 1)
-      s += ": below it, faster than a plain copy of these bytes, so expect tier 3 to be out of reach; aim for tier 2 "
-           "and the lowest time you can get.";
+  if (const std::string against = baselines_against(t, floor, "that"); !against.empty()) s += " " + against + ".";
+  // A baseline at or under the floor moves these bytes faster than the measurement did: the floor
+  // is no bound for this operator, only the theoretical one is.
+  const auto fastest = fastest_baseline(t);
+  const bool beaten = fastest && fastest->second <= floor;
+  // Under even the theoretical floor: the operator moves fewer bytes than every input and output
+  // once (an input forward never reads), and no floor here bounds it.
+  const bool beaten_hard = beaten && bound_known && fastest->second <= hard;
+  if (beaten_hard)
+    s += fmt::format(
+        " {} takes {:.2f}x even the floor at the theoretical {:.0f} GB/s ({}): it moves fewer bytes than these (an "
+        "input it never reads, or reads only in part), so no floor here bounds this operator.",
+        fastest->first, fastest->second / hard, t.theoretical_gbs, ms(hard));
+  else if (beaten)
+    s += fmt::format(
+        " {} already moves these bytes at {:.0f} GB/s, faster than that, so this floor is no bound here{}.",
+        fastest->first, static_cast<double>(bytes) / (fastest->second * 1e-3) / 1e9,
+        bound_known && hard < floor
+            ? fmt::format("; the floor at the theoretical {:.0f} GB/s ({}) is one", t.theoretical_gbs, ms(hard))
+            : std::string());
+  if (const auto target = tier3_target(t)) {
+    const double ratio = target->limit_ms / floor;
+    s += fmt::format(" Tier 3 ({}) is {:.2f}x the floor",
+                     target->eager_binds ? "under " + ms(target->limit_ms) : "<= " + ms(target->limit_ms), ratio);
+    if (bound_known && target->limit_ms < hard && !beaten_hard)
+      s += fmt::format(
+          ": below {}, faster than the memory can move these bytes, so tier 3 is out of reach; aim for tier 2 "
+          "and the lowest time you can get.",
+          hard < floor ? fmt::format("even the floor at the theoretical {:.0f} GB/s ({})", t.theoretical_gbs, ms(hard))
+                       : std::string("it"));
+    else if (beaten_hard)
+      s += ".";
+    else if (ratio < 1)
+      s += fmt::format(": below it, so tier 3 takes a kernel that moves these bytes faster than that bandwidth{}{}.",
+                       beaten ? fmt::format(", as {} does", fastest->first) : std::string(),
+                       bound_known && hard < floor
+                           ? fmt::format(" (the theoretical {:.0f} GB/s allows {}, {:.2f}x tier 3's time)",
+                                         t.theoretical_gbs, ms(hard), hard / target->limit_ms)
+                           : std::string());
     else if (ratio < 1.05)
       s += ": within 5% of it, so tier 3 takes a kernel that moves these bytes at nearly copy speed, with nothing to "
            "spare.";
@@ -211,18 +297,26 @@ std::string compute_floor_text(const Op& op, const TimingFacts& t) {
                    "its ideal time.",
                    f.floor_ms / mem);
   if (f.floor_ms >= mem) {
-    std::string against;
-    if (t.eager_ms) against = fmt::format("torch eager takes {:.2f}x the compute floor", *t.eager_ms / ideal);
-    if (t.compile_ms)
-      against += fmt::format("{}torch.compile {:.2f}x", against.empty() ? "torch.compile takes " : ", ",
-                             *t.compile_ms / ideal);
-    if (!against.empty()) s += fmt::format(" {}.", against);
-    if (t.compile_ms) {
-      const double ratio = 0.95 * *t.compile_ms / ideal;
-      s += fmt::format(" Tier 3 (<= {}) is {:.2f}x the compute floor{}", ms(0.95 * *t.compile_ms), ratio,
-                       ratio < 1 ? ": below it, faster than these measured rates allow, so expect tier 3 to be out of "
-                                   "reach; aim for tier 2 and the lowest time you can get."
-                                 : ".");
+    if (const std::string against = baselines_against(t, ideal, "the compute floor"); !against.empty())
+      s += " " + against + ".";
+    // The count is PyTorch's for the reference's algorithm: a baseline under the floor does less
+    // work (Winograd, FFT) or runs faster than these rates, and the floor is no bound for it.
+    const auto fastest = fastest_baseline(t);
+    const bool beaten = fastest && fastest->second <= ideal;
+    if (beaten)
+      s += fmt::format(
+          " {} is already at or under it: it does fewer FLOPs than this count (a Winograd or FFT algorithm) or runs "
+          "faster than these rates, so the floor is no bound here.",
+          fastest->first);
+    if (const auto target = tier3_target(t)) {
+      const double ratio = target->limit_ms / ideal;
+      s += fmt::format(" Tier 3 ({}) is {:.2f}x the compute floor",
+                       target->eager_binds ? "under " + ms(target->limit_ms) : "<= " + ms(target->limit_ms), ratio);
+      if (ratio >= 1 || beaten)
+        s += ".";
+      else
+        s += ": below it, so tier 3 takes fewer FLOPs than this count (a cheaper algorithm, work the output does not "
+             "need) or rates above those measured; aim for tier 2 first.";
     }
   }
   return s + "\n";
@@ -240,12 +334,14 @@ std::string budget_plan_text(const AgentOptions& budget) {
 
 std::string baselines_text(const Op& op, const TimingFacts& t) {
   std::string s;
-  const std::string tier3 = t.compile_ms ? fmt::format(" (tier 3: <= {})", ms(0.95 * *t.compile_ms)) : "";
+  const auto target = tier3_target(t);
+  const std::string tier3 = target ? fmt::format(" (tier 3: {})", target->text()) : "";
   if (!t.not_measured.empty()) {
     s = fmt::format("not measured ({})", t.not_measured);
   } else if (t.native_reference) {
     s = fmt::format(
-        "the native reference is timed at your first evaluation (its time is the eager baseline); torch.compile {}",
+        "the native reference is timed at your first evaluation (its time is the eager baseline, and tier 3 also "
+        "needs a time under it); torch.compile {}",
         t.compile_ms ? fmt::format("{}{}", ms(*t.compile_ms), tier3)
                      : std::string("not given: tier 3 is out of reach"));
   } else {
@@ -360,11 +456,12 @@ std::string gpu_text(int index) {
 std::map<std::string, std::string> task_values(const Op& op, const Op& with_signature, const TimingFacts& timing,
                                                const std::string& gpu, const AgentOptions& budget,
                                                const model_tools::ToolSet& tools, const std::string& shell_note) {
+  const std::string source = read_text_file(op.reference);
   std::map<std::string, std::string> v = {
       {"op_name", op.name},
       {"signature", signature_text(with_signature)},
-      {"reference_source", read_text_file(op.reference)},
-      {"reference_notes", reference_notes(op)},
+      {"reference_source", source},
+      {"reference_notes", reference_notes(op, source)},
       {"baselines", baselines_text(with_signature, timing)},
       {"gpu", timing.peaks ? fmt::format("{}\n{}", gpu, profile::measured_roofs_text(*timing.peaks)) : gpu},
       {"candidate_format", candidate_example(with_signature)},

@@ -44,10 +44,8 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
         steps.push_back(fmt::format("launch[{}]: {} step ({} at run time)", i,
                                     step_kind_name(cand.plan.launches[i].kind),
                                     cand.plan.launches[i].kind == StepKind::gemm ? "cuBLASLt" : "cuDNN"));
-    // Shapes are known here for native references: evaluate the plan against them and the
-    // architecture's limits, so a plan that could never launch is bad input now.
-    if (op != nullptr && op->signature_known())
-      check_plan_limits(cand, *op, launch_limits(arch_number(arch).value_or(0)));
+    // The plan against the target's launch limits (with the op's shapes where known) and the
+    // kernels' parameters: compile_checked, as every evaluation does.
     r = kind_of(cand).compile(cand, op, compiler, arch);
   } catch (const InputError& e) {
     if (json)
@@ -60,6 +58,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   if (json) {
     auto j = compile_json(path, r);
     j["exit_code"] = rc;
+    if (!r.plan_checks.empty()) j["plan_checks"] = r.plan_checks;
     if (!steps.empty()) j["library_steps"] = steps;
     json_out.push_back(std::move(j));
     return rc;
@@ -72,6 +71,7 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
   if (!r.log.empty()) fmt::print("{}", r.log);  // warnings
   fmt::print("{}\n", render_kernel_table(r));
   for (const auto& s : steps) fmt::print("{}\n", s);
+  if (!r.plan_checks.empty()) fmt::print("{}\n", r.plan_checks);
   if (args.sass) fmt::print("{}", render_sass(disassemble(r.cubin, find_cuda_paths()), true, args.kernel, SIZE_MAX));
   return rc;
 }

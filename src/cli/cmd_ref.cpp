@@ -46,13 +46,16 @@ nlohmann::json tensors_json(const std::vector<TensorSpec>& ts) {
   for (const auto& t : ts) {
     nlohmann::json j = {{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}};
     if (!t.drawn.empty()) j["meaning"] = t.drawn;
+    if (t.unread) j["unread"] = true;
     a.push_back(std::move(j));
   }
   return a;
 }
 
 void add_rows(TextTable& t, const std::vector<TensorSpec>& ts, const char* role) {
-  for (const auto& s : ts) t.add_row({s.name, role, shape_text(s.shape), std::string(dtype_name(s.dtype))});
+  for (const auto& s : ts)
+    t.add_row({s.name, s.unread ? std::string(role) + " (unread)" : std::string(role), shape_text(s.shape),
+               std::string(dtype_name(s.dtype))});
 }
 
 // Per output of the reference: its share of exact zeros, and why it is a weak reference (if it is)

@@ -12,6 +12,7 @@
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/cubin.hpp"
+#include "kagent/compile/options.hpp"
 #include "kagent/compile/ptxas_log.hpp"
 #include "kagent/compile/toolkit_identity.hpp"
 #include "kagent/spec/option_allowlist.hpp"
@@ -96,11 +97,30 @@ std::vector<KernelSignature> kernel_signatures(const std::vector<KernelInfo>& ke
 }
 
 CompileResult compile_checked(const Candidate& cand, const Op* op, const Compiler& compiler, const std::string& arch) {
-  if (op != nullptr && op->signature_known()) check_plan_tensors(cand, op->tensor_names(), op->scalar_names());
-  if (op != nullptr) check_plan_precision(cand, op->precision);
-  if (op != nullptr && op->signature_known()) check_plan_library_steps(cand, *op);
+  // The launch limits of the target, with the operator's shapes where they are known, else of the
+  // values that read none of them: a plan that could never launch is bad input before any GPU.
+  const LaunchLimits limits = launch_limits(arch_number(arch).value_or(0));
+  std::string checks;
+  if (op != nullptr && op->signature_known()) {
+    check_plan_limits(cand, *op, limits);
+    checks = fmt::format(
+        "plan checked: tensor and scalar names, precision, every grid, block and smem value and scalar argument "
+        "with the operator's shapes against {}'s launch limits, library steps, kernel parameters",
+        arch);
+  } else {
+    if (op != nullptr) check_plan_precision(cand, op->precision);
+    const int unchecked = check_plan_constant_limits(cand, limits);
+    checks = fmt::format(
+        "plan checked: the grid, block and smem values that read no tensor against {}'s launch limits, kernel "
+        "parameters; not checked without the operator's shapes: tensor and scalar names, library steps{}",
+        arch,
+        unchecked
+            ? fmt::format(", {} launch {} them", unchecked, unchecked == 1 ? "value that reads" : "values that read")
+            : "");
+  }
   CompileResult r = compiler.compile(cand, arch);
   if (r.ok) check_plan_kernels(cand, kernel_signatures(r.kernels));
+  r.plan_checks = std::move(checks);
   return r;
 }
 

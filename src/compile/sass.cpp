@@ -18,7 +18,8 @@ namespace kagent {
 namespace {
 
 bool is_hex(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 // The instruction text of an nvdisasm code line ("/*0040*/  @P0 LDG.E R2, desc[UR4][R2.64] ;"),
@@ -69,6 +70,21 @@ std::optional<std::filesystem::path> find_nvdisasm(const CudaPaths& paths) {
   }
   std::string in_path = find_in_path("nvdisasm");
   if (!in_path.empty()) return std::filesystem::path(in_path);
+  // A toolkit without it (the runtime images, a minimal install): Triton's wheels, which PyTorch
+  // installs, carry one in triton/backends/nvidia/bin. Located without importing triton.
+  if (!find_in_path("python3").empty()) {
+    ProcessResult r = run_capture(
+        {"python3", "-c",
+         "import importlib.util as u, os\ns = u.find_spec('triton')\n"
+         "print(os.path.join(os.path.dirname(s.origin), 'backends', 'nvidia', 'bin', 'nvdisasm') if s and s.origin "
+         "else '')"},
+        std::chrono::seconds(20));
+    std::string path = r.started && r.exit_code == 0 ? r.output : "";
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    std::error_code ec;
+    if (!path.empty() && std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0)
+      return std::filesystem::path(path);
+  }
   return std::nullopt;
 }
 
@@ -105,9 +121,12 @@ std::vector<SassFunction> disassemble(const std::string& cubin, const CudaPaths&
                                       std::chrono::milliseconds timeout) {
   auto tool = find_nvdisasm(paths);
   if (!tool)
-    throw EnvError(fmt::format("no nvdisasm: looked beside the CUDA toolkit of {}, in /usr/local/cuda/bin and in "
-                               "PATH (set KAGENT_CUDA_HOME to a full toolkit)",
-                               paths.include_dir.string()));
+    throw EnvError(fmt::format(
+        "no nvdisasm: looked beside the CUDA toolkit of {}, in /usr/local/cuda/bin, in PATH and in the Triton "
+        "package python3 imports (triton/backends/nvidia/bin). It is the toolkit's cuda-nvdisasm package (NVIDIA's "
+        "apt repository: cuda-nvdisasm-<major>-<minor>), and `pip install triton` brings one; or set "
+        "KAGENT_CUDA_HOME to a full toolkit",
+        paths.include_dir.string()));
   std::string tmpl = (std::filesystem::temp_directory_path() / "kagent-sass-XXXXXX").string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw EnvError(fmt::format("cannot create a temporary file for the cubin ({})", tmpl));
@@ -129,8 +148,7 @@ std::vector<SassFunction> disassemble(const std::string& cubin, const CudaPaths&
   return parse_nvdisasm(r.output);
 }
 
-std::string render_sass(const std::vector<SassFunction>& fns, bool listing, const std::string& only,
-                        size_t max_lines) {
+std::string render_sass(const std::vector<SassFunction>& fns, bool listing, const std::string& only, size_t max_lines) {
   std::string out;
   bool found = false;
   for (const auto& f : fns) {
@@ -141,9 +159,10 @@ std::string render_sass(const std::vector<SassFunction>& fns, bool listing, cons
     if (top.size() > 12) top.resize(12);
     std::string freq;
     for (const auto& [op, n] : top) freq += fmt::format("{}{} {}", freq.empty() ? "" : ", ", op, n);
-    out += fmt::format("kernel {}: {} instructions; local memory: {} loads (LDL), {} stores (STL){}\n  most frequent: {}\n",
-                       f.name, f.instructions, f.local_loads, f.local_stores,
-                       f.local_loads + f.local_stores > 0 ? " -- register spills or a local array" : "", freq);
+    out += fmt::format(
+        "kernel {}: {} instructions; local memory: {} loads (LDL), {} stores (STL){}\n  most frequent: {}\n", f.name,
+        f.instructions, f.local_loads, f.local_stores,
+        f.local_loads + f.local_stores > 0 ? " -- register spills or a local array" : "", freq);
     if (listing) {
       size_t n = std::min(max_lines, f.lines.size());
       for (size_t i = 0; i < n; ++i) out += f.lines[i] + "\n";
@@ -153,8 +172,9 @@ std::string render_sass(const std::vector<SassFunction>& fns, bool listing, cons
   if (!found) {
     std::string names;
     for (const auto& f : fns) names = names.empty() ? f.name : fmt::format("{}, {}", names, f.name);
-    out += only.empty() ? "no functions in the disassembly\n"
-                        : fmt::format("no kernel '{}' in the cubin (it has: {})\n", only, names.empty() ? "none" : names);
+    out += only.empty()
+               ? "no functions in the disassembly\n"
+               : fmt::format("no kernel '{}' in the cubin (it has: {})\n", only, names.empty() ? "none" : names);
   }
   return out;
 }

@@ -1,17 +1,13 @@
 #include "kagent/eval/baselines_file.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 
 #include "kagent/common/error.hpp"
+#include "kagent/common/file_lock.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/utc_time.hpp"
 #include "kagent/protocol/protocol.hpp"
 
 namespace kagent {
@@ -100,36 +96,6 @@ std::vector<BaselineEntry> entries_of(const std::filesystem::path& file) {
   return out;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
-
-// An exclusive flock(2) on a file for as long as it lives.
-class FileLock {
- public:
-  explicit FileLock(const std::filesystem::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw EnvError(fmt::format("cannot open the lock {}: {}", path.string(), std::strerror(errno)));
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd_);
-      throw EnvError(fmt::format("cannot lock {}: {}", path.string(), std::strerror(err)));
-    }
-  }
-  ~FileLock() { ::close(fd_); }  // closing the descriptor releases the lock
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 }  // namespace
 
 BaselinesFile BaselinesFile::read(const std::filesystem::path& file_or_dir) {
@@ -167,11 +133,11 @@ const BaselineEntry& BaselinesFile::find(const BaselineKey& key, const std::stri
                     "`kagent ref {} --export-baselines FILE` measures and adds one",
                     path_.string(), problem, key.source_hash, problem));
   // The entry nearest this evaluation: the fewest fields apart.
-  const BaselineEntry* best = same_problem.front();
+  std::vector<std::string> nearest = differences(same_problem.front()->key, key);
   for (const BaselineEntry* e : same_problem)
-    if (differences(e->key, key).size() < differences(best->key, key).size()) best = e;
+    if (auto d = differences(e->key, key); d.size() < nearest.size()) nearest = std::move(d);
   std::string fields;
-  for (const std::string& d : differences(best->key, key)) fields += (fields.empty() ? "" : "; ") + d;
+  for (const std::string& d : nearest) fields += (fields.empty() ? "" : "; ") + d;
   throw InputError(fmt::format(
       "--baselines {}: the baselines of {} there were measured elsewhere ({}): times from another GPU model, "
       "torch version, measurement protocol or precision would score this one wrongly; export them here "
@@ -181,12 +147,11 @@ const BaselineEntry& BaselinesFile::find(const BaselineKey& key, const std::stri
 
 void BaselinesFile::add(const std::filesystem::path& file, const BaselineEntry& e) {
   std::error_code ec;
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
   FileLock lock(std::filesystem::path(file.string() + ".lock"));
   std::vector<BaselineEntry> entries;
   if (std::filesystem::exists(file, ec)) entries = entries_of(file);
   BaselineEntry added = e;
-  if (added.measured.empty()) added.measured = utc_now();
+  if (added.measured.empty()) added.measured = utc_timestamp();
   auto same =
       std::find_if(entries.begin(), entries.end(), [&](const BaselineEntry& x) { return same_key(x.key, added.key); });
   if (same != entries.end())

@@ -1,43 +1,23 @@
 #include "kagent/eval/gpu_lock.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "kagent/common/error.hpp"
+
 namespace kagent {
 
 GpuLock::GpuLock(const std::filesystem::path& path, const std::function<void()>& on_wait) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) {
+  try {
+    lock_.emplace(path, on_wait);
+  } catch (const EnvError& e) {
+    // A measurement without the lock is still a measurement: said once, and the work goes on.
     static std::atomic<bool> said{false};
-    if (!said.exchange(true))
-      spdlog::warn("cannot open the GPU lock {} ({}): measurements are not serialized with other kagent processes",
-                   path.string(), std::strerror(errno));
-    return;
+    if (!said.exchange(true)) spdlog::warn("{}: measurements are not serialized with other kagent processes", e.what());
   }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-  if (on_wait) on_wait();
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    spdlog::warn("cannot lock {} ({}): going on unlocked", path.string(), std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
-    return;
-  }
-}
-
-GpuLock::~GpuLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 std::filesystem::path gpu_lock_path(const std::filesystem::path& cache_dir, const std::string& gpu_uuid, int gpu) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kagent/profile/roofline.hpp"
 #include "launch_rows.hpp"
 
 namespace kagent::profile {
@@ -21,7 +22,8 @@ std::string render_compact(const Op& op, const std::vector<LaunchRow>& rows, con
                          it.memory_ms, o.candidate_time->median_ms / it.ms);
     } else if (rep->peaks && o.bytes_moved > 0) {
       out += fmt::format("; ideal {:.4f} ms ({:.1f} MB at the measured {:.0f} GB/s), {:.2f}x", it.memory_ms,
-                         o.bytes_moved / 1e6, rep->peaks->copy_gbs, o.candidate_time->median_ms / it.memory_ms);
+                         o.bytes_moved / 1e6, profile::memory_roof(*rep->peaks).gbs,
+                         o.candidate_time->median_ms / it.memory_ms);
       if (it.compute.floor_ms > 0)
         out += fmt::format(" (its FLOPs {:.4f} ms at {})", it.compute.floor_ms, it.compute.roof.name);
     } else if (!rep->peaks_note.empty()) {

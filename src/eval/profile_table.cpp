@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "kagent/common/text_table.hpp"
+#include "kagent/profile/roofline.hpp"
 #include "launch_rows.hpp"
 
 namespace kagent::profile {
@@ -134,9 +135,9 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
     if (rep->peaks && o.bytes_moved > 0) {
       const double mem = it.memory_ms;
       text += fmt::format(
-          "memory floor at the measured copy bandwidth: {:.4f} ms (the operator's {} bytes of inputs "
-          "and outputs at {:.0f} GB/s)\n",
-          mem, o.bytes_moved, rep->peaks->copy_gbs);
+          "memory floor at the measured memory bandwidth: {:.4f} ms (the operator's {} bytes of inputs "
+          "and outputs at {})\n",
+          mem, o.bytes_moved, profile::memory_roof_text(*rep->peaks));
       record["memory_floor_ms"] = mem;
     }
     if (it.compute.floor_ms > 0) {
@@ -218,12 +219,12 @@ ProfileOutput render_profile(const Op& op, const Candidate& c, const CompileResu
                    fmt::format("{:.0f}%", 100 * q.roof_share)});
       }
       text += fmt::format(
-          "\nroofline (roofs measured on this GPU{}: {:.0f} GB/s device-to-device copy of {} MiB, {:.0f} GFLOP/s FP32 "
+          "\nroofline (roofs measured on this GPU{}: {} over {} MiB, {:.0f} GFLOP/s FP32 "
           "matrix product {}^3 by {} (theoretical {:.0f} GB/s, {:.0f} GFLOP/s); ridge {:.1f} FLOP/byte; FP32 FLOPs "
           "count the CUDA cores' FFMA x2, FADD, FMUL, not tensor-core work):\n",
-          p.cached ? fmt::format(", {}, cached", p.measured_at) : std::string(), p.copy_gbs, p.copy_bytes >> 20,
-          p.fp32_gflops, p.gemm_n, p.gemm_by.empty() ? "?" : p.gemm_by, p.theoretical_gbs, p.theoretical_gflops,
-          p.copy_gbs > 0 ? p.fp32_gflops / p.copy_gbs : 0.0);
+          p.cached ? fmt::format(", {}, cached", p.measured_at) : std::string(), profile::memory_roof_text(p),
+          p.copy_bytes >> 20, p.fp32_gflops, p.gemm_n, p.gemm_by.empty() ? "?" : p.gemm_by, p.theoretical_gbs,
+          p.theoretical_gflops, profile::memory_roof(p).gbs > 0 ? p.fp32_gflops / profile::memory_roof(p).gbs : 0.0);
       if (p.tf32_mma_gflops > 0)
         text += fmt::format(
             "tensor-core rates measured on this GPU (mma.sync from registers): TF32 m16n8k8 {:.0f} GFLOP/s (3xTF32: "

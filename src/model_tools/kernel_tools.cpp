@@ -74,6 +74,7 @@ std::string compile_text(const CompileResult& r) {
   std::string out = fmt::format("compiled for {} in {:.2f} s{}\n{}", r.arch, r.seconds, r.cache_hit ? " (cached)" : "",
                                 render_kernel_table(r.kernels));
   if (!r.log.empty() && r.log.find("warning") != std::string::npos) out += "\ncompiler warnings:\n" + r.log;
+  if (!r.plan_checks.empty()) out += "\n" + r.plan_checks + "\n";
   return out;
 }
 

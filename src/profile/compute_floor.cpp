@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/profile/roofline.hpp"
+
 namespace kagent::profile {
 
 namespace {
@@ -60,11 +62,10 @@ std::string flops_text(double flops) {
 }
 
 std::string measured_roofs_text(const DevicePeaks& p) {
-  std::string s = fmt::format(
-      "Measured on this GPU by kagent{}: copy bandwidth {:.0f} GB/s (device-to-device copy of "
-      "{} MiB); FP32 {:.1f} TFLOP/s ({})",
-      p.measured_at.empty() ? "" : fmt::format(" ({})", p.measured_at), p.copy_gbs, p.copy_bytes >> 20,
-      p.fp32_gflops / 1e3, sgemm_source(p));
+  std::string s =
+      fmt::format("Measured on this GPU by kagent{}: memory bandwidth {} over {} MiB; FP32 {:.1f} TFLOP/s ({})",
+                  p.measured_at.empty() ? "" : fmt::format(" ({})", p.measured_at), memory_roof_text(p),
+                  p.copy_bytes >> 20, p.fp32_gflops / 1e3, sgemm_source(p));
   if (p.tf32_mma_gflops > 0)
     s += fmt::format(
         "; tensor cores, mma.sync issued from registers by every SM (the instruction's own rate: a kernel that "

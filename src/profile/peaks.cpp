@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/files.hpp"
+#include "kagent/common/utc_time.hpp"
 #include "kagent/common/versioned.hpp"
 
 namespace kagent::profile {
@@ -50,14 +51,7 @@ std::optional<DevicePeaks> read_peaks(const std::filesystem::path& file, std::st
 }
 
 void write_peaks(const std::filesystem::path& file, DevicePeaks& peaks) {
-  if (peaks.measured_at.empty()) {
-    std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    peaks.measured_at = buf;
-  }
+  if (peaks.measured_at.empty()) peaks.measured_at = utc_timestamp();
   peaks.cached = false;
   std::filesystem::create_directories(file.parent_path());
   write_file_atomic(file, nlohmann::json(PeaksFile{kPeaksFileVersion, peaks}).dump(2) + "\n");

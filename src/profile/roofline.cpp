@@ -2,7 +2,32 @@
 
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace kagent::profile {
+
+MemoryRoof memory_roof(const DevicePeaks& p) {
+  MemoryRoof r{p.copy_gbs, "device-to-device copy"};
+  for (const auto& [gbs, by] : {std::pair{p.read_gbs, "streaming read"}, std::pair{p.write_gbs, "streaming write"},
+                                std::pair{p.copy_kernel_gbs, "streaming copy"}})
+    if (gbs > r.gbs) r = {gbs, by};
+  return r;
+}
+
+std::string memory_roof_text(const DevicePeaks& p) {
+  const MemoryRoof roof = memory_roof(p);
+  std::string others;
+  struct Figure {
+    double gbs;
+    const char* by;      // as memory_roof names it
+    const char* short_;  // as the list names it
+  };
+  for (const Figure& f : {Figure{p.read_gbs, "streaming read", "read"}, Figure{p.write_gbs, "streaming write", "write"},
+                          Figure{p.copy_kernel_gbs, "streaming copy", "copy"},
+                          Figure{p.copy_gbs, "device-to-device copy", "device-to-device copy"}})
+    if (f.gbs > 0 && roof.by != f.by) others += fmt::format("{}{} {:.0f}", others.empty() ? "" : ", ", f.short_, f.gbs);
+  return fmt::format("{:.0f} GB/s ({}{})", roof.gbs, roof.by, others.empty() ? "" : "; " + others + " GB/s");
+}
 
 RooflinePoint roofline(const KernelMetrics& m, const DevicePeaks& p) {
   RooflinePoint r;
@@ -11,9 +36,10 @@ RooflinePoint roofline(const KernelMetrics& m, const DevicePeaks& p) {
     r.achieved_gbs = m.dram_bytes / s / 1e9;
     r.achieved_gflops = m.fp32_flops / s / 1e9;
   }
-  if (p.copy_gbs > 0) r.bandwidth_share = r.achieved_gbs / p.copy_gbs;
+  const double bw = memory_roof(p).gbs;
+  if (bw > 0) r.bandwidth_share = r.achieved_gbs / bw;
   if (p.fp32_gflops > 0) r.compute_share = r.achieved_gflops / p.fp32_gflops;
-  if (p.copy_gbs > 0) r.ridge = p.fp32_gflops / p.copy_gbs;
+  if (bw > 0) r.ridge = p.fp32_gflops / bw;
   if (m.dram_bytes > 0)
     r.intensity = m.fp32_flops / m.dram_bytes;
   else
@@ -31,7 +57,8 @@ RooflinePoint roofline(const KernelMetrics& m, const DevicePeaks& p) {
 }
 
 double ideal_ms(int64_t bytes, const DevicePeaks& p) {
-  return p.copy_gbs > 0 ? double(bytes) / (p.copy_gbs * 1e9) * 1e3 : 0;
+  const double bw = memory_roof(p).gbs;
+  return bw > 0 ? double(bytes) / (bw * 1e9) * 1e3 : 0;
 }
 
 }  // namespace kagent::profile

@@ -54,6 +54,7 @@ void to_json(nlohmann::json& j, const TensorSpec& t) {
        {"shape", t.shape},
        {"dtype", dtype_name(t.dtype)},
        {"init", {{"kind", init_kind_name(t.init.kind)}, {"a", t.init.a}, {"b", t.init.b}, {"text", t.init.text}}}};
+  if (t.unread) j["unread"] = true;
 }
 void from_json(const nlohmann::json& j, TensorSpec& t) {
   j.at("name").get_to(t.name);
@@ -66,6 +67,7 @@ void from_json(const nlohmann::json& j, TensorSpec& t) {
   init.at("a").get_to(t.init.a);
   init.at("b").get_to(t.init.b);
   t.init.text = init.value("text", "");
+  t.unread = j.value("unread", false);
 }
 
 void to_json(nlohmann::json& j, const EvalRequest& r) {
@@ -285,7 +287,8 @@ std::string stop_rule_text(const StopRule& r) {
 }
 
 void note_bandwidth(EvalOutcome& o, const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs) {
-  for (const auto& t : inputs) o.bytes_moved += t.bytes();
+  for (const auto& t : inputs)
+    if (!t.unread) o.bytes_moved += t.bytes();  // what forward never reads, no kernel need read
   for (const auto& t : outputs) o.bytes_moved += t.bytes();
   const double med_s = o.candidate_time->median_ms * 1e-3;
   if (med_s > 0) o.achieved_gbs = static_cast<double>(o.bytes_moved) / med_s / 1e9;

@@ -58,6 +58,7 @@ std::vector<TensorSpec> tensors(const nlohmann::json& arr) {
     auto dt = parse_dtype(t.at("dtype").get<std::string>());
     if (!dt) throw Error(ExitCode::environment, "reference server sent an unknown dtype " + t.at("dtype").dump());
     s.dtype = *dt;
+    s.unread = t.value("unread", false);
     out.push_back(std::move(s));
   }
   return out;

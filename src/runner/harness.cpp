@@ -158,6 +158,23 @@ double Harness::mma(Mma kind, int blocks, int iters, CUdeviceptr sink) {
   return per_mma * kChains * iters * (kThreads / 32) * double(blocks);
 }
 
+double Harness::stream(Stream kind, int blocks, CUdeviceptr in, CUdeviceptr out, int64_t n4, CUdeviceptr sink) {
+  long long n = n4;
+  unsigned int never = 0xFFFFFFFFu;
+  float v = 1.0f;
+  void* read_args[] = {&in, &n, &never, &sink};
+  void* write_args[] = {&out, &n, &v};
+  void* copy_args[] = {&in, &out, &n};
+  const char* name = kind == Stream::read    ? "kagent_peak_read"
+                     : kind == Stream::write ? "kagent_peak_write"
+                                             : "kagent_peak_copy";
+  void** args = kind == Stream::read ? read_args : kind == Stream::write ? write_args : copy_args;
+  check(cu().cuLaunchKernel(kernel(name), static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, dev_.stream(), args,
+                            nullptr),
+        std::string(name) + " launch");
+  return 16.0 * static_cast<double>(n4) * (kind == Stream::copy ? 2 : 1);
+}
+
 void Harness::guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed) {
   auto front = static_cast<int64_t>(l.front), back_offset = static_cast<int64_t>(l.back_offset()),
        back = static_cast<int64_t>(l.back);

@@ -55,6 +55,10 @@ class Harness {
   // kMmaChains x iters mma.sync of one kind from registers; returns the FLOPs that is.
   enum class Mma { tf32, f16, bf16 };
   double mma(Mma kind, int blocks, int iters, CUdeviceptr sink);
+  // The memory roofs (kagent_peak_read / _write / _copy): `blocks` blocks of 256 threads streaming
+  // n4 float4 from `in` and/or to `out`; returns the bytes that moves (read plus written).
+  enum class Stream { read, write, copy };
+  double stream(Stream kind, int blocks, CUdeviceptr in, CUdeviceptr out, int64_t n4, CUdeviceptr sink);
   // The guard bands of the allocation at `base` (kagent_guard_fill / kagent_guard_check); the
   // check adds what it finds into the 4 words at `result`, which the caller zeroes. Enqueued only.
   void guard_fill(CUdeviceptr base, const GuardLayout& l, uint64_t seed);

@@ -564,6 +564,53 @@ extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_bf16(int iters
   peak_mma<kMmaBf16>(iters, never, sink);
 }
 
+// The memory roofs (peaks.cpp): streaming over n float4 (16-byte accesses) with four independent
+// accesses in flight per thread per step, grid-stride, as the fastest elementwise kernels run:
+// reading only (a reduction's pattern), writing only (a fill's) and both (a copy's). The read's sum
+// is stored only for `never` = 0xFFFFFFFF, which a sum of finite values never has as its bits.
+extern "C" __global__ void __launch_bounds__(256)
+    kagent_peak_read(const float4* __restrict__ in, i64 n, unsigned int never, float* sink) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  float s = 0.f;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const float4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+    s += (a.x + a.y + a.z + a.w) + (b.x + b.y + b.z + b.w) + (c.x + c.y + c.z + c.w) + (d.x + d.y + d.z + d.w);
+  }
+  for (; i < n; i += stride) {
+    const float4 a = in[i];
+    s += a.x + a.y + a.z + a.w;
+  }
+  if (__float_as_uint(s) == never) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_write(float4* __restrict__ out, i64 n, float v) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  const float4 x = make_float4(v, v, v, v);
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    out[i] = x;
+    out[i + stride] = x;
+    out[i + 2 * stride] = x;
+    out[i + 3 * stride] = x;
+  }
+  for (; i < n; i += stride) out[i] = x;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    kagent_peak_copy(const float4* __restrict__ in, float4* __restrict__ out, i64 n) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const float4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+    out[i] = a;
+    out[i + stride] = b;
+    out[i + 2 * stride] = c;
+    out[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) out[i] = in[i];
+}
+
 #define KAGENT_DTYPE_KERNELS(T, NAME)                                                                        \
   extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {     \
     fill<T>(out, n, seed, kind, a, b);                                                                       \

@@ -69,7 +69,8 @@ bool judge_precision_of(const OutputCheck& chk, const WholeOutput& w, OutputErro
     j.limit = *e.precision_limit;
     j.nearest = e.precision_nearest;
     // The error the limit was taken from (limit = sqrt(anchor x error), output_rules.cpp).
-    j.nearest_error = j.limit * j.limit / std::max(j.reference, precision_floor(w.dtype));
+    if (const double a = allowed_error(*f); a > j.reference) j.allowed = a;
+    j.nearest_error = j.limit * j.limit / std::max({j.reference, j.allowed, precision_floor(w.dtype)});
     o.failure_stage = FailureStage::precision;
     o.message = fmt::format(
         "{} ({}, trial {}; the figure is a lower bound: its error against the reference, {:.3g}, "

@@ -137,6 +137,25 @@ DevicePeaks measure_peaks(const Device& dev, Harness& h) {
     });
     p.copy_bytes = static_cast<int64_t>(copy);
     p.copy_gbs = 2.0 * double(copy) / (ms * 1e-3) / 1e9;
+
+    // The same bytes through kagent's streaming kernels: reading only, writing only and copying,
+    // each at 2, 4, 8 and 16 blocks of 256 threads per SM, the best of each. A memcpy is one
+    // engine's pattern; an operator's own kernel (a read-mostly reduction, a write-mostly
+    // broadcast) can move bytes faster, and a floor must be under what a kernel reaches.
+    phase("peaks: streaming read, write and copy");
+    DeviceBuffer sink(size_t(s.sms) * 16 * 256 * sizeof(float));
+    const int64_t n4 = static_cast<int64_t>(copy / 16);
+    const std::pair<Harness::Stream, double DevicePeaks::*> streams[] = {
+        {Harness::Stream::read, &DevicePeaks::read_gbs},
+        {Harness::Stream::write, &DevicePeaks::write_gbs},
+        {Harness::Stream::copy, &DevicePeaks::copy_kernel_gbs}};
+    for (const auto& [kind, field] : streams)
+      for (int per_sm : {2, 4, 8, 16}) {
+        double bytes = 0;
+        const double t =
+            time_ms(dev, [&] { bytes = h.stream(kind, per_sm * s.sms, src.get(), dst.get(), n4, sink.get()); });
+        p.*field = std::max(p.*field, bytes / (t * 1e-3) / 1e9);
+      }
   }
 
   // The matrix product: 8192 (1.1 TFLOP, tens of milliseconds: long enough for the clocks to

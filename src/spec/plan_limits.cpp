@@ -168,6 +168,47 @@ void check_plan_library_steps(const Candidate& cand, const Op& op) {
     if (cand.plan.launches[i].kind != StepKind::kernel) check_library_step(cand, ev, i, cand.plan.launches[i]);
 }
 
+int check_plan_constant_limits(const Candidate& cand, const LaunchLimits& limits) {
+  const Op none;
+  PlanEvaluator ev(cand, none, limits.device);
+  auto constant = [&](const Expr& e) {
+    if (!e.tensor_names().empty()) return false;
+    for (const std::string& n : e.scalar_names())
+      if (!device_constant(n, limits.device)) return false;
+    return true;
+  };
+  int unchecked = 0;
+  for (size_t i = 0; i < cand.plan.launches.size(); ++i) {
+    const Launch& l = cand.plan.launches[i];
+    if (l.kind != StepKind::kernel) continue;
+    const std::string key = fmt::format("launch[{}]", i);
+    for (size_t d = 0; d < l.grid.size(); ++d) {
+      if (constant(l.grid[d]))
+        ev.int_in(l.grid[d], fmt::format("{}.grid[{}]", key, d), 1, limits.grid[d], "a grid dimension");
+      else
+        ++unchecked;
+    }
+    int64_t threads = 1;
+    bool all_block = true;
+    for (size_t d = 0; d < l.block.size(); ++d) {
+      if (constant(l.block[d])) {
+        threads *= ev.int_in(l.block[d], fmt::format("{}.block[{}]", key, d), 1, limits.block[d], "a block dimension");
+      } else {
+        all_block = false;
+        ++unchecked;
+      }
+    }
+    if (all_block && threads > limits.threads_per_block)
+      fail(cand, key + ".block",
+           fmt::format("a block of {} threads (kernel '{}'): at most {}", threads, l.kernel, limits.threads_per_block));
+    if (constant(l.smem))
+      ev.int_in(l.smem, key + ".smem", 0, limits.dynamic_smem, "dynamic shared memory in bytes");
+    else
+      ++unchecked;
+  }
+  return unchecked;
+}
+
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits) {
   check_plan_tensors(cand, op.tensor_names(), op.scalar_names());
   check_plan_precision(cand, op.precision);

@@ -69,6 +69,23 @@ TEST_F(Cli, CompilePrintsTheResourceTable) {
     EXPECT_TRUE(has(r.output, col)) << col << "\n" << r.output;
 }
 
+// The target's launch limits hold without --op too (274080 bytes of shared memory on sm_90a), and
+// the output says what was checked and what was not.
+TEST_F(Cli, CompileChecksTheTargetsLimitsWithoutAnOp) {
+  std::string over = kGoodKernel;
+  over.replace(over.find("\"block\": [256],"), 15, "\"block\": [256], \"smem\": 274080,");
+  auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("over.cu", over).string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "launch[0].smem")) << r.output;
+  EXPECT_TRUE(has(r.output, "from 0 to 232448")) << r.output;
+  auto ok = kagent({"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_TRUE(has(ok.output,
+                  "not checked without the operator's shapes: tensor and scalar names, library steps, 1 "
+                  "launch value that reads them"))
+      << ok.output;
+}
+
 TEST_F(Cli, CompileJson) {
   auto r = kagent({"compile", "--json", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -13,6 +13,7 @@
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/profile_table.hpp"
 #include "kagent/profile/compute_floor.hpp"
+#include "kagent/profile/roofline.hpp"
 #include "kagent/sandbox/process.hpp"
 
 using namespace kagent;
@@ -141,8 +142,9 @@ TEST_F(FloorsGpu, KernelBenchGemmProblemsShowAComputeFloor) {
     auto peaks = ev->device_peaks(&why);
     ASSERT_TRUE(peaks.has_value()) << why;
     t.peaks = peaks;
-    t.bandwidth_gbs = peaks->copy_gbs;
-    t.bandwidth_source = "this GPU's measured copy bandwidth";
+    t.bandwidth_gbs = profile::memory_roof(*peaks).gbs;
+    t.theoretical_gbs = peaks->theoretical_gbs;
+    t.bandwidth_source = "the best bandwidth measured on this GPU";
     auto values = agent::task_values(loaded, resolved.op, t, agent::gpu_text(0), agent::AgentOptions{},
                                      model_tools::ToolSet{}, "");
     auto opening = agent::opening_messages(test::source_dir() / "prompts", test::source_dir() / "skills", values);

@@ -71,6 +71,42 @@ TEST_F(RefServerTest, SignatureFollowsCandidateNaming) {
   EXPECT_FALSE(s.degenerate.has_value());
 }
 
+// What forward never reads is marked unread (level3/50's c_proj, a layer built and never called; an
+// input it ignores), and only that: a parameter read through a view (weight.t()) is read.
+TEST_F(RefServerTest, TensorsForwardNeverReadsAreMarkedUnread) {
+  Op op = op_for(R"~(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.used = nn.Linear(dim, dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.w = nn.Parameter(torch.randn(dim, dim))
+
+    def forward(self, x, ignored):
+        return self.used(x) @ self.w.t()
+
+def get_inputs():
+    return [torch.randn(8, 16), torch.randn(8, 16)]
+
+def get_init_inputs():
+    return [16]
+)~");
+  RefServer server(0, op.reference);
+  RefSignature s = server.load(op, Precision::fp32, 1);
+  ASSERT_EQ(s.inputs.size(), 2u);
+  EXPECT_FALSE(s.inputs[0].unread) << "x";
+  EXPECT_TRUE(s.inputs[1].unread) << "ignored";
+  std::map<std::string, bool> unread;
+  for (const auto& p : s.params) unread[p.name] = p.unread;
+  EXPECT_FALSE(unread.at("used_weight"));
+  EXPECT_FALSE(unread.at("used_bias"));
+  EXPECT_FALSE(unread.at("w"));
+  EXPECT_TRUE(unread.at("c_proj_weight"));
+  EXPECT_TRUE(unread.at("c_proj_bias"));
+}
+
 // fp32 pins the reference (and the baselines) to IEEE fp32; tf32 keeps fp32 tensors with TF32 on.
 // Every trial carries the floating outputs' fp64 twins, sized for numel doubles.
 TEST_F(RefServerTest, PrecisionSetsTheNumericsAndTrialsCarryFp64Twins) {

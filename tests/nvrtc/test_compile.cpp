@@ -88,6 +88,18 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
       EXPECT_EQ(m->spill_stores, 0);
       EXPECT_EQ(m->stack_frame, 0);
     }
+    // The memory roofs: 16-byte streaming kernels whose parameters the host passes as these sizes,
+    // with nothing in local memory.
+    const std::pair<const char*, std::vector<uint32_t>> streams[] = {
+        {"kagent_peak_read", {8, 8, 4, 8}}, {"kagent_peak_write", {8, 8, 4}}, {"kagent_peak_copy", {8, 8, 8}}};
+    for (const auto& [name, params] : streams) {
+      SCOPED_TRACE(name);
+      auto m = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+      ASSERT_NE(m, r.kernels.end());
+      EXPECT_EQ(m->param_sizes, params);
+      EXPECT_EQ(m->stack_frame, 0);
+      EXPECT_EQ(m->spill_stores, 0);
+    }
     // The guard bands' and seals' kernels (src/runner/bounds_check.cpp), without local memory.
     for (const char* name : {"kagent_guard_fill", "kagent_guard_check", "kagent_digest"}) {
       SCOPED_TRACE(name);

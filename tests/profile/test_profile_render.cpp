@@ -116,9 +116,10 @@ TEST(ProfileRender, FullFormCarriesTheRooflineAndTheIdealTime) {
   Fixture f;
   ProfileOutput out = render_profile(f.op, f.cand, f.compiled, &f.rep, "");
   EXPECT_NE(out.text.find("ideal time: 0.0671 ms"), std::string::npos) << out.text;
-  EXPECT_NE(out.text.find("roofline (roofs measured on this GPU: 3000 GB/s device-to-device copy of 1024 MiB, 48000 "
-                          "GFLOP/s FP32 matrix product 8192^3 by cuBLAS"),
-            std::string::npos)
+  EXPECT_NE(
+      out.text.find("roofline (roofs measured on this GPU: 3000 GB/s (device-to-device copy) over 1024 MiB, 48000 "
+                    "GFLOP/s FP32 matrix product 8192^3 by cuBLAS"),
+      std::string::npos)
       << out.text;
   EXPECT_NE(out.text.find("\nverdict: launch 0 (scale"), std::string::npos);
   const auto& j = out.record;

@@ -69,3 +69,23 @@ TEST(Roofline, IdealTimeIsTheBytesAtTheCopyBandwidth) {
   EXPECT_NEAR(ideal_ms(int64_t(201326592), peaks()), 201326592 / 3e12 * 1e3, 1e-12);
   EXPECT_EQ(ideal_ms(1000, DevicePeaks{}), 0);  // without peaks, no ideal
 }
+
+// The memory roof is the best bandwidth measured, of the memcpy and the streaming kernels, named; a
+// floor taken at it is under what any of them reached.
+TEST(Roofline, TheMemoryRoofIsTheBestMeasuredBandwidth) {
+  DevicePeaks p = peaks();
+  EXPECT_EQ(memory_roof(p).gbs, 3000);
+  EXPECT_EQ(memory_roof(p).by, "device-to-device copy");
+  EXPECT_EQ(memory_roof_text(p), "3000 GB/s (device-to-device copy)");
+  p.read_gbs = 3310;
+  p.write_gbs = 3190;
+  p.copy_kernel_gbs = 3080;
+  EXPECT_EQ(memory_roof(p).gbs, 3310);
+  EXPECT_EQ(memory_roof(p).by, "streaming read");
+  EXPECT_EQ(memory_roof_text(p), "3310 GB/s (streaming read; write 3190, copy 3080, device-to-device copy 3000 GB/s)");
+  EXPECT_NEAR(ideal_ms(int64_t(3310) * 1000 * 1000, p), 1.0, 1e-12);
+  RooflinePoint r = roofline(kernel(1.0, 2.648e9, 0), p);
+  EXPECT_NEAR(r.bandwidth_share, 0.8, 1e-9);
+  p.copy_kernel_gbs = 3400;
+  EXPECT_EQ(memory_roof_text(p), "3400 GB/s (streaming copy; read 3310, write 3190, device-to-device copy 3000 GB/s)");
+}

@@ -88,6 +88,17 @@ class ForbiddenPrecisions(unittest.TestCase):
                 self.assertLessEqual(self.MANTISSA[q], self.MANTISSA[p], f"{p} forbids {q}")
 
 
+    def test_tf32_allows_tf32_measured_with_every_operator_at_it(self):
+        # A tf32 problem's reference runs SDPA's fused fp32 kernels, which skip TF32: the figure of
+        # the problem computed at TF32 throughout anchors the rule there. Nothing else is allowed.
+        self.assertEqual(lower_precision.allowed("tf32"), ("tf32",))
+        for p in ("fp32", "bf16", "fp16"):
+            self.assertEqual(lower_precision.allowed(p), ())
+        for p, allowed in lower_precision.ALLOWED.items():
+            for q in allowed:
+                self.assertNotIn(q, lower_precision.forbidden(p))
+
+
 class Fp64Sizing(unittest.TestCase):
     def test_fits_with_margin_and_spare(self):
         gib = 1 << 30

@@ -1,4 +1,4 @@
-// GpuLock: measurements on one GPU queue up across threads and processes (flock on a file per
+// GpuLock and FileLock: measurements on one GPU queue up across threads and processes (flock on a file per
 // GPU UUID), the waiter is told, and a lock file that cannot be made does not stop the work.
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "kagent/common/error.hpp"
 #include "kagent/eval/gpu_lock.hpp"
 #include "test_util.hpp"
 
@@ -48,4 +49,25 @@ TEST(GpuLock, SecondHolderWaitsUntilTheFirstReleases) {
 TEST(GpuLock, UnwritableCacheGoesOnUnlocked) {
   GpuLock l("/proc/kagent-no-such/locks/gpu-x.lock");
   EXPECT_FALSE(l.held());
+}
+
+// The lock itself (common/file_lock.hpp), where a shared file's writers need it or nothing: a file
+// that cannot be locked is an error naming it, not a silent write without the lock.
+TEST(FileLock, UnopenableLockIsAnEnvironmentErrorNamingTheFile) {
+  try {
+    FileLock l("/proc/kagent-no-such/x.lock");
+    FAIL() << "no error";
+  } catch (const EnvError& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/kagent-no-such/x.lock"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FileLock, CreatesItsFolderAndIsFreeAgainOnceReleased) {
+  test::TempDir dir;
+  const auto path = dir.path() / "a" / "b.lock";
+  { FileLock l(path); }
+  EXPECT_TRUE(std::filesystem::exists(path));
+  bool waited = false;
+  FileLock again(path, [&] { waited = true; });
+  EXPECT_FALSE(waited);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/runner_messages.hpp"
@@ -60,13 +61,33 @@ TEST(TrivialOutput, ZerosFailWhereTheReferenceIsNotNearZero) {
 
 TEST(TrivialOutput, AReferenceConstantBeyondRoundingLetsAConstantPass) {
   // A softmax over one column (all ones), or a mean subtracted from itself with rounding noise:
-  // the constant is the right answer.
-  WholeOutput ones = output(1 - 3e-7, 1 + 3e-7, 0, 0);
+  // the constant is the right answer. The noise is the reference's error against fp64 (exactly 1).
+  WholeOutput ones = output(1 - 3e-7, 1 + 3e-7, 0, 2e-7);
   ones.out_min = ones.out_max = ones.out_max_abs = 1;
   EXPECT_FALSE(trivial_output(ones, kFp32));
   WholeOutput tiny = output(-4e-7, 4e-7, 0, 0);  // all (near) zero: the degenerate flag's case
   tiny.out_min = tiny.out_max = tiny.out_max_abs = 0;
   EXPECT_FALSE(trivial_output(tiny, kFp32));
+}
+
+// KernelBench level2/42 (H200): 16 outputs from 55.1796 to 55.1806, a spread of 1.8e-5 of the scale,
+// under rounding's share (2^-10) and within the tolerance of one constant element by element; the
+// reference is about 1e-6 from fp64, so the spread is the operator's and a constant fails. Without
+// the fp64 reference the share alone decides.
+TEST(TrivialOutput, ASpreadFarAboveTheReferencesOwnErrorIsTheOperators) {
+  WholeOutput w = output(55.1796, 55.1806, 0, 1e-6, 16);  // RMS error 1e-6
+  w.out_min = w.out_max = w.out_max_abs = 55.1801;
+  auto why = trivial_output(w, kFp32);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the constant 55.1801 on all 16 elements"), std::string::npos) << *why;
+  EXPECT_TRUE(trivial_output(w, Tolerance{1e-2, 1e-2}));
+  WholeOutput no64 = w;
+  no64.has_fp64 = false;
+  EXPECT_FALSE(trivial_output(no64, kFp32));
+  // A spread only a few times the reference's own error is rounding's: the constant is right.
+  WholeOutput noise = output(55.18 - 2e-6, 55.18 + 2e-6, 0, 1e-6, 16);
+  noise.out_min = noise.out_max = noise.out_max_abs = 55.18;
+  EXPECT_FALSE(trivial_output(noise, kFp32));
 }
 
 TEST(TrivialOutput, AnOutputThatVariesIsNotTrivial) {
@@ -77,7 +98,7 @@ TEST(TrivialOutput, AnOutputThatVariesIsNotTrivial) {
 }
 
 TEST(TrivialOutput, HalfPrecisionReferencesMustVaryBeyondTheirRounding) {
-  WholeOutput w = output(1 - 0.004, 1 + 0.004, 0, 0);  // a few bf16 ulps of a constant
+  WholeOutput w = output(1 - 0.004, 1 + 0.004, 0, 0.002);  // a few bf16 ulps of a constant, its rounding
   w.dtype = DType::bf16;
   w.out_min = w.out_max = w.out_max_abs = 1;
   EXPECT_FALSE(trivial_output(w, kFp32));
@@ -149,6 +170,37 @@ TEST(PrecisionRule, APrecisionCountsAtMostTheErrorOfStoringTheOutputAtIt) {
       judge_precision(output(0, 700, 3e-4, 3e-4), OutputPrecision{"out", {{"bf16", 2.5e-3, 0}}, ""}, "tf32");
   ASSERT_TRUE(t.judged);
   EXPECT_DOUBLE_EQ(t.nearest_error, 8 * 3e-4);
+}
+
+// Under tf32 the reference of SDPA (level1/97, H200) runs fused fp32 kernels that skip TF32: its own
+// error is 4.77e-7, where a candidate computing the attention's products in TF32 has 1.51e-5. The
+// allowed figure (the problem at TF32 throughout) anchors the rule, so that candidate passes and
+// FP16's and BF16's do not; the re-check's lower bound takes the same anchor.
+TEST(PrecisionRule, TheAllowedPrecisionComputedThroughoutAnchorsTheRule) {
+  OutputPrecision f{"out", {{"bf16", 1.79e-3, 0}, {"fp16", 2.23e-4, 0}}, ""};
+  EXPECT_TRUE(judge_precision(output(-3, 3, 1.51e-5, 4.77e-7), f, "tf32").fails()) << "without the allowed figure";
+  f.allowed = {{"tf32", 1.51e-5, 0}};
+  EXPECT_DOUBLE_EQ(allowed_error(f), 1.51e-5);
+  PrecisionJudgement j = judge_precision(output(-3, 3, 1.51e-5, 4.77e-7), f, "tf32");
+  ASSERT_TRUE(j.judged);
+  EXPECT_DOUBLE_EQ(j.allowed, 1.51e-5);
+  EXPECT_EQ(j.nearest, "fp16");
+  EXPECT_NEAR(j.limit, std::sqrt(1.51e-5 * 0.375 * 0x1p-11), 1e-12);
+  EXPECT_FALSE(j.fails());
+  EXPECT_TRUE(judge_precision(output(-3, 3, 2.23e-4, 4.77e-7), f, "tf32").fails());
+  EXPECT_TRUE(judge_precision(output(-3, 3, 1.79e-3, 4.77e-7), f, "tf32").fails());
+  const std::string text = precision_failure_text(output(-3, 3, 2.23e-4, 4.77e-7),
+                                                  judge_precision(output(-3, 3, 2.23e-4, 4.77e-7), f, "tf32"));
+  EXPECT_NE(text.find("the tf32 reference's own 4.77e-07 (1.51e-05 with every operator at tf32)"), std::string::npos)
+      << text;
+  // An allowed figure under the reference's own changes nothing; one that overflowed is no figure.
+  f.allowed = {{"tf32", 1e-7, 0}, {"tf32", std::numeric_limits<double>::infinity(), 0}};
+  EXPECT_EQ(judge_precision(output(-3, 3, 1e-6, 4.77e-7), f, "tf32").allowed, 0);
+  // The JSON carries it only where there is one.
+  nlohmann::json with = OutputPrecision{"out", {}, "", {{"tf32", 1.5e-5, 0.01}}};
+  EXPECT_EQ(with["allowed"][0]["precision"], "tf32");
+  EXPECT_FALSE(nlohmann::json(OutputPrecision{"out", {}, ""}).contains("allowed"));
+  EXPECT_EQ(with.get<OutputPrecision>().allowed.at(0).rel_l2, 1.5e-5);
 }
 
 TEST(PrecisionRule, AnExactReferenceLeavesTheTypesRounding) {

@@ -89,6 +89,26 @@ TEST(PlanLimits, GridBlockAndSharedMemoryBeyondTheArchitecture) {
   EXPECT_TRUE(has(error_of(plan(launch("1", "32", R"(, "smem": 232449)"))), "launch[0].smem"));
 }
 
+// Without the operator's shapes (`kagent compile` without --op) the values that read none of them
+// are still held to the architecture: 274080 bytes of shared memory is over sm_90a's 232448.
+TEST(PlanLimits, ValuesThatReadNoTensorAreCheckedWithoutTheOperator) {
+  try {
+    check_plan_constant_limits(plan(launch("132", "256", R"(, "smem": 274080)")), launch_limits(90));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "launch[0].smem")) << e.what();
+    EXPECT_TRUE(has(e.what(), "from 0 to 232448")) << e.what();
+  }
+  EXPECT_THROW(check_plan_constant_limits(plan(launch("1", "64, 64")), launch_limits(90)), InputError);
+  EXPECT_THROW(check_plan_constant_limits(plan(launch("\"num_sms * 0\"", "32")), launch_limits(90)), InputError);
+  // What reads a tensor is left for the evaluation, and counted.
+  EXPECT_EQ(check_plan_constant_limits(
+                plan(launch("\"cdiv(numel(out), 256)\", \"num_sms\"", "256", R"(, "smem": "numel(x) * 1000")")),
+                launch_limits(90)),
+            2);
+  EXPECT_EQ(check_plan_constant_limits(plan(launch("132", "256", R"(, "smem": 4096)")), launch_limits(90)), 0);
+}
+
 TEST(PlanLimits, ScalarArgumentsMustFitTheirType) {
   auto c = parse_candidate(R"(/*kagent
 {"launch": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x", "i32:numel(x) * 4096"]}]}

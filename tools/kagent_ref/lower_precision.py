@@ -6,9 +6,12 @@ around 700 is looser than TF32's rounding, and outputs around 6e-5 sit under ato
 So the rule sets the candidate's relative L2 error against the fp64 reference beside the errors of
 the reference itself and of the reference computed at each forbidden precision, measured here:
 
-  fp32  forbids tf32 (the fp32 model and inputs, TF32 on for matmuls and cuDNN), bf16 and fp16 (a
-        copy of the model and the inputs cast to that type);
-  tf32  forbids bf16 and fp16;
+  fp32  forbids tf32 (the fp32 model and inputs, TF32 on for matmuls and cuDNN, and SDPA on its
+        math backend, whose products take TF32 where its fused fp32 kernels ignore it), bf16 and
+        fp16 (a copy of the model and the inputs cast to that type);
+  tf32  forbids bf16 and fp16, and allows tf32: its reference runs SDPA's fused kernels, which
+        skip TF32, so it also gets the tf32 figure above as "allowed", the error of a candidate
+        that computes every operator at TF32, which the rule anchors on;
   fp16, bf16: nothing (their references are already the half-precision computation).
 
 Measured once per load, on the first trial that has fp64 twins: the errors are properties of the
@@ -17,17 +20,25 @@ at once. A precision whose forward fails, or that overflows (fp16 past 65504), h
 the note says why. The relative error is ||r_p - r64|| / ||r64||, the largest |r_p - r64| beside it.
 """
 
+import contextlib
 import copy
 
 from . import numerics as numerics_mod
 
 FORBIDDEN = {"fp32": ("tf32", "bf16", "fp16"), "tf32": ("bf16", "fp16"), "fp16": (), "bf16": ()}
+ALLOWED = {"tf32": ("tf32",)}
 _CHUNK = 1 << 26  # elements compared at a time, so that the figures allocate little
 
 
 def forbidden(precision):
     """The precisions a problem evaluated at `precision` forbids, weakest first."""
     return FORBIDDEN.get(precision, ())
+
+
+def allowed(precision):
+    """The precision a problem evaluated at `precision` allows that its reference may not apply to
+    every operator (TF32, which SDPA's fused fp32 kernels skip)."""
+    return ALLOWED.get(precision, ())
 
 
 def errors(torch, out, twin):
@@ -71,18 +82,31 @@ def call_with_draws(torch, problem, model, args, float_dtype=None):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+def _sdpa_math(torch):
+    """SDPA on its math backend, where TF32 applies to its products (its fused fp32 kernels skip
+    it); a null context on a torch without the switch."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return contextlib.nullcontext()
+    return sdpa_kernel(SDPBackend.MATH)
+
+
 def _forward(torch, problem, precision, args):
     """The problem's outputs computed at `precision`, with the trial's draws played back."""
+    context = contextlib.nullcontext()
     if precision == "tf32":
         model, cast, float_dtype = problem.model, args, None
         numerics_mod.apply(torch, numerics_mod.numerics("tf32"))
+        context = _sdpa_math(torch)
     else:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         model = copy.deepcopy(problem.model).to(dtype)
         cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
         float_dtype = dtype
     try:
-        return call_with_draws(torch, problem, model, cast, float_dtype)
+        with context:
+            return call_with_draws(torch, problem, model, cast, float_dtype)
     finally:
         problem.pin_numerics()  # the load's numerics again, whatever happened
 
@@ -97,7 +121,8 @@ def measure(torch, problem, args, outs, named64):
     figures = {n: {"tensor": n, "lower": [], "note": ""} for n in names if n in twins}
     if not figures:
         return {"precision": problem.precision, "outputs": []}
-    for precision in forbidden(problem.precision):
+    runs = [(p, "lower") for p in forbidden(problem.precision)] + [(p, "allowed") for p in allowed(problem.precision)]
+    for precision, kind in runs:
         try:
             lower = _forward(torch, problem, precision, args)
         except Exception as e:  # an op without half-precision support, out of memory
@@ -115,7 +140,7 @@ def measure(torch, problem, args, outs, named64):
                 f["note"] += f"{'; ' if f['note'] else ''}{precision}: another output shape"
                 continue
             rel, max_abs = errors(torch, o, twins[name])
-            f["lower"].append({"precision": precision, "rel_l2": rel, "max_abs": max_abs})
+            f.setdefault(kind, []).append({"precision": precision, "rel_l2": rel, "max_abs": max_abs})
             if rel is None:
                 f["note"] += f"{'; ' if f['note'] else ''}{precision}: overflows or is all zero"
         del lower

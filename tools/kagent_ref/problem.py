@@ -10,6 +10,7 @@ import torch
 
 from . import draws as draws_mod
 from . import numerics as numerics_mod
+from . import reads as reads_mod
 from .forward_args import BindError, bind
 from .reference64 import Reference64
 
@@ -210,6 +211,17 @@ class Problem:
                 raise ProblemError(f"{self.path}: forward argument '{name}' is a {type(a).__name__}; kagent "
                                    "passes tensors and int/float/bool scalars only")
         params = [_spec(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
+        # What forward never reads (a layer it never calls, an argument it ignores): one more forward
+        # call under torch's dispatch mode, its random numbers drawn from a forked generator.
+        devices = [self.device.index] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            seen = reads_mod.storages_read(torch, lambda: self.run(args))
+        named = [(n, a) for n, a in zip(self.arg_names, args) if isinstance(a, torch.Tensor)]
+        named += [(k.replace(".", "_"), v) for k, v in self.model.state_dict().items()]
+        unread = reads_mod.unread(named, seen)
+        for spec in inputs + params:
+            if spec["name"] in unread:
+                spec["unread"] = True
         drawn = [dict(d.spec(), **_spec(d.name, d.tensor)) for d in self.draws]
         names = [o["name"] for o in inputs + drawn + params]
         out_names = self.output_names(outs)

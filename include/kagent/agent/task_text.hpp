@@ -23,8 +23,25 @@ struct TimingFacts {
   std::string compile_missing;       // why there is no torch.compile time
   double bandwidth_gbs = 0;          // for the memory floor; 0: none known
   std::string bandwidth_source;      // what bandwidth_gbs is, for the model ("this GPU's measured ... copy bandwidth")
+  // The memory's theoretical bandwidth (memory clock x bus width, or the datasheet's): no kernel moves
+  // bytes faster, so the floor at it is a hard bound where a measured one is only a guide. 0: unknown.
+  double theoretical_gbs = 0;
   std::optional<DevicePeaks> peaks;  // this GPU's measured roofs: the compute floor and the GPU section's rates
 };
+
+// The one time that reaches tier 3. Tier 3 takes a candidate faster than eager and at most 0.95x
+// torch.compile: where torch.compile is slower than eager / 0.95 (a transposed convolution it
+// compiles badly), beating eager is the line that binds, not the 0.95x one.
+struct Tier3Target {
+  double limit_ms = 0;
+  bool eager_binds = false;  // strictly under limit_ms (eager's time); otherwise at most limit_ms
+  // "<= 1.8050 ms, 0.95x torch.compile's 1.9000 ms" or "under 1.2000 ms, torch eager's time (...)".
+  std::string text() const;
+  double compile_ms = 0;
+};
+// nullopt without a torch.compile time (tier 3 is out of reach then). A native reference's eager
+// time is only known at the first evaluation: the target is torch.compile's line until then.
+std::optional<Tier3Target> tier3_target(const TimingFacts& t);
 
 // The baselines block: eager and torch.compile times, tier 3's bound, the memory-floor line and the
 // compute-floor line.

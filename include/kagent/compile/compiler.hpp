@@ -29,6 +29,9 @@ struct CompileResult {
   // ok is false and the log says why: the compile was stopped at its time, CPU or memory limit,
   // crashed, or the source was refused for its size. Never cached (a higher limit may let it finish).
   bool stopped = false;
+  // What compile_checked checked of the plan before and after compiling, and what it could not
+  // (without the operator's shapes), in words for the person or model reading the result.
+  std::string plan_checks;
 };
 
 // Where NVRTC runs. Model-, user- and CI-written sources compile in the worker (kagent-compile:

@@ -24,7 +24,8 @@ struct SassFunction {
 };
 
 // nvdisasm's program, beside the toolkit whose headers NVRTC uses, else /usr/local/cuda/bin,
-// else PATH; nullopt when there is none.
+// else PATH, else the one Triton's package carries (found through python3); nullopt when there is
+// none.
 std::optional<std::filesystem::path> find_nvdisasm(const CudaPaths& paths);
 
 // The functions of `nvdisasm -c -g` output, in order of appearance.

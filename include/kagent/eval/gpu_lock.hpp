@@ -6,7 +6,10 @@
 // queue up across threads and processes; compiling and everything else still runs in parallel.
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "kagent/common/file_lock.hpp"
 
 namespace kagent {
 
@@ -16,13 +19,10 @@ class GpuLock {
   // waiting, when another holder has it. A lock file that cannot be opened (a read-only cache) is
   // said once on stderr and the work goes on unlocked.
   explicit GpuLock(const std::filesystem::path& path, const std::function<void()>& on_wait = {});
-  ~GpuLock();
-  GpuLock(const GpuLock&) = delete;
-  GpuLock& operator=(const GpuLock&) = delete;
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return lock_.has_value(); }
 
  private:
-  int fd_ = -1;
+  std::optional<FileLock> lock_;
 };
 
 // <cache>/locks/gpu-<uuid>.lock (the index when the UUID is unknown).

@@ -12,7 +12,8 @@
 namespace kagent::profile {
 
 // The measurement's version: change it when peaks.cpp (runner) measures differently.
-inline constexpr const char* kPeaksMethod = "d2d-copy-1GiB+fp32-gemm-8192-cublas-or-kagent+mma-sync-v2";
+inline constexpr const char* kPeaksMethod =
+    "d2d-copy-1GiB+stream-read-write-copy+fp32-gemm-8192-cublas-or-kagent+mma-sync-v3";
 
 // The file's format: bump when PeaksFile's JSON changes shape.
 inline constexpr int kPeaksFileVersion = 1;

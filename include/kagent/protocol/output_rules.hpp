@@ -35,16 +35,19 @@ struct PrecisionError {
 };
 
 // The reference server's figures for one floating output, measured once per load on its first
-// trial: each precision the problem forbids, and why one has no figure.
+// trial: each precision the problem forbids, the precision it allows computed with every operator
+// at it (a tf32 problem's reference with TF32 in SDPA's products too, which its fused fp32 kernels
+// skip), and why one has no figure.
 struct OutputPrecision {
   std::string tensor;
   std::vector<PrecisionError> lower;
   std::string note;
+  std::vector<PrecisionError> allowed{};
 };
 
 // The figures of a load: the precision the problem is evaluated at and its outputs'.
 // JSON (the server's trial reply, the runner's messages): {"precision": "fp32", "outputs":
-// [{"tensor", "lower": [{"precision", "rel_l2", "max_abs"}], "note"}]}.
+// [{"tensor", "lower": [{"precision", "rel_l2", "max_abs"}], "allowed": [...], "note"}]}.
 struct PrecisionFigures {
   std::string precision;
   std::vector<OutputPrecision> outputs;
@@ -91,6 +94,9 @@ struct PrecisionJudgement {
   bool judged = false;            // an fp64 reference, a non-zero one, and a forbidden precision told apart
   double candidate = 0;           // the candidate's relative L2 error against fp64
   double reference = 0;           // the reference's own (before the floor)
+  // The allowed precision's error where it is above the reference's own: the anchor then, since a
+  // candidate may compute every operator at the precision the problem allows. 0: none.
+  double allowed = 0;
   double limit = 0;               // the smallest geometric mean over the forbidden precisions told apart
   std::string nearest;            // the forbidden precision that sets the limit
   // Its error: its reference's against fp64, or where smaller the error of an output only stored
@@ -103,6 +109,9 @@ struct PrecisionJudgement {
 };
 PrecisionJudgement judge_precision(const WholeOutput& w, const OutputPrecision& figures,
                                    const std::string& problem_precision);
+// The largest finite error of the allowed precision's figures (0 without any): with the reference's
+// own error and the type's floor, the anchor of the rule's geometric mean.
+double allowed_error(const OutputPrecision& figures);
 // The failure message of a judgement that fails.
 std::string precision_failure_text(const WholeOutput& w, const PrecisionJudgement& j);
 

@@ -137,11 +137,14 @@ struct KernelMetrics {
 // What this GPU reaches, measured by the runner once and cached per GPU (kagent/profile/peaks.hpp):
 // the roofline's two roofs, and the tensor cores' rates.
 struct DevicePeaks {
-  std::string gpu;                 // name
-  std::string uuid;                // the GPU it was measured on
-  std::string method;              // the measurement's version: a new method re-measures
-  int64_t copy_bytes = 0;          // the device-to-device copy's size
-  double copy_gbs = 0;             // (read + written bytes) / time, median of the samples
+  std::string gpu;         // name
+  std::string uuid;        // the GPU it was measured on
+  std::string method;      // the measurement's version: a new method re-measures
+  int64_t copy_bytes = 0;  // the device-to-device copy's size
+  double copy_gbs = 0;     // (read + written bytes) / time, median of the samples
+  // kagent's streaming kernels over the same bytes (kagent_peak_read / _write / _copy: 16-byte
+  // accesses, four in flight per thread), the best grid of each; 0 where not measured.
+  double read_gbs = 0, write_gbs = 0, copy_kernel_gbs = 0;
   int gemm_n = 0;                  // the FP32 matrix product: n x n times n x n
   double fp32_gflops = 0;          // 2 n^3 / time, median of the samples: the faster of the two below
   std::string gemm_by;             // which product that is: "cuBLAS" or "kagent_peak_sgemm"
@@ -246,10 +249,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms, library_kernels)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelMetrics, kernel, duration_ms, dram_pct, sm_pct, occupancy_pct,
                                                 l2_hit_pct, l1_hit_pct, dram_bytes, fp32_flops, tensor_pct)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, gemm_n,
-                                                fp32_gflops, gemm_by, cublas_gflops, kagent_sgemm_gflops, gemm_note,
-                                                theoretical_gbs, theoretical_gflops, tf32_mma_gflops, f16_mma_gflops,
-                                                bf16_mma_gflops, mma_note, samples, measured_at, cached)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, read_gbs,
+                                                write_gbs, copy_kernel_gbs, gemm_n, fp32_gflops, gemm_by, cublas_gflops,
+                                                kagent_sgemm_gflops, gemm_note, theoretical_gbs, theoretical_gflops,
+                                                tf32_mma_gflops, f16_mma_gflops, bf16_mma_gflops, mma_note, samples,
+                                                measured_at, cached)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen,
                                                 other_kernels, off_stream, library_side_kernels, event_ms, kernel_ms,
                                                 kernel_median_ms, problem)

@@ -45,6 +45,9 @@ struct TensorSpec {
   // call 1: ..."). Empty for every other tensor. (Initialized, so aggregate initializations that
   // stop at `init` stay complete.)
   std::string drawn{};
+  // A PyTorch reference's input or parameter that its forward never reads (a layer it never
+  // calls, an argument it ignores): said in the tensor table, and left out of the memory floor.
+  bool unread = false;
   int64_t numel() const;
   int64_t bytes() const;
 };

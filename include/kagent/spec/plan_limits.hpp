@@ -37,6 +37,12 @@ std::optional<std::string> scalar_value_problem(ScalarType type, const ExprValue
 // ..." naming the expression and what is wrong.
 void check_plan_limits(const Candidate& cand, const Op& op, const LaunchLimits& limits);
 
+// Without the operator's signature (`kagent compile` without --op): every grid, block and smem
+// value that reads no tensor or scalar of the operator (literals, num_sms) against the limits,
+// so 274080 bytes of shared memory on sm_90a is bad input before any GPU. Returns how many of
+// those values it could not check (they read the operator's shapes).
+int check_plan_constant_limits(const Candidate& cand, const LaunchLimits& limits);
+
 // Only the library steps (gemm, conv) resolved against the operator's shapes, as the runner will:
 // what every evaluation checks before the GPU (Compiler's compile_checked). Needs the signature.
 void check_plan_library_steps(const Candidate& cand, const Op& op);
