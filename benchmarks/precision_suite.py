@@ -237,6 +237,7 @@ def write_variant(work, problem_path, variant):
         source = f.read()
     sig, call = forward_params(source)
     name = os.path.splitext(os.path.basename(problem_path))[0]
+    os.makedirs(work, exist_ok=True)
     path = os.path.join(work, f"{name}__{variant}.py")
     header = f"# {variant} version of KernelBench {os.path.basename(problem_path)} (benchmarks/precision_suite.py)\n"
     with open(path, "w") as f:
@@ -301,6 +302,7 @@ def main():
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--budget-s", type=float, default=0)
     ap.add_argument("--timeout", type=float, default=400)
+    ap.add_argument("--only", default="", help="only the problems whose path contains this (e.g. level1/97)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     done = set()
@@ -312,6 +314,8 @@ def main():
     t0 = time.time()
     with open(a.out, "a") as out:
         for rel, honest in PROBLEMS:
+            if a.only and a.only not in rel:
+                continue
             problem = os.path.join(a.kernelbench, rel)
             variants = ["fp32", "tf32", "bf16", "fp16", "bf16out", "fp16out"] + honest
             runs = [("fp32", None, variants), ("fp32", 1e-2, variants),

@@ -142,11 +142,12 @@ if want precision-tests; then
 fi
 if want precision-suite; then
   # TF32, BF16 and FP16 versions of fp32 KernelBench problems, and honest fp32 ones with other
-  # summation orders, through kagent eval (benchmarks/precision_suite.py). Resumable.
+  # summation orders, through kagent eval (benchmarks/precision_suite.py). Resumable; SUITE_ONLY
+  # (a path fragment, e.g. level1/97) narrows the problems.
   mkdir -p $B
   PS=$B/precision_suite.jsonl
   step precision-suite 590 python3 benchmarks/precision_suite.py --kagent $B/kagent --kernelbench "$KB" --out $PS \
-    --resume --budget-s "${SUITE_BUDGET_S:-420}"
+    --resume --budget-s "${SUITE_BUDGET_S:-420}" --only "${SUITE_ONLY:-}"
   cp $PS $OUT/precision_suite.jsonl
 fi
 if want tf32-accumulation; then
