@@ -207,7 +207,14 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
         fmt::format("--out {}: that folder already holds a run; continue it with --resume {} or choose "
                     "another --out",
                     out.string(), out.string()));
-  fs::create_directories(out / "workspace");
+  // A file where the folder would go is the user's mistake (exit 2), not a filesystem failure.
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw InputError(
+        fmt::format("--out {}: that is a file; the run needs a folder there (a new or an empty one)", out.string()));
+  fs::create_directories(out / "workspace", ec);
+  if (ec)
+    throw InputError(
+        fmt::format("--out {}: cannot make the run folder ({}); choose another --out", out.string(), ec.message()));
   if (!a.llm.script.empty()) a.llm.script = fs::absolute(a.llm.script).string();
   llm::LlmConfig llm_config =
       resuming ? llm::resolve_resumed_llm_config(a.llm, op.llm, recorded) : llm::resolve_llm_config(a.llm, op.llm);

@@ -79,55 +79,72 @@ Command add_report_command(CLI::App& app) {
   sub->add_option("--fast-p", a->sampling.ps, "Samples: the thresholds p of fast_p@k, speedups vs eager (default 1.0)")
       ->delimiter(',')
       ->check(CLI::Range(0.0, 1e9));
-  return {sub, [a]() {
-            std::vector<std::filesystem::path> files(a->files.begin(), a->files.end());
-            auto records = report::read_results(files);
-            // Several samples per problem: the per-problem summary is of each problem's best sample.
-            const bool samples = report::has_samples(records);
-            const std::vector<report::ResultRecord> all_samples =
-                samples ? records : std::vector<report::ResultRecord>{};
-            if (samples) records = report::best_sample_per_problem(all_samples);
-            auto settings = report::measurement_settings(records);
-            if (settings.size() > 1) {
-              std::string list;
-              for (const auto& [s, n] : settings)
-                list += fmt::format("\n  {} problem{}: {}", n, n == 1 ? "" : "s", report::setting_text(s));
-              if (!a->separate)
-                throw InputError(
-                    fmt::format("these results were measured under {} different settings, so their "
-                                "speedups and pass rates are not comparable:{}\nReport them one "
-                                "setting at a time, or pass --separate for one summary per setting",
-                                settings.size(), list));
-            }
-            auto summary = report::summarize(records);
-            if (settings.size() > 1) {
-              print_separately(records, settings, a->json, a->md);
-            } else if (a->json) {
-              nlohmann::json j = nlohmann::json::array();
-              for (const auto& s : summary) j.push_back(s);
-              if (samples) {  // an object only for samples: the array stays what it was otherwise
-                nlohmann::json sampling = nlohmann::json::array();
-                for (const auto& s : report::summarize_samples(all_samples, a->sampling)) sampling.push_back(s);
-                j = {{"summary", j}, {"sampling", sampling}};
-              }
-              print_json(j);
-            } else {
-              fmt::print("{} problems from {} file(s){}\n{}", records.size(), files.size(),
-                         samples ? fmt::format(", {} samples (each problem's best below)", all_samples.size()) : "",
-                         report::render_summary(summary, a->md));
-              if (samples)
-                fmt::print("\n{}", report::render_sampling(report::summarize_samples(all_samples, a->sampling), a->md));
-            }
-            // The page title and suite name say which results they show.
-            std::string names;
-            for (const auto& f : files) names += (names.empty() ? "" : ", ") + f.filename().string();
-            if (!a->html.empty())
-              write_output_file(a->html, report::render_html(records, summary, "kagent report: " + names),
-                                "the HTML report");
-            if (!a->junit.empty())
-              write_output_file(a->junit, report::render_junit(records, "kagent " + names), "JUnit XML");
-            return 0;
-          }};
+  return {
+      sub, [a]() {
+        std::vector<std::filesystem::path> files(a->files.begin(), a->files.end());
+        std::vector<report::ResultsFileRead> read;
+        auto records = report::read_results(files, &read);
+        // A file that holds no record is the wrong file (an empty one, a binary, a log), not a
+        // report of zero problems; a torn last line (a run killed mid-write) is said, not hidden.
+        for (const auto& f : read) {
+          if (f.torn_line > 0)
+            fmt::print(stderr,
+                       "kagent: warning: {}:{}: the last line has no newline and is not a complete record (a "
+                       "write cut off): left out\n",
+                       f.file.string(), f.torn_line);
+          if (f.records == 0)
+            throw InputError(fmt::format(
+                "{}: no result record in it ({}): kagent report reads the results.jsonl of kagent bench, or "
+                "the records of kagent eval --json",
+                f.file.string(),
+                f.torn_line > 0 ? "only a last line without its newline that does not parse"
+                                : "empty, or blank lines only"));
+        }
+        // Several samples per problem: the per-problem summary is of each problem's best sample.
+        const bool samples = report::has_samples(records);
+        const std::vector<report::ResultRecord> all_samples = samples ? records : std::vector<report::ResultRecord>{};
+        if (samples) records = report::best_sample_per_problem(all_samples);
+        auto settings = report::measurement_settings(records);
+        if (settings.size() > 1) {
+          std::string list;
+          for (const auto& [s, n] : settings)
+            list += fmt::format("\n  {} problem{}: {}", n, n == 1 ? "" : "s", report::setting_text(s));
+          if (!a->separate)
+            throw InputError(
+                fmt::format("these results were measured under {} different settings, so their "
+                            "speedups and pass rates are not comparable:{}\nReport them one "
+                            "setting at a time, or pass --separate for one summary per setting",
+                            settings.size(), list));
+        }
+        auto summary = report::summarize(records);
+        if (settings.size() > 1) {
+          print_separately(records, settings, a->json, a->md);
+        } else if (a->json) {
+          nlohmann::json j = nlohmann::json::array();
+          for (const auto& s : summary) j.push_back(s);
+          if (samples) {  // an object only for samples: the array stays what it was otherwise
+            nlohmann::json sampling = nlohmann::json::array();
+            for (const auto& s : report::summarize_samples(all_samples, a->sampling)) sampling.push_back(s);
+            j = {{"summary", j}, {"sampling", sampling}};
+          }
+          print_json(j);
+        } else {
+          fmt::print("{} problem{} from {} file(s){}\n{}", records.size(), records.size() == 1 ? "" : "s", files.size(),
+                     samples ? fmt::format(", {} samples (each problem's best below)", all_samples.size()) : "",
+                     report::render_summary(summary, a->md));
+          if (samples)
+            fmt::print("\n{}", report::render_sampling(report::summarize_samples(all_samples, a->sampling), a->md));
+        }
+        // The page title and suite name say which results they show.
+        std::string names;
+        for (const auto& f : files) names += (names.empty() ? "" : ", ") + f.filename().string();
+        if (!a->html.empty())
+          write_output_file(a->html, report::render_html(records, summary, "kagent report: " + names),
+                            "the HTML report");
+        if (!a->junit.empty())
+          write_output_file(a->junit, report::render_junit(records, "kagent " + names), "JUnit XML");
+        return 0;
+      }};
 }
 
 }  // namespace kagent::cli

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
+#include "suggest.hpp"
 
 namespace {
 
@@ -50,7 +51,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // prints help/version (rc 0) or the parse error
-    return rc == 0 ? 0 : static_cast<int>(kagent::ExitCode::bad_input);
+    if (rc == 0) return 0;
+    // A typo's likeliest meaning, after CLI11's own message.
+    std::fflush(stdout);
+    fmt::print(stderr, "{}", kagent::cli::usage_suggestions(app, std::vector<std::string>(argv + 1, argv + argc)));
+    return static_cast<int>(kagent::ExitCode::bad_input);
   }
   setup_logging(verbose);
 

@@ -38,8 +38,8 @@ void cut_torn_last_line(int fd, const std::filesystem::path& path) {
     throw InputError(fmt::format("{}: cannot repair a torn last line ({})", path.string(), std::strerror(errno)));
 }
 
-void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
-                    const JsonlLimits& limits) {
+int for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
+                   const JsonlLimits& limits) {
   const std::string text = read_text_file(path);
   size_t pos = 0;
   int number = 0;
@@ -51,26 +51,27 @@ void for_each_jsonl(const std::filesystem::path& path, const std::function<void(
     pos = terminated ? nl + 1 : text.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     if (limits.max_line_bytes > 0 && line.size() > limits.max_line_bytes) {
-      if (!terminated) break;  // torn
+      if (!terminated) return number;  // torn
       throw InputError(fmt::format("{}:{}: a line of {} bytes: at most {} bytes are read per line", path.string(),
                                    number, line.size(), limits.max_line_bytes));
     }
     try {
       nlohmann::json j = parse_json<nlohmann::json>(line, limits.json);
       if (!j.is_object()) {
-        if (!terminated) break;  // torn
+        if (!terminated) return number;  // torn
         throw InputError(
             fmt::format("{}:{}: expected a JSON object, got a JSON {}", path.string(), number, j.type_name()));
       }
       each({number, std::move(j)});
     } catch (const JsonTextError& e) {
-      if (!terminated) break;  // a line torn by a kill: what came before stands
+      if (!terminated) return number;  // a line torn by a kill: what came before stands
       const std::string where = fmt::format("{}:{}", path.string(), number);
       if (e.byte() != std::string::npos)
         throw InputError(fmt::format("{}: not valid JSON at column {}: {}", where, e.byte() + 1, e.what()));
       throw InputError(json_text_error_message(e, line, where));
     }
   }
+  return 0;
 }
 
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path, const JsonlLimits& limits) {

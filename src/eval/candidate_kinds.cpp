@@ -75,6 +75,8 @@ const CandidateKind& kind_of(const Candidate& cand) {
 }
 
 Candidate parse_candidate(std::string source, const std::filesystem::path& path) {
+  // A UTF-8 byte-order mark (editors on Windows write one) is no token NVRTC knows; it carries nothing.
+  if (source.rfind("\xEF\xBB\xBF", 0) == 0) source.erase(0, 3);
   return kind_of_file(path).parse(std::move(source), path);
 }
 

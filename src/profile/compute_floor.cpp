@@ -74,6 +74,13 @@ std::string measured_roofs_text(const DevicePeaks& p) {
         p.tf32_mma_gflops / 1e3, p.tf32_mma_gflops / 3e3, p.f16_mma_gflops / 1e3, p.bf16_mma_gflops / 1e3);
   else if (!p.mma_note.empty())
     s += fmt::format("; tensor-core rates not measured ({})", p.mma_note);
+  // FP64, for an operator whose reference is ill-conditioned (its own error against fp64 far above
+  // fp32's rounding): accumulating in fp64 is the way to stay near the truth, at these rates.
+  if (p.fp64_gflops > 0 || p.f64_mma_gflops > 0)
+    s += fmt::format(
+        "; FP64 (for accumulation where an operator is ill-conditioned): DFMA {:.1f} TFLOP/s, mma.sync "
+        "m8n8k4 .f64 on the tensor cores {:.1f} TFLOP/s",
+        p.fp64_gflops / 1e3, p.f64_mma_gflops / 1e3);
   return s + ".";
 }
 

@@ -142,17 +142,20 @@ void ResultsWriter::append(const ResultRecord& record) {
   ::fdatasync(fd_);
 }
 
-std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files) {
+std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files,
+                                       std::vector<ResultsFileRead>* per_file) {
   std::map<std::string, ResultRecord> by_problem;
   JsonlLimits limits;
   limits.max_line_bytes = kMaxResultLineBytes;
   limits.json.max_values = kMaxResultLineValues;
   for (const auto& path : files) {
-    for_each_jsonl(
+    int records = 0;
+    const int torn = for_each_jsonl(
         path,
         [&](JsonlLine&& line) {
           try {
             ResultRecord r = line.value.get<ResultRecord>();
+            ++records;
             // One record per problem, or per sample of a problem (bench --samples).
             by_problem[r.sample.empty() ? r.problem : r.problem + '\n' + r.sample] = std::move(r);
           } catch (const nlohmann::json::exception& e) {
@@ -162,6 +165,7 @@ std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>&
           }
         },
         limits);
+    if (per_file) per_file->push_back({path, records, torn});
   }
   std::vector<ResultRecord> out;
   for (auto& [p, r] : by_problem) out.push_back(std::move(r));

@@ -146,15 +146,21 @@ void Harness::sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n) {
 
 double Harness::mma(Mma kind, int blocks, int iters, CUdeviceptr sink) {
   constexpr int kThreads = 256, kChains = 8;  // kMmaChains in harness_kernels.cu
-  const char* name = kind == Mma::tf32  ? "kagent_peak_mma_tf32"
-                     : kind == Mma::f16 ? "kagent_peak_mma_f16"
-                                        : "kagent_peak_mma_bf16";
+  const char* name = kind == Mma::tf32   ? "kagent_peak_mma_tf32"
+                     : kind == Mma::f16  ? "kagent_peak_mma_f16"
+                     : kind == Mma::bf16 ? "kagent_peak_mma_bf16"
+                     : kind == Mma::f64  ? "kagent_peak_mma_f64"
+                                         : "kagent_peak_dfma";
   unsigned int never = 0;  // the result is stored only for 0xFFFFFFFF
   void* args[] = {&iters, &never, &sink};
   check(cu().cuLaunchKernel(kernel(name), static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, dev_.stream(), args,
                             nullptr),
         std::string(name) + " launch");
-  const double per_mma = kind == Mma::tf32 ? 2.0 * 16 * 8 * 8 : 2.0 * 16 * 8 * 16;
+  // FLOPs of one warp's step: an mma.sync's, or 32 lanes' fused multiply-add.
+  const double per_mma = kind == Mma::tf32   ? 2.0 * 16 * 8 * 8
+                         : kind == Mma::f64  ? 2.0 * 8 * 8 * 4
+                         : kind == Mma::dfma ? 2.0 * 32
+                                             : 2.0 * 16 * 8 * 16;
   return per_mma * kChains * iters * (kThreads / 32) * double(blocks);
 }
 

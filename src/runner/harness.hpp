@@ -53,7 +53,8 @@ class Harness {
   void sgemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n);
   // The tensor-core roofs (kagent_peak_mma_*): `blocks` blocks of 256 threads, each warp issuing
   // kMmaChains x iters mma.sync of one kind from registers; returns the FLOPs that is.
-  enum class Mma { tf32, f16, bf16 };
+  // f64: mma.sync m8n8k4 .f64; dfma: plain FP64 fused multiply-adds (kagent_peak_dfma).
+  enum class Mma { tf32, f16, bf16, f64, dfma };
   double mma(Mma kind, int blocks, int iters, CUdeviceptr sink);
   // The memory roofs (kagent_peak_read / _write / _copy): `blocks` blocks of 256 threads streaming
   // n4 float4 from `in` and/or to `out`; returns the bytes that moves (read plus written).

@@ -564,6 +564,51 @@ extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_bf16(int iters
   peak_mma<kMmaBf16>(iters, never, sink);
 }
 
+// The FP64 roofs, from registers like the ones above: mma.sync m8n8k4 .f64 (the FP64 tensor cores,
+// 2 x 8 x 8 x 4 = 512 FLOPs an instruction, sm_80 on) and DFMA chains on the FP64 pipes (2 FLOPs a
+// lane), kMmaChains independent chains per thread. An ill-conditioned operator may need fp64
+// accumulation; these are its rates.
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_mma_f64(int iters, unsigned int never, float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned lane = threadIdx.x & 31u;
+  const double a = 1e-3 * (1.0 + lane / 256.0), b = 1e-3 * (1.0 + (lane + 32u) / 256.0);
+  double d[kMmaChains][2];
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) d[c][0] = d[c][1] = 0.0;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c)
+      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+                   : "+d"(d[c][0]), "+d"(d[c][1])
+                   : "d"(a), "d"(b));
+  }
+  double s = 0.0;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) s += d[c][0] + d[c][1];
+  if (never == 0xFFFFFFFFu) sink[blockIdx.x * blockDim.x + threadIdx.x] = (float)s;
+#else
+  (void)iters;
+  (void)never;
+  (void)sink;
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256) kagent_peak_dfma(int iters, unsigned int never, float* sink) {
+  const unsigned lane = threadIdx.x & 31u;
+  const double m = 1.0 - 1e-9 * lane, add = 1e-9 * (lane + 1u);
+  double x[kMmaChains];
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) x[c] = 1e-3 * (1.0 + c + lane / 256.0);
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c) x[c] = fma(x[c], m, add);
+  }
+  double s = 0.0;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) s += x[c];
+  if (never == 0xFFFFFFFFu) sink[blockIdx.x * blockDim.x + threadIdx.x] = (float)s;
+}
+
 // The memory roofs (peaks.cpp): streaming over n float4 (16-byte accesses) with four independent
 // accesses in flight per thread per step, grid-stride, as the fastest elementwise kernels run:
 // reading only (a reduction's pattern), writing only (a fill's) and both (a copy's). The read's sum

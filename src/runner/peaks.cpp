@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -85,20 +86,21 @@ void measure_mma(const Device& dev, Harness& h, DevicePeaks& p) {
   const DeviceSummary& s = dev.summary();
   if (s.cc_major < 8) {
     p.mma_note = fmt::format(
-        "mma.sync with TF32, FP16 and BF16 operands at m16n8k8/m16n8k16 needs compute "
+        "mma.sync with TF32, FP16, BF16 and FP64 operands (m16n8k8, m16n8k16, m8n8k4) needs compute "
         "capability 8.0; this GPU is {}.{}",
         s.cc_major, s.cc_minor);
     return;
   }
   const int blocks = 4 * s.sms;
   DeviceBuffer sink(size_t(blocks) * 256 * sizeof(float));
-  const std::pair<Harness::Mma, double DevicePeaks::*> kinds[] = {{Harness::Mma::tf32, &DevicePeaks::tf32_mma_gflops},
-                                                                  {Harness::Mma::f16, &DevicePeaks::f16_mma_gflops},
-                                                                  {Harness::Mma::bf16, &DevicePeaks::bf16_mma_gflops}};
-  for (const auto& [kind, field] : kinds) {
-    phase(fmt::format("peaks: {} mma.sync", kind == Harness::Mma::tf32  ? "TF32"
-                                            : kind == Harness::Mma::f16 ? "FP16"
-                                                                        : "BF16"));
+  const std::tuple<Harness::Mma, double DevicePeaks::*, const char*> kinds[] = {
+      {Harness::Mma::tf32, &DevicePeaks::tf32_mma_gflops, "TF32 mma.sync"},
+      {Harness::Mma::f16, &DevicePeaks::f16_mma_gflops, "FP16 mma.sync"},
+      {Harness::Mma::bf16, &DevicePeaks::bf16_mma_gflops, "BF16 mma.sync"},
+      {Harness::Mma::f64, &DevicePeaks::f64_mma_gflops, "FP64 mma.sync"},
+      {Harness::Mma::dfma, &DevicePeaks::fp64_gflops, "FP64 DFMA"}};
+  for (const auto& [kind, field, what] : kinds) {
+    phase(fmt::format("peaks: {}", what));
     constexpr int kProbe = 1024;
     const double probe_ms = time_ms(dev, [&] { h.mma(kind, blocks, kProbe, sink.get()); });
     const int iters =

@@ -62,6 +62,16 @@ TEST_F(Cli, UsageErrorsExit2) {
   EXPECT_EQ(kagent({"eval", tmp.write("c.cu", kGoodKernel).string()}).exit_code, 2);  // --op missing
 }
 
+// A typo gets the nearest subcommand or option beside CLI11's own message, still exit 2.
+TEST_F(Cli, TyposGetTheNearestName) {
+  auto r = kagent({"optimze", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "did you mean 'kagent optimize'?")) << r.output;
+  r = kagent({"compile", tmp.write("good.cu", kGoodKernel).string(), "--arhc", "sm_80"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "'--arhc' is not an option of kagent compile; did you mean '--arch'?")) << r.output;
+}
+
 TEST_F(Cli, CompilePrintsTheResourceTable) {
   auto r = kagent({"compile", "--arch", "sm_90a", tmp.write("good.cu", kGoodKernel).string()});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -320,6 +330,12 @@ TEST_F(Cli, ScriptedDemoSession) {
                        example("optimize_demo/session.jsonl"), "--out", out.string()});
   EXPECT_EQ(again.exit_code, 2) << again.output;
   EXPECT_TRUE(has(again.output, "already holds a run")) << again.output;
+  // --out naming a file is bad input naming it (exit 2), not a filesystem failure.
+  auto file = tmp.write("a_file", "x");
+  auto onto = kagent({"optimize", example("optimize_demo/op.json"), "--provider", "script", "--script",
+                      example("optimize_demo/session.jsonl"), "--out", file.string()});
+  EXPECT_EQ(onto.exit_code, 2) << onto.output;
+  EXPECT_TRUE(has(onto.output, "that is a file; the run needs a folder there")) << onto.output;
   if (query_gpus().gpus.empty()) {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_TRUE(has(r.output, "no GPU")) << r.output;
@@ -381,6 +397,24 @@ TEST_F(Cli, ReportMergesShardsIntoTheSummary) {
   r = kagent({"report", bad.string()});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "bad.jsonl:1")) << r.output;
+  // A file with no record is the wrong file, not "0 problems": an empty one, or one whose only line
+  // has no newline (the first 2000 bytes of a binary).
+  r = kagent({"report", tmp.write("empty.jsonl", "").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "empty.jsonl: no result record in it (empty, or blank lines only)")) << r.output;
+  r = kagent({"report", tmp.write("binary.jsonl", std::string("\x7f"
+                                                              "ELF\x02\x01\x01 garbage without a newline"))
+                            .string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "binary.jsonl: no result record in it (only a last line without its newline")) << r.output;
+  // A torn last line after records: the records are reported, the cut line is said.
+  auto torn = tmp.write("torn.jsonl", std::string(R"({"problem": "level1/a", "level": "level1", "status": "correct", )"
+                                                  R"("tier": 2, "speedup_vs_eager": 1.5})") +
+                                          "\n{\"problem\": \"level1/b\", \"lev");
+  r = kagent({"report", torn.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "torn.jsonl:2: the last line has no newline and is not a complete record")) << r.output;
+  EXPECT_TRUE(has(r.output, "1 problem from 1 file(s)")) << r.output;
 }
 
 // Shards measured on different GPUs are not summed up together: refused (exit 2, naming each

@@ -150,6 +150,12 @@ TEST_F(CuptiGpu, PeaksAreMeasuredOnceAndCachedPerGpu) {
   // A copy reaches most of the data sheet's bandwidth and never more; so does each of kagent's
   // streaming kernels, and the memory roof is the best of them.
   std::printf("%s: memory roof %s\n", p->gpu.c_str(), profile::memory_roof_text(*p).c_str());
+  std::printf("%s: FP64 DFMA %.0f GFLOP/s, mma.sync m8n8k4 .f64 %.0f GFLOP/s\n", p->gpu.c_str(), p->fp64_gflops,
+              p->f64_mma_gflops);
+  if (p->mma_note.empty()) {  // compute capability 8.0 on: both FP64 rates measured
+    EXPECT_GT(p->fp64_gflops, 0);
+    EXPECT_GT(p->f64_mma_gflops, 0);
+  }
   for (double gbs : {p->copy_gbs, p->read_gbs, p->write_gbs, p->copy_kernel_gbs}) {
     EXPECT_GT(gbs, 0.5 * p->theoretical_gbs);
     EXPECT_LT(gbs, 1.02 * p->theoretical_gbs);

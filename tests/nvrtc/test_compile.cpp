@@ -88,6 +88,17 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
       EXPECT_EQ(m->spill_stores, 0);
       EXPECT_EQ(m->stack_frame, 0);
     }
+    // The FP64 roofs: DMMA's 8 chains of 2 doubles and DFMA's 8 doubles in registers, nothing in
+    // local memory (the DMMA kernel is empty below sm_80, where the host does not launch it).
+    for (const char* name : {"kagent_peak_mma_f64", "kagent_peak_dfma"}) {
+      SCOPED_TRACE(name);
+      auto m = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+      ASSERT_NE(m, r.kernels.end());
+      EXPECT_EQ(m->param_sizes, (std::vector<uint32_t>{4, 4, 8}));
+      EXPECT_GE(m->registers, 16);
+      EXPECT_EQ(m->spill_stores, 0);
+      EXPECT_EQ(m->stack_frame, 0);
+    }
     // The memory roofs: 16-byte streaming kernels whose parameters the host passes as these sizes,
     // with nothing in local memory.
     const std::pair<const char*, std::vector<uint32_t>> streams[] = {

@@ -114,6 +114,16 @@ TEST(Candidate, LoadCandidateReadsTheFile) {
   EXPECT_EQ(c.plan.launches.size(), 2u);
 }
 
+// A UTF-8 byte-order mark before the plan comment (an editor on Windows) is dropped, not handed to
+// NVRTC as an unknown token; the plan's line stays the same.
+TEST(Candidate, AByteOrderMarkIsDropped) {
+  test::TempDir dir;
+  Candidate c = load_candidate(dir.write("bom.cu", std::string("\xEF\xBB\xBF") + kExample));
+  EXPECT_EQ(c.plan.launches.size(), 2u);
+  EXPECT_EQ(c.source.rfind("// softmax candidate", 0), 0u) << c.source.substr(0, 20);
+  EXPECT_EQ(c.plan_line, load_candidate(dir.write("plain.cu", kExample)).plan_line);
+}
+
 TEST(Candidate, ScalarTypesHaveNamesAndSizes) {
   EXPECT_EQ(scalar_type_name(ScalarType::i32), "i32");
   EXPECT_EQ(scalar_type_size(ScalarType::i32), 4u);

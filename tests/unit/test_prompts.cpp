@@ -558,6 +558,18 @@ TEST_F(Prompts, TensorCoreRatesAreStatedAsMeasured) {
                      "bandwidth 2975 GB/s (device-to-device copy) over 1024 MiB"),
             std::string::npos)
       << gpu;
+  // No FP64 figures, no FP64 sentence; with them, both rates.
+  EXPECT_EQ(gpu.find("FP64"), std::string::npos) << gpu;
+  agent::TimingFacts fp64 = t;
+  fp64.peaks->fp64_gflops = 33500;
+  fp64.peaks->f64_mma_gflops = 66900;
+  const std::string dgpu =
+      agent::task_values(gemm_scale_bn(ref), gemm_scale_bn(ref), fp64, "a GPU", {}, model_tools::ToolSet{}, "")
+          .at("gpu");
+  EXPECT_NE(dgpu.find("; FP64 (for accumulation where an operator is ill-conditioned): DFMA 33.5 TFLOP/s, mma.sync "
+                      "m8n8k4 .f64 on the tensor cores 66.9 TFLOP/s."),
+            std::string::npos)
+      << dgpu;
   // With the streaming kernels' figures, the best of them is the memory roof, each named.
   agent::TimingFacts streamed = t;
   streamed.peaks->read_gbs = 3310;

@@ -32,10 +32,11 @@ struct JsonlLimits {
 
 // Every line of a JSON Lines file as a JSON object (bounded: json_parse.hpp; empty lines are
 // skipped), handed to `each` in order, one at a time, so that only one line's document is alive
-// at once. An unterminated last line that is not a JSON object is a torn write and left out;
-// any other bad line, or one over `limits`, throws InputError "<path>:<line>: <what>".
-void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
-                    const JsonlLimits& limits = {});
+// at once. An unterminated last line that is not a JSON object is a torn write and left out (its
+// line number is returned, 0 when there is none); any other bad line, or one over `limits`, throws
+// InputError "<path>:<line>: <what>".
+int for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&&)>& each,
+                   const JsonlLimits& limits = {});
 
 // The same, every line kept.
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path, const JsonlLimits& limits = {});

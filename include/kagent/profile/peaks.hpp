@@ -13,7 +13,7 @@ namespace kagent::profile {
 
 // The measurement's version: change it when peaks.cpp (runner) measures differently.
 inline constexpr const char* kPeaksMethod =
-    "d2d-copy-1GiB+stream-read-write-copy+fp32-gemm-8192-cublas-or-kagent+mma-sync-v3";
+    "d2d-copy-1GiB+stream-read-write-copy+fp32-gemm-8192-cublas-or-kagent+mma-sync+fp64-v4";
 
 // The file's format: bump when PeaksFile's JSON changes shape.
 inline constexpr int kPeaksFileVersion = 1;

@@ -159,6 +159,8 @@ struct DevicePeaks {
   double tf32_mma_gflops = 0;  // mma.sync.aligned.m16n8k8 .tf32, fp32 accumulators
   double f16_mma_gflops = 0;   // mma.sync.aligned.m16n8k16 .f16, fp32 accumulators
   double bf16_mma_gflops = 0;  // mma.sync.aligned.m16n8k16 .bf16, fp32 accumulators
+  double f64_mma_gflops = 0;   // mma.sync.aligned.m8n8k4 .f64 (the FP64 tensor cores)
+  double fp64_gflops = 0;      // FP64 fused multiply-adds on the FP64 pipes (no tensor cores)
   std::string mma_note;
   int samples = 0;
   std::string measured_at;  // UTC, ISO 8601 (filled by kagent when it caches the figures)
@@ -252,8 +254,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelMetrics, kernel, duration_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DevicePeaks, gpu, uuid, method, copy_bytes, copy_gbs, read_gbs,
                                                 write_gbs, copy_kernel_gbs, gemm_n, fp32_gflops, gemm_by, cublas_gflops,
                                                 kagent_sgemm_gflops, gemm_note, theoretical_gbs, theoretical_gflops,
-                                                tf32_mma_gflops, f16_mma_gflops, bf16_mma_gflops, mma_note, samples,
-                                                measured_at, cached)
+                                                tf32_mma_gflops, f16_mma_gflops, bf16_mma_gflops, f64_mma_gflops,
+                                                fp64_gflops, mma_note, samples, measured_at, cached)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CuptiCheck, ran, not_run, samples, launches_expected, launches_seen,
                                                 other_kernels, off_stream, library_side_kernels, event_ms, kernel_ms,
                                                 kernel_median_ms, problem)

@@ -106,7 +106,15 @@ inline constexpr size_t kMaxRecordErrorBytes = size_t{64} << 10;
 // Reads results files (shards, resumed runs) into one set: a problem (a problem's sample) seen
 // twice keeps its last record. Lines are parsed one at a time, each within the bounds above. A torn last line is
 // skipped; any other malformed or oversized line is InputError naming file:line.
-std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files);
+// `per_file`, when given, receives per file its records and the line number of a torn last line
+// left out (0 for none): what `kagent report` tells its user, who may have named the wrong file.
+struct ResultsFileRead {
+  std::filesystem::path file;
+  int records = 0;
+  int torn_line = 0;
+};
+std::vector<ResultRecord> read_results(const std::vector<std::filesystem::path>& files,
+                                       std::vector<ResultsFileRead>* per_file = nullptr);
 
 // How many of a group's evaluated problems were judged under one precision and tolerance.
 struct NumericsCount {
