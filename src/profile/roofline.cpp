@@ -1,31 +1,45 @@
 #include "kagent/profile/roofline.hpp"
 
+#include <array>
 #include <limits>
 
 #include <fmt/format.h>
 
 namespace kagent::profile {
 
+namespace {
+
+// The bandwidths measured on a GPU, each with its name as the roof says it and as the list says it.
+struct Bandwidth {
+  double gbs;
+  const char* by;
+  const char* short_name;
+};
+std::array<Bandwidth, 4> bandwidths(const DevicePeaks& p) {
+  return {{{p.copy_gbs, "device-to-device copy", "device-to-device copy"},
+           {p.read_gbs, "streaming read", "read"},
+           {p.write_gbs, "streaming write", "write"},
+           {p.copy_kernel_gbs, "streaming copy", "copy"}}};
+}
+
+}  // namespace
+
 MemoryRoof memory_roof(const DevicePeaks& p) {
-  MemoryRoof r{p.copy_gbs, "device-to-device copy"};
-  for (const auto& [gbs, by] : {std::pair{p.read_gbs, "streaming read"}, std::pair{p.write_gbs, "streaming write"},
-                                std::pair{p.copy_kernel_gbs, "streaming copy"}})
-    if (gbs > r.gbs) r = {gbs, by};
+  MemoryRoof r;
+  for (const Bandwidth& b : bandwidths(p))  // the memcpy first: it stays the roof on a tie
+    if (b.gbs > r.gbs) r = {b.gbs, b.by};
+  if (r.by.empty()) r.by = "device-to-device copy";
   return r;
 }
 
 std::string memory_roof_text(const DevicePeaks& p) {
   const MemoryRoof roof = memory_roof(p);
   std::string others;
-  struct Figure {
-    double gbs;
-    const char* by;      // as memory_roof names it
-    const char* short_;  // as the list names it
-  };
-  for (const Figure& f : {Figure{p.read_gbs, "streaming read", "read"}, Figure{p.write_gbs, "streaming write", "write"},
-                          Figure{p.copy_kernel_gbs, "streaming copy", "copy"},
-                          Figure{p.copy_gbs, "device-to-device copy", "device-to-device copy"}})
-    if (f.gbs > 0 && roof.by != f.by) others += fmt::format("{}{} {:.0f}", others.empty() ? "" : ", ", f.short_, f.gbs);
+  // The streaming kernels first, then the memcpy, as the roof's line has always listed them.
+  const std::array<Bandwidth, 4> all = bandwidths(p);
+  for (const Bandwidth* b : {&all[1], &all[2], &all[3], &all[0]})
+    if (b->gbs > 0 && roof.by != b->by)
+      others += fmt::format("{}{} {:.0f}", others.empty() ? "" : ", ", b->short_name, b->gbs);
   return fmt::format("{:.0f} GB/s ({}{})", roof.gbs, roof.by, others.empty() ? "" : "; " + others + " GB/s");
 }
 
