@@ -5,7 +5,7 @@
 #   ncu roofline level1 check problems precision margins precision-tests precision-suite tf32-accumulation
 #   shared-baselines multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
-#   mixed episodes all
+#   mixed spares credit episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -307,6 +307,28 @@ if want warm-tests; then
   step warmtests ${WARM_TESTS_LIMIT:-400} bash -c "cd $B && ./tests/kagent_gpu_tests \
     --gtest_filter='GpuEval.*:PyTorchEval.ProblemsStay*:PyTorchEval.AProblemThat*:PyTorchEval.FixtureGets*:PyTorchEval.WrongSolution*:PyTorchEval.InPlace*:PyTorchEval.CandidateRightAgainstFp64*:PyTorchEval.ExactFp32*:JudgeBackendGpu.*'; \
     ./tests/kagent_serve_tests"
+fi
+if want spares; then
+  # Spare reference servers (started before their problem is known): the GPU tests of the pool, then
+  # the switching costs on GPU 0 (benchmarks/mixed_batch.py switch) without spares and with one, side
+  # by side on one warmed cache: a new problem announced one evaluation ahead, and one not announced.
+  step spares ${SPARES_TESTS_LIMIT:-240} bash -c "cd $B && ./tests/kagent_gpu_tests \
+    --gtest_filter='${SPARES_FILTER:-PyTorchEval.ANewProblemTakesASpare*:PyTorchEval.ProblemsStay*:PyTorchEval.AProblemThat*}'"
+  SP=$B/spares
+  mkdir -p $SP/work
+  for n in 1 0; do  # the first fills the cache (the warm-up): both measure on a warm one
+    step spares ${SPARES_SWITCH_LIMIT:-200} python3 benchmarks/mixed_batch.py switch --kagent "$B/kagent" \
+      --cache-dir "$SP/cache" --work "$SP/work" --kernelbench "$KB" --gpus 0 --budget-s ${SPARES_SWITCH_S:-140} \
+      --serve-args "--spare-servers $n" --out $OUT/spares-switch-$n.json
+  done
+fi
+if want credit; then
+  # The warm-up's credit (a pass right after another counts its GPU busy time): its GPU test, then
+  # 96 distinct native vector_add plans per row in one session, with the credit and without, each
+  # preset, side by side (benchmarks/session_throughput.py --compare-credit).
+  step credit ${CREDIT_TESTS_LIMIT:-120} bash -c "cd $B && ./tests/kagent_gpu_tests --gtest_filter='${CREDIT_FILTER:-GpuEval.AWarmUp*:GpuEval.MeasureKnobs*}'"
+  step credit ${CREDIT_LIMIT:-300} python3 benchmarks/session_throughput.py --kagent $B/kagent --kernelbench "$KB" \
+    --only native --native-n ${CREDIT_N:-96} --separate-n 0 --steady-from 24 --ahead-only --compare-credit --out $OUT/credit.json
 fi
 if want rate; then
   # The harness's own cost per evaluation: 96 distinct native vector_add plans (65 us) in one session

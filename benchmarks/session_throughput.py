@@ -103,6 +103,7 @@ class Bench:
             med = lambda k: statistics.median(t.get(k, 0) for t in passes)  # noqa: E731
             timing = {"samples": med("n"), "kernel_ms": 1e3 * med("gpu_time_s"), "busy_ms": 1e3 * med("busy_s"),
                       "wall_ms": 1e3 * med("wall_s"), "warmup_runs": med("warmup_n"),
+                      "warmup_credit_ms": med("warmup_credit_ms"), "median_ms": med("median_ms"),
                       "stops": sorted({t.get("stop_reason", "") for t in passes})}
         tiers = sorted({r.get("tier") for r in recs})
         row = {"group": group, "mode": mode, "n": len(files), "wall_s": wall, "per_eval_s": wall / len(files),
@@ -115,9 +116,11 @@ class Bench:
               + f"  correct {correct}/{len(files)} tiers {tiers}"
               + (f"  builds' span {span:.1f} s" if span is not None else ""), flush=True)
         if timing:
-            print(f"{'':9} timing pass (median): {timing['warmup_runs']:.0f} warm-up runs, {timing['samples']:.0f} "
+            print(f"{'':9} timing pass (median): {timing['warmup_runs']:.0f} warm-up runs "
+                  f"({timing['warmup_credit_ms']:.1f} ms credited), {timing['samples']:.0f} "
                   f"samples, kernel {timing['kernel_ms']:.1f} ms, GPU busy {timing['busy_ms']:.1f} ms, wall "
-                  f"{timing['wall_ms']:.1f} ms; stopped: {', '.join(timing['stops'])}", flush=True)
+                  f"{timing['wall_ms']:.1f} ms; candidate median {timing['median_ms']:.4f} ms; stopped: "
+                  f"{', '.join(timing['stops'])}", flush=True)
         return row
 
 
@@ -137,6 +140,9 @@ def main():
     ap.add_argument("--repeat-n", type=int, default=8, help="copies of one solution in the modelnew-repeat row")
     ap.add_argument("--steady-from", type=int, default=1,
                     help="the record steady rates are counted from (1: the first; the issue's figure: 24 of 96)")
+    ap.add_argument("--ahead-only", action="store_true", help="native: only the rows built ahead")
+    ap.add_argument("--compare-credit", action="store_true",
+                    help="native: also the built-ahead rows with --warmup-credit-gap-ms 0, side by side")
     ap.add_argument("--out")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -154,13 +160,21 @@ def main():
                   separate=True)
             b.row("native", "separate processes, training", gen.vector_add_set(d, a.separate_n, tag="b"), VECTOR_ADD,
                   training, separate=True)
-        b.row("native", "session, default, built in turn", gen.vector_add_set(d, a.native_n, tag="c"), VECTOR_ADD,
-              serial)
+        if not a.ahead_only:
+            b.row("native", "session, default, built in turn", gen.vector_add_set(d, a.native_n, tag="c"), VECTOR_ADD,
+                  serial)
         b.row("native", "session, default, built ahead", gen.vector_add_set(d, a.native_n, tag="d"), VECTOR_ADD)
-        b.row("native", "session, training, built in turn", gen.vector_add_set(d, a.native_n, tag="e"), VECTOR_ADD,
-              training + serial)
+        if not a.ahead_only:
+            b.row("native", "session, training, built in turn", gen.vector_add_set(d, a.native_n, tag="e"),
+                  VECTOR_ADD, training + serial)
         b.row("native", "session, training, built ahead", gen.vector_add_set(d, a.native_n, tag="f"), VECTOR_ADD,
               training)
+        if a.compare_credit:  # the same rows with the warm-up's credit off: a full warm-up every pass
+            off = ("--warmup-credit-gap-ms", "0")
+            b.row("native", "session, default, built ahead, no warm-up credit", gen.vector_add_set(d, a.native_n, tag="g"),
+                  VECTOR_ADD, off)
+            b.row("native", "session, training, built ahead, no warm-up credit",
+                  gen.vector_add_set(d, a.native_n, tag="h"), VECTOR_ADD, training + off)
     if "pytorch" in only:
         d = os.path.join(work, "pytorch")
         b.eval(gen.relu_set(d, 1, tag="warm"), relu)  # the baselines (eager, torch.compile) measured and cached

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kagent::test {
 
@@ -28,6 +29,20 @@ inline std::filesystem::path binary_dir() {
 inline std::filesystem::path kernelbench_dir() {
   const char* d = std::getenv("KAGENT_KERNELBENCH_DIR");
   return d != nullptr && *d != '\0' ? std::filesystem::path(d) : shared_dir() / "kernelbench";
+}
+
+// `kagent optimize` arguments that also run where there is no GPU (the agent loop's tests run in CI
+// without one): --without-gpu after "optimize", unless --options gives every setting. With a GPU
+// the flag changes nothing.
+inline std::vector<std::string> optimize_anywhere(std::vector<std::string> args) {
+  auto is = [&](const char* a) {
+    for (const auto& x : args)
+      if (x == a) return true;
+    return false;
+  };
+  if (!args.empty() && args[0] == "optimize" && !is("--options") && !is("--without-gpu"))
+    args.insert(args.begin() + 1, "--without-gpu");
+  return args;
 }
 
 class TempDir {

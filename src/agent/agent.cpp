@@ -12,6 +12,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/saturate.hpp"
 #include "kagent/common/utf8.hpp"
+#include "kagent/llm/http.hpp"
 #include "kagent/llm/tool_call_text.hpp"
 #include "kagent/model_tools/tool_call.hpp"
 
@@ -165,6 +166,12 @@ bool Agent::ask(std::vector<Message>& messages, llm::ChatRequest& rq, llm::ChatR
       stop_reason = "context window full";
       return false;
     } catch (const Error& e) {
+      // Ctrl-C (optimize_run.cpp's handler): the run ends as any stop does, its result written and
+      // the folder resumable.
+      if (llm::cancel_flag().load()) {
+        stop_reason = "cancelled";
+        return false;
+      }
       // Unrecoverable endpoint errors end the run (exit 2/3; the folder stays resumable): the
       // transcript says why, not only stderr. The provider's messages have the key redacted.
       transcript_.write(EndpointErrorEvent{turn, static_cast<int>(e.code()), e.what()});

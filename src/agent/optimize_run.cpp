@@ -86,6 +86,7 @@ void to_json(nlohmann::json& j, const OptimizeRunOptions& o) {
        {"precision", o.precision},
        {"gpu", o.gpu},
        {"no_shell", o.no_shell},
+       {"without_gpu", o.without_gpu},
        {"atol", opt(o.overrides.atol)},
        {"rtol", opt(o.overrides.rtol)}};
 }
@@ -112,7 +113,7 @@ void read_key(const nlohmann::json& j, const char* key, T& into) {
 void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
   only_keys(j,
             {"op", "llm", "turns", "minutes", "max_tokens", "out", "resume", "prompts", "skills", "arch", "precision",
-             "gpu", "no_shell", "atol", "rtol"},
+             "gpu", "no_shell", "without_gpu", "atol", "rtol"},
             "optimize options");
   o = OptimizeRunOptions{};
   read_key(j, "op", o.op);
@@ -143,6 +144,7 @@ void from_json(const nlohmann::json& j, OptimizeRunOptions& o) {
   read_key(j, "precision", o.precision);
   read_key(j, "gpu", o.gpu);
   read_key(j, "no_shell", o.no_shell);
+  read_key(j, "without_gpu", o.without_gpu);
   for (auto [key, into] : {std::pair{"atol", &o.overrides.atol}, {"rtol", &o.overrides.rtol}})
     if (auto it = j.find(key); it != j.end() && !it->is_null()) *into = it->get<double>();
 }
@@ -247,6 +249,12 @@ OptimizeRunOutcome run_optimize(OptimizeRunOptions a, const OptimizeRunHooks& ho
     facts = problem_facts(*evaluator, op, a.gpu, !resuming);
     ktx.arch = evaluator->arch();
   } catch (const EnvError& e) {
+    // Before the first request: a run whose candidates cannot be evaluated spends tokens for nothing.
+    if (!a.without_gpu)
+      throw EnvError(
+          fmt::format("{}; kagent optimize evaluates candidates on a GPU (--without-gpu runs the model "
+                      "with compile-only tools)",
+                      e.what()));
     ktx.no_gpu_reason = e.what();
     facts = facts_without_gpu(op, e.what());
     ktx.arch = evaluator->arch();  // --arch, the GPU's, or the compile-only default

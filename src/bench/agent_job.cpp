@@ -107,6 +107,7 @@ class AgentJob : public ProblemJob {
       o.out = dir.string();
     }
     o.gpu = gpu_;
+    o.without_gpu = true;  // a batch on a machine without a GPU still records what the model wrote
     const fs::path options = dir / "optimize-options.json";
     write_file_atomic(options, nlohmann::json(o).dump(2) + "\n");
     const std::vector<std::string> argv = {opt_.kagent, "optimize", "--options", options.string(), "--quiet"};

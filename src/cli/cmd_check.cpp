@@ -127,7 +127,8 @@ Command add_check_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("check", "CI gate: kernels must be correct, fast enough, and not regress");
   sub->add_option("kernel", a->kernel, "Kernel .cu (or ModelNew solution .py) to check (with --op)")
       ->check(CLI::ExistingFile);
-  sub->add_option("--op", a->op, "op.json or KernelBench .py of the kernel")->check(CLI::ExistingFile);
+  sub->add_option("--op", a->op, "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR")
+      ->transform(op_path());
   sub->add_option("--manifest", a->manifest, "kagent.json listing many checks (default: ./kagent.json)");
   sub->add_option("--baseline", a->baseline, "The previous version of the kernel, timed against it A B A B")
       ->check(CLI::ExistingFile);

@@ -84,7 +84,7 @@ Command add_compile_command(CLI::App& app) {
   sub->add_option("candidates", args->candidates, "Candidate .cu files")->required()->check(CLI::ExistingFile);
   sub->add_option("--arch", args->arch, "Target, e.g. sm_90a (default: the GPU's, else sm_90a)");
   sub->add_option("--gpu", args->gpu, "GPU whose architecture is the default target")->check(CLI::NonNegativeNumber);
-  sub->add_option("--op", args->op, "Also check plan tensor names against this op.json")->check(CLI::ExistingFile);
+  sub->add_option("--op", args->op, "Also check plan tensor names against this op.json")->transform(op_path());
   sub->add_flag("--json", args->json, "Print JSON");
   sub->add_flag("--no-cache", args->no_cache, "Do not read or write the compile cache");
   sub->add_flag("--sass", args->sass,

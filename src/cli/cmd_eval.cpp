@@ -103,7 +103,9 @@ Command add_eval_command(CLI::App& app) {
                   "each")
       ->required()
       ->check(CLI::ExistingFile);
-  sub->add_option("--op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
+  sub->add_option("--op", args->op, "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR")
+      ->required()
+      ->transform(op_path());
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--trials", args->trials, "Correctness trials (default: the op's)")->check(CLI::Range(1, 100));
   sub->add_option("--arch", args->arch, "Compile target (default: the GPU's)");

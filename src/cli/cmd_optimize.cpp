@@ -69,6 +69,13 @@ int run_optimize(const OptimizeArgs& a) {
     fmt::print("{}", t.render());
     if (res.best) fmt::print("best: {}/{} (from {})\n", out.string(), res.best->best_file(), res.best->path);
   }
+  if (res.stop_reason == "cancelled") {
+    fmt::print(stderr,
+               "kagent optimize: interrupted; {} holds the run (result.json); continue it with: kagent optimize "
+               "--resume {}\n",
+               out.string(), out.string());
+    return static_cast<int>(ExitCode::environment);
+  }
   return static_cast<int>(res.best && res.best->score.correct() ? ExitCode::ok : ExitCode::failed);
 }
 
@@ -79,7 +86,10 @@ Command add_optimize_command(CLI::App& app) {
   agent::OptimizeRunOptions& r = a->run;
   CLI::App* sub =
       app.add_subcommand("optimize", "Let an LLM write and improve a kernel for an operator (the agent loop)");
-  sub->add_option("op", r.op, "op.json or KernelBench .py (optional with --resume)");
+  sub->add_option(
+         "op", r.op,
+         "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR (optional with --resume)")
+      ->transform(op_path());
   add_llm_flags(sub, &r.llm, LlmFlagsFor::optimize);
   sub->add_option("--turns", r.turns, "Turn budget (default: the op's)")->check(CLI::Range(1, 10000));
   sub->add_option("--minutes", r.minutes, "Time budget (default: the op's)")->check(CLI::Range(0.01, 100000.0));
@@ -93,6 +103,9 @@ Command add_optimize_command(CLI::App& app) {
   sub->add_option("--prompts", r.prompts, "Folder with system.md and task.md (default: kagent's prompts/)");
   sub->add_option("--skills", r.skills, "Folder of skills (*/SKILL.md; default: kagent's skills/)");
   sub->add_flag("--no-shell", r.no_shell, "Do not give the model a shell");
+  sub->add_flag("--without-gpu", r.without_gpu,
+                "Run without a usable GPU: the model compiles but cannot evaluate (default: exit 3 before the first "
+                "request)");
   sub->add_flag("--json", a->json, "Print result.json at the end instead of the table");
   sub->add_flag("--quiet", a->quiet, "No per-turn status lines");
   add_op_flags(sub, &r.overrides);

@@ -31,7 +31,9 @@ Command add_profile_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "profile", "Profile a candidate: occupancy, times (events, CUPTI), counters, roofline, verdict");
   sub->add_option("candidate", a->candidate, "Candidate .cu file")->required()->check(CLI::ExistingFile);
-  sub->add_option("--op", a->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
+  sub->add_option("--op", a->op, "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR")
+      ->required()
+      ->transform(op_path());
   sub->add_option("--gpu", a->gpu, "GPU index")->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", a->arch, "Compile target (default: the GPU's)");
   sub->add_option("--timeout", a->timeout_s, "Wall-clock limit for the GPU part, seconds (default 60)")

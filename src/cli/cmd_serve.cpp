@@ -42,6 +42,7 @@ struct ServeArgs {
   int max_batch = 1024;  // one RL step
   int warm_problems = 16;
   double warm_memory = 0.5;
+  int spare_servers = 1;
   double timeout_s = 60, max_timeout_s = 600, queue_timeout_s = 600;
   int build_jobs = -1;  // -1: default_prebuild_threads
   std::string preset = "default";
@@ -76,6 +77,7 @@ int run_serve(const ServeArgs& a) {
   o.queue_bytes = static_cast<size_t>(a.queue_mb * (1 << 20));
   o.warm.max_problems = static_cast<size_t>(a.warm_problems);
   o.warm.memory_share = a.warm_memory;
+  o.warm.spares = static_cast<size_t>(a.spare_servers);
   o.queue_timeout_s = a.queue_timeout_s;
   o.limits.max_body_bytes = static_cast<size_t>(a.max_body_mb * (1 << 20));
   o.limits.max_source_bytes = static_cast<size_t>(a.max_source_mb * (1 << 20));
@@ -165,10 +167,11 @@ int run_serve(const ServeArgs& a) {
   for (int g : o.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
   fmt::print(
       "kagent serve: listening on http://{}:{} (GPUs {}, queue {} / {:g} MiB, batches up to {}, {} warm problem(s) per "
-      "GPU within {:g} of memory, {} build thread(s), preset {}, torch ops {}, problems under {}, baselines {}{})\n",
+      "GPU within {:g} of memory and {} spare server(s), {} build thread(s), preset {}, torch ops {}, problems under "
+      "{}, baselines {}{})\n",
       o.host, port, gpu_text.empty() ? "none" : gpu_text, o.queue_capacity, a.queue_mb, o.limits.max_batch,
-      o.warm.max_problems, o.warm.memory_share, o.prebuilder ? o.prebuilder->threads() : 0, o.limits.default_preset,
-      torch_ops_name(o.limits.default_torch_ops), o.problems_root.string(),
+      o.warm.max_problems, o.warm.memory_share, o.warm.spares, o.prebuilder ? o.prebuilder->threads() : 0,
+      o.limits.default_preset, torch_ops_name(o.limits.default_torch_ops), o.problems_root.string(),
       o.limits.baselines ? fmt::format("from {} ({} entries)", o.limits.baselines->path().string(),
                                        o.limits.baselines->entries().size())
                          : std::string("measured on each GPU"),
@@ -219,6 +222,11 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--warm-memory", a->warm_memory,
                   "Share of the GPU's memory (and the host's) the idle warm problems may hold (default 0.5)")
       ->check(CLI::Range(0.05, 0.95));
+  sub->add_option("--spare-servers", a->spare_servers,
+                  "Reference servers each GPU's worker keeps started ahead of any problem once it has seen two, so a "
+                  "new problem's start skips Python, torch, the CUDA context and the libraries' first kernels "
+                  "(default 1; 0: none)")
+      ->check(CLI::Range(0, 8));
   sub->add_option("--preset", a->preset,
                   fmt::format("The measurement preset of requests whose \"measure\" names none: {} (default: default)",
                               measure_preset_names()));

@@ -47,6 +47,9 @@ using kagent::default_arch;
 void write_output_file(const std::string& path, const std::string& contents, const char* what);
 // --atol, --rtol and --tolerance (exclusive with the other two), written into *o when given.
 void add_op_flags(CLI::App* sub, OpOverrides* o);
+// What --op takes: an op.json or KernelBench .py, a folder holding op.json, or a KernelBench id
+// (level1/19) resolved under $KAGENT_KERNELBENCH_DIR (the value becomes the file's path).
+CLI::Validator op_path();
 // The stopping rule and the measurement knobs a command's flags set (measure_flags.cpp).
 struct MeasureFlags {
   std::string preset = "default";  // --preset: the values stop_rule and knobs start from

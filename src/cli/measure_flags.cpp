@@ -58,6 +58,11 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
   sub->add_option("--warmup-ms", k.warmup_ms, "Warm-up GPU busy milliseconds at least (default 50)")
       ->check(CLI::NonNegativeNumber)
       ->group(g);
+  sub->add_option("--warmup-credit-gap-ms", k.warmup_credit_gap_ms,
+                  "Count the runner's previous timing pass's GPU busy time toward --warmup-ms when it ended at most "
+                  "this long before (default 50; 0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g);
   sub->add_option("--check-every", k.check_every,
                   "Re-check the outputs after every N-th timed sample, and after the last (default 4)")
       ->check(CLI::PositiveNumber)

@@ -252,6 +252,7 @@ const PyTorchReference& Evaluator::pytorch_reference(const Op& op) {
   pool.set_device(gpu_uuid_, static_cast<uint64_t>(gpu_memory_));
   WarmStart s;
   s.op = op;
+  s.gpu_lock = gpu_lock_file();  // taken by a start ahead's first run and a spare's first kernels
   // The runner keeps the last evaluation's buffers for the next one of the same tensors; another
   // problem's reference (its tensors, its baselines) needs that memory first.
   s.before_load = [this] {
@@ -483,9 +484,13 @@ std::string render_report(const EvalReport& r) {
     // What the candidate's pass cost beside its samples: set-up on the GPU, the host's share.
     if (const TimingSummary& c = *o.candidate_time; c.wall_s > 0)
       out += fmt::format(
-          "candidate's timing pass: {} warm-up run(s), {} samples of {:.1f} ms kernel time in {:.1f} ms of GPU busy "
+          "candidate's timing pass: {} warm-up run(s){}, {} samples of {:.1f} ms kernel time in {:.1f} ms of GPU busy "
           "time (poison and flush included), {:.1f} ms wall (warm-up and re-checks included)\n",
-          c.warmup_n, c.n, c.gpu_time_s * 1e3, c.busy_s * 1e3, c.wall_s * 1e3);
+          c.warmup_n,
+          c.warmup_credit_ms > 0
+              ? fmt::format(" (with {:.1f} ms of the previous pass's GPU busy time: clocks up)", c.warmup_credit_ms)
+              : std::string(),
+          c.n, c.gpu_time_s * 1e3, c.busy_s * 1e3, c.wall_s * 1e3);
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -103,6 +104,19 @@ std::string baselines_key(const StopRule& rule) {
 WarmProblems::WarmProblems(int gpu, WarmLimits limits, WarmHooks hooks)
     : gpu_(gpu), limits_(limits), hooks_(std::move(hooks)) {
   limits_.max_problems = std::max<size_t>(1, limits_.max_problems);
+  // Spares are the reference server's: a test's own hooks have them only where it gives them.
+  if (!hooks_.spawn && !hooks_.spare) {
+    hooks_.spare = [this](const fs::path& gpu_lock) {
+      auto e = std::make_unique<WarmEntry>();
+      e->server = RefServer::spare(gpu_);
+      e->server->warm();  // the context beside whatever runs; the kernels below with the GPU to itself
+      std::optional<GpuLock> lock;
+      if (!gpu_lock.empty()) lock.emplace(gpu_lock);
+      e->server->warm_libraries();
+      return e;
+    };
+    hooks_.adopt = [](WarmEntry& e, const WarmStart& s) { e.server->adopt(s.op.reference); };
+  }
   if (!hooks_.spawn)
     hooks_.spawn = [this](const WarmStart& s) {
       auto e = std::make_unique<WarmEntry>();
@@ -157,10 +171,12 @@ WarmProblems::~WarmProblems() {
     closing_ = true;
     jobs_.clear();  // not started: nothing to undo
   }
+  // A spare's start under way ends first (the join below); the ready ones are let go with the rest.
   cv_.notify_all();
   done_cv_.notify_all();
   for (auto& t : threads_) t.join();  // the starts under way end first: no child they start is orphaned
   warm_.clear();
+  spares_.clear();
   --g_pools;
 }
 
@@ -235,10 +251,69 @@ void WarmProblems::enforce_locked(size_t room, std::vector<std::unique_ptr<WarmE
 }
 
 std::unique_ptr<WarmEntry> WarmProblems::start_now(const WarmStart& s) {
-  std::unique_ptr<WarmEntry> e = hooks_.spawn(s);
+  {
+    std::lock_guard lock(mu_);
+    if (!s.gpu_lock.empty()) gpu_lock_ = s.gpu_lock;
+    seen_.insert(warm_key(s.op.reference));
+  }
+  std::unique_ptr<WarmEntry> e = take_spare();
+  if (e)
+    hooks_.adopt(*e, s);  // throws for an unreadable file: the spare is let go
+  else
+    e = hooks_.spawn(s);
   e->key = warm_key(s.op.reference);
   hooks_.load(*e, s);
   return e;
+}
+
+std::unique_ptr<WarmEntry> WarmProblems::take_spare() {
+  for (;;) {
+    std::unique_ptr<WarmEntry> e;
+    {
+      std::lock_guard lock(mu_);
+      if (!spares_.empty()) {
+        e = std::move(spares_.front());
+        spares_.erase(spares_.begin());
+      }
+      refill_spares_locked();
+      if (!e) return nullptr;
+    }
+    if (hooks_.alive(*e)) {
+      std::lock_guard lock(mu_);
+      ++counts_.spares_used;
+      return e;
+    }
+    spdlog::debug("GPU {}: a spare reference server is gone; trying the next", gpu_);
+  }
+}
+
+void WarmProblems::refill_spares_locked() {
+  // Three spares that did not start: the machine cannot give them (no torch, no memory); problems
+  // start from nothing as before.
+  if (closing_ || !hooks_.spare || limits_.spares == 0 || seen_.size() < 2 || spare_failures_ >= 3) return;
+  while (spares_.size() + spares_starting_ < limits_.spares) {
+    ++spares_starting_;
+    jobs_.emplace_back([this, gpu_lock = gpu_lock_] {
+      std::unique_ptr<WarmEntry> e;
+      try {
+        e = hooks_.spare(gpu_lock);
+      } catch (const std::exception& ex) {
+        spdlog::info("GPU {}: a spare reference server did not start: {}", gpu_, ex.what());
+      }
+      std::unique_ptr<WarmEntry> unused;
+      {
+        std::lock_guard lock(mu_);
+        --spares_starting_;
+        if (!e) ++spare_failures_;
+        if (e && !closing_)
+          spares_.push_back(std::move(e));
+        else
+          unused = std::move(e);
+      }
+      // `unused` (when closing) ends here, outside the lock
+    });
+    cv_.notify_one();
+  }
 }
 
 WarmProblems::Use WarmProblems::use(const WarmStart& s) {
@@ -406,9 +481,10 @@ bool WarmProblems::holds(const std::string& key) const {
 }
 
 size_t WarmProblems::evict_idle() {
-  std::vector<std::unique_ptr<WarmEntry>> gone;
+  std::vector<std::unique_ptr<WarmEntry>> gone, spares;
   {
     std::lock_guard lock(mu_);
+    spares.swap(spares_);  // a CUDA context each: the next start makes them again
     for (auto it = warm_.begin(); it != warm_.end();) {
       if (it->first == current_) {
         ++it;
@@ -443,12 +519,15 @@ std::vector<pid_t> WarmProblems::pids() const {
   std::vector<pid_t> out;
   for (const auto& [k, e] : warm_)
     if (e->server) out.push_back(e->server->pid());
+  for (const auto& e : spares_)
+    if (e->server) out.push_back(e->server->pid());
   return out;
 }
 
 WarmStats WarmProblems::stats() const {
   std::lock_guard lock(mu_);
   WarmStats s = counts_;
+  s.spares = spares_.size();
   s.warm = warm_.size();
   s.starting = starting_.size();
   s.current = current_;

@@ -104,9 +104,13 @@ bool warmup_done(int runs, double gpu_ms, const MeasureKnobs& knobs) {
 
 std::string knobs_text(const MeasureKnobs& k) {
   return fmt::format(
-      "warm-up >= {} samples and >= {} ms GPU busy; outputs re-checked every {} sample(s); CUPTI cross-check {} "
-      "samples; per-launch timing {} samples",
-      k.warmup_runs, k.warmup_ms, k.check_every, k.cupti_samples, k.per_launch_samples);
+      "warm-up >= {} samples and >= {} ms GPU busy ({}); outputs re-checked every {} sample(s); CUPTI "
+      "cross-check {} samples; per-launch timing {} samples",
+      k.warmup_runs, k.warmup_ms,
+      k.warmup_credit_gap_ms > 0
+          ? fmt::format("the previous pass's busy time counted when it ended within {} ms", k.warmup_credit_gap_ms)
+          : std::string("none counted from a previous pass"),
+      k.check_every, k.cupti_samples, k.per_launch_samples);
 }
 
 RatioEstimate paired_ratio(const std::vector<double>& num, const std::vector<double>& den, double z) {

@@ -1,8 +1,16 @@
 #include "kagent/reference/ref_server.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <mutex>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
@@ -19,7 +27,8 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-ChildOptions server_options(int gpu, const fs::path& problem, const fs::path& cache) {
+// `shown`: the problem file, or a spare's empty folder its problem file will be copied into.
+ChildOptions server_options(int gpu, const fs::path& shown, const fs::path& cache) {
   for (const char* sub : {"tmp", "home"}) fs::create_directories(cache / sub);
   ChildOptions o;
   o.runner_path = "python3";
@@ -38,7 +47,7 @@ ChildOptions server_options(int gpu, const fs::path& problem, const fs::path& ca
            "TRITON_HOME=" + cache.string(),
            "PYTHONDONTWRITEBYTECODE=1"};
   o.launch =
-      python_child_launcher({"reference server", {RefServer::tools_dir(), problem.string()}, {cache.string()}, ""});
+      python_child_launcher({"reference server", {RefServer::tools_dir(), shown.string()}, {cache.string()}, ""});
   return o;
 }
 
@@ -47,6 +56,48 @@ std::string traceback_tail(const nlohmann::json& body) {
   if (auto tb = body.find("traceback"); tb != body.end() && tb->is_array())
     for (const auto& line : *tb) out += "\n  " + line.get<std::string>();
   return out;
+}
+
+// Spare folders of processes that are gone (a crash leaves them): <pid>-<n>.
+void remove_stale_spares(const fs::path& root) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& d : fs::directory_iterator(root, ec)) {
+    const long pid = std::atol(d.path().filename().string().c_str());
+    if (pid <= 0 || (pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH))
+      stale.push_back(d.path());
+  }
+  for (const auto& p : stale) fs::remove_all(p, ec);
+}
+
+fs::path new_spare_dir() {
+  static std::atomic<unsigned> counter{0};
+  static std::once_flag cleaned;
+  const fs::path root = CompileCache::default_dir() / "reference" / "spares";
+  fs::create_directories(root);
+  std::call_once(cleaned, [&] { remove_stale_spares(root); });
+  const fs::path dir = root / fmt::format("{}-{}", getpid(), counter++);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "problem");
+  fs::create_directories(dir / "cache");
+  return dir;
+}
+
+// A baselines file's name as the server made it (numerics.baseline_key: hex), nothing else.
+bool plain_key(const std::string& key) {
+  if (key.empty() || key.size() > 128) return false;
+  for (char c : key)
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+void copy_json_files(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) return;
+  fs::create_directories(to);
+  for (const auto& f : fs::directory_iterator(from, ec))
+    if (f.path().extension() == ".json" && f.is_regular_file(ec))
+      fs::copy_file(f.path(), to / f.path().filename(), fs::copy_options::overwrite_existing, ec);
 }
 
 std::vector<TensorSpec> tensors(const nlohmann::json& arr) {
@@ -81,18 +132,72 @@ fs::path RefServer::cache_dir_for(const fs::path& problem) {
   return CompileCache::default_dir() / "reference" / Hasher().add(text).hex().substr(0, 24);
 }
 
+namespace {
+
+void check_started(ChildClient& client) {
+  if (find_in_path("python3").empty()) throw EnvError("python3 not found: PyTorch references need python3 with torch");
+  ChildReply r = client.request({{"cmd", "ping"}}, 120s);
+  if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
+  const auto& hello = client.hello();
+  if (hello.value("torch", nlohmann::json()).is_null())
+    throw EnvError(fmt::format("python3 cannot import torch ({}): PyTorch references need it",
+                               hello.value("error", std::string("unknown"))));
+}
+
+}  // namespace
+
 RefServer::RefServer(int gpu, const fs::path& problem)
     : gpu_(gpu),
       problem_(fs::absolute(problem)),
       cache_dir_(cache_dir_for(problem_)),
       client_(server_options(gpu, problem_, cache_dir_)) {
-  if (find_in_path("python3").empty()) throw EnvError("python3 not found: PyTorch references need python3 with torch");
-  ChildReply r = client_.request({{"cmd", "ping"}}, 120s);
-  if (!r.ok()) throw EnvError("the reference server (python3 -m kagent_ref) did not start: " + r.message);
-  const auto& hello = client_.hello();
-  if (hello.value("torch", nlohmann::json()).is_null())
-    throw EnvError(fmt::format("python3 cannot import torch ({}): PyTorch references need it",
-                               hello.value("error", std::string("unknown"))));
+  check_started(client_);
+}
+
+RefServer::RefServer(int gpu, SpareTag)
+    : gpu_(gpu), owned_{new_spare_dir()}, client_(server_options(gpu, owned_.path / "problem", owned_.path / "cache")) {
+  cache_dir_ = owned_.path / "cache";
+  check_started(client_);
+}
+
+RefServer::~RefServer() = default;
+
+RefServer::OwnedDir::~OwnedDir() {
+  if (path.empty()) return;
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+std::unique_ptr<RefServer> RefServer::spare(int gpu) {
+  return std::unique_ptr<RefServer>(new RefServer(gpu, SpareTag{}));
+}
+
+void RefServer::adopt(const fs::path& problem) {
+  if (owned_.path.empty() || adopted())
+    throw Error(ExitCode::environment,
+                fmt::format("a reference server already serving {} was given {}", problem_.string(), problem.string()));
+  const fs::path abs = fs::absolute(problem);
+  home_cache_ = cache_dir_for(abs);  // reads the file: InputError when it cannot
+  const fs::path copy = owned_.path / "problem" / abs.filename();
+  std::error_code ec;
+  fs::copy_file(abs, copy, fs::copy_options::overwrite_existing, ec);
+  if (ec)
+    throw InputError(fmt::format("{}: cannot copy the problem file for its server ({})", abs.string(), ec.message()));
+  copy_json_files(home_cache_ / "baselines", cache_dir_ / "baselines");
+  slot_file_ = copy;
+  problem_ = abs;
+}
+
+std::string RefServer::problem_in_jail() const {
+  return slot_file_.empty() ? problem_.string() : slot_file_.string();
+}
+
+std::string RefServer::as_problem(std::string text) const {
+  if (slot_file_.empty()) return text;
+  const std::string from = slot_file_.string(), to = problem_.string();
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
 }
 
 nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what) {
@@ -100,18 +205,19 @@ nlohmann::json RefServer::call(nlohmann::json req, std::chrono::milliseconds tim
   if (!r.ok()) throw EnvError(fmt::format("reference server failed {}: {}", what, r.message));
   if (r.body.value("ok", false)) return r.body;
   std::string err = r.body.value("error", std::string("unknown error"));
-  std::string msg = fmt::format("{}: {}{}", what, err, traceback_tail(r.body));
+  std::string msg = as_problem(fmt::format("{}: {}{}", what, err, traceback_tail(r.body)));
   // The problem's tensors did not fit beside what else holds the GPU's memory: not the candidate's.
   if (err.find("OutOfMemoryError") != std::string::npos) throw GpuBusyError(msg);
   throw InputError(msg);
 }
 
 RefSignature RefServer::load(const Op& op, Precision precision, uint64_t seed) {
+  if (!adopted()) adopt(op.reference);
   if (fs::absolute(op.reference) != problem_)
     throw Error(ExitCode::environment, fmt::format("the reference server of {} was asked to load {}", problem_.string(),
                                                    op.reference.string()));
   nlohmann::json body = call({{"cmd", "load"},
-                              {"problem", problem_.string()},
+                              {"problem", problem_in_jail()},
                               {"precision", precision_name(precision)},
                               {"seed", seed},
                               {"gpu", gpu_}},
@@ -171,6 +277,10 @@ void RefServer::warm() {
   call({{"cmd", "warm"}, {"gpu", gpu_}}, 120s, "making its CUDA context");
 }
 
+void RefServer::warm_libraries() {
+  call({{"cmd", "warm"}, {"gpu", gpu_}, {"libraries", true}}, 300s, "running its libraries' first kernels");
+}
+
 uint64_t RefServer::release() {
   return call({{"cmd", "release"}}, 60s, "releasing a trial's tensors").value("reserved_bytes", uint64_t{0});
 }
@@ -191,6 +301,17 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   b.protocol = body.value("protocol", "");
   b.precision = body.value("precision", "");
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
+  // A spare measured them into its own cache folder: the problem's cache gets them.
+  if (!b.cached && !home_cache_.empty() && plain_key(b.key)) {
+    std::error_code ec;
+    const fs::path from = cache_dir_ / "baselines" / (b.key + ".json");
+    const fs::path to = home_cache_ / "baselines" / (b.key + ".json");
+    fs::create_directories(to.parent_path(), ec);
+    const fs::path tmp = to.string() + fmt::format(".tmp.{}", getpid());
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(tmp, to, ec);  // atomic: another server never reads half a file
+    if (ec) spdlog::warn("the baselines of {} are measured but not cached: {}", problem_.string(), ec.message());
+  }
   return b;
 }
 

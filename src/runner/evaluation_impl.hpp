@@ -129,6 +129,10 @@ class Evaluation {
   // output against the runner's copy of the reference and its fp64 twin in one pass, the verdict
   // recheck_outputs gives. Not where a twin stayed in the server (fp64_not_copied_): those wait.
   bool rechecks_can_queue() const { return !fp64_not_copied_; }
+  // Groups of samples (each with its queued re-check) in flight at once during timing: the one the
+  // host reads and two queued behind it, so the GPU does not idle while the host wakes up from a
+  // group's events, reads its re-check and queues the next.
+  static constexpr size_t kGroupSlots = 3;
   void enqueue_recheck(size_t slot);
   bool read_recheck(size_t slot, const std::string& when, EvalOutcome& o);
   // Compares candidate outputs with reference outputs; fills the mismatch report and returns false

@@ -1,6 +1,7 @@
 #pragma once
 // kagent's own kernels (harness_kernels.cu) as host calls: fill a tensor from an init spec and a
 // seed, compare an output with the reference output, read one element.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,6 +30,14 @@ struct CompareResult {
 
 class Harness {
  public:
+  // When this runner's last timing pass ended and how long it kept the GPU busy (warm-up
+  // included): the next pass's warm-up counts it when it begins within kWarmupCreditGapMs.
+  struct LastPass {
+    std::chrono::steady_clock::time_point end;
+    double busy_ms = 0;
+  };
+  LastPass last_pass;
+
   Harness(const Device& dev, const std::string& cubin);
   void fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, uint64_t seed);
   // ref64: the reference computed in float64 (numel doubles), or 0 for none; the element rule is

@@ -117,9 +117,9 @@ bool Evaluation::recheck_outputs(const std::string& when, EvalOutcome& o) {
 void Evaluation::enqueue_recheck(size_t slot) {
   const size_t per_slot = rq_.outputs.size() * Harness::kCompareSlotBytes;
   if (recheck_done_.empty()) {
-    recheck_stats_ = DeviceBuffer(2 * per_slot);
-    recheck_host_ = HostBuffer(2 * per_slot);
-    recheck_done_.resize(2);
+    recheck_stats_ = DeviceBuffer(kGroupSlots * per_slot);
+    recheck_host_ = HostBuffer(kGroupSlots * per_slot);
+    recheck_done_.resize(kGroupSlots);
   }
   const CUdeviceptr base = recheck_stats_.get() + slot * per_slot;
   for (size_t i = 0; i < rq_.outputs.size(); ++i) {

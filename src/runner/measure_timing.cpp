@@ -59,21 +59,29 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   const bool restore = !recheck;
   // The samples between two re-checks are queued back to back and waited for once: the GPU does not
   // idle while the host waits for each sample and queues the next. Each sample still has its own
-  // set-up (poison, flush) and its own events. Two groups' events: one read while the other runs.
+  // set-up (poison, flush) and its own events. kGroupSlots groups' events: one read while the
+  // others run.
   const size_t group = static_cast<size_t>(std::max(1, rq_.knobs.check_every));
-  std::vector<Events> evs(2 * group);
+  std::vector<Events> evs(kGroupSlots * group);
 
   // Warm-up is about clocks ramping up: what counts is how long the GPU has been busy (restores,
   // flushes and the plan), not the plan's share of it. One run first, then as many at once as the
-  // rest needs at that pace (at most two groups' worth).
+  // rest needs at that pace (at most kGroupSlots groups' worth).
   phase(label + ": warm-up");
+  // The previous pass of this runner, ended just now, kept the clocks up: its busy time counts
+  // toward warmup_ms; the warm-up's runs are still this pass's own.
+  const double gap_ms = std::chrono::duration<double, std::milli>(wall0 - h_.last_pass.end).count();
+  const double credit_ms = h_.last_pass.busy_ms > 0 && gap_ms >= 0 && gap_ms <= rq_.knobs.warmup_credit_gap_ms
+                               ? std::min(h_.last_pass.busy_ms, rq_.knobs.warmup_ms)
+                               : 0.0;
   int runs = 0;
-  double warm_ms = 0;
-  while (!warmup_done(runs, warm_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
+  double warm_ms = 0;  // this pass's own
+  while (!warmup_done(runs, warm_ms + credit_ms, rq_.knobs) && wall_s() < rq_.stop_rule.max_wall_s) {
     size_t n = 1;
     if (runs > 0 && warm_ms > 0) {
       const double per_run = warm_ms / runs;
-      const double want = std::max<double>(rq_.knobs.warmup_runs - runs, (rq_.knobs.warmup_ms - warm_ms) / per_run);
+      const double want =
+          std::max<double>(rq_.knobs.warmup_runs - runs, (rq_.knobs.warmup_ms - credit_ms - warm_ms) / per_run);
       n = static_cast<size_t>(std::clamp(std::ceil(want), 1.0, static_cast<double>(evs.size())));
     }
     for (size_t i = 0; i < n; ++i) enqueue_sample(plan, outs, evs[i], label, restore);
@@ -87,24 +95,27 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   phase(label + ": sampling");
   const bool queued_checks = recheck && rechecks_can_queue();
   const bool may_queue_ahead = !recheck || queued_checks;
-  auto queue_group = [&](size_t half) {
-    for (size_t i = 0; i < group; ++i) enqueue_sample(plan, outs, evs[half * group + i], label, restore);
-    if (queued_checks) enqueue_recheck(half);
+  // Groups go to the slots in turn: `slot` is read next, `queued` groups are on the stream from it on.
+  size_t slot = 0, queued = 0;
+  auto queue_group = [&] {
+    const size_t s = (slot + queued) % kGroupSlots;
+    for (size_t i = 0; i < group; ++i) enqueue_sample(plan, outs, evs[s * group + i], label, restore);
+    if (queued_checks) enqueue_recheck(s);
+    ++queued;
   };
   std::vector<double> samples;
   double busy_ms = 0;
   double per_sample_ms = runs > 0 ? warm_ms / runs : 0;  // GPU busy time per sample, as last seen
   size_t ran = 0;                                        // samples run, counted or not
-  size_t half = 0;
   StopDecision d;
-  queue_group(half);
+  queue_group();
   while (true) {
     const bool ahead = may_queue_ahead && per_sample_ms * static_cast<double>(group) <= kQueueAheadMaxMs;
-    if (ahead) queue_group(1 - half);
+    while (ahead && queued < kGroupSlots) queue_group();
     double group_busy_ms = 0;
     size_t counted = 0;
     for (size_t i = 0; i < group && !d.stop; ++i, ++counted) {
-      const Sample sample = read_sample(evs[half * group + i], label);
+      const Sample sample = read_sample(evs[slot * group + i], label);
       samples.push_back(sample.plan_ms);
       busy_ms += sample.busy_ms;
       group_busy_ms += sample.busy_ms;
@@ -119,15 +130,16 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     if (recheck && (queued_checks || !d.stop)) {
       ++o.rechecks;
       const std::string when = fmt::format("re-check after timing sample {}", ran);
-      if (!(queued_checks ? read_recheck(half, when, o) : recheck_outputs(when, o))) {
+      if (!(queued_checks ? read_recheck(slot, when, o) : recheck_outputs(when, o))) {
         recheck_failed = true;
         break;
       }
     }
+    --queued;
+    slot = (slot + 1) % kGroupSlots;
     if (!d.stop) d = should_stop(samples, wall_s(), rq_.stop_rule);
-    if (d.stop) break;  // a group queued ahead still runs; its samples are not counted
-    if (!ahead) queue_group(1 - half);
-    half = 1 - half;
+    if (d.stop) break;  // groups queued ahead still run; their samples are not counted
+    if (queued == 0) queue_group();
   }
   // The last word on the outputs as the pass left them (a group queued ahead included).
   if (recheck && !recheck_failed) {
@@ -137,8 +149,10 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   TimingSummary s = summarize(samples);
   s.stop_reason = recheck_failed ? "outputs wrong during timing" : d.reason;
   s.warmup_n = runs;
+  s.warmup_credit_ms = credit_ms;
   s.busy_s = busy_ms / 1000.0;
   s.wall_s = wall_s();
+  h_.last_pass = {Clock::now(), warm_ms + busy_ms};
   return s;
 }
 

@@ -136,6 +136,7 @@ QueueState EvalQueue::state() const {
   s.batch_done = in_flight_.done;
   s.warm_limit = options_.warm.max_problems;
   s.warm_memory_share = options_.warm.memory_share;
+  s.warm_spares = options_.warm.spares;
   for (size_t slot = 0; slot < warm_.size(); ++slot) {
     const WorkerWarm& w = warm_[slot];
     if (w.last.limit > 0) {  // the backend's own word over what it was told
@@ -150,6 +151,8 @@ QueueState EvalQueue::state() const {
     g.started_ahead = w.started_ahead + w.last.started_ahead;
     g.started_in_turn = w.started_in_turn + (w.last.started - w.last.started_ahead);
     g.evicted = w.evicted + w.last.evicted;
+    g.spares = w.last.spares;
+    g.spares_used = w.spares_used + w.last.spares_used;
     s.gpus.push_back(g);
   }
   return s;
@@ -203,6 +206,7 @@ void EvalQueue::warm_locked(size_t slot, const std::optional<judge::WarmState>& 
   w.started_ahead += w.last.started_ahead;
   w.started_in_turn += w.last.started - w.last.started_ahead;
   w.evicted += w.last.evicted;
+  w.spares_used += w.last.spares_used;
   w.last = {};
   policy_.forget(slot);
 }

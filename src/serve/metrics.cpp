@@ -104,6 +104,14 @@ std::string Metrics::render(const QueueState& q, bool available) const {
   head("kagent_problem_evictions_total", "counter", "Warm problems let go on each GPU to stay within the bounds.");
   for (const GpuWarm& g : q.gpus)
     out += fmt::format("kagent_problem_evictions_total{{gpu=\"{}\"}} {}\n", g.gpu, g.evicted);
+  head("kagent_spare_servers_limit", "gauge", "Spare reference servers each GPU's worker keeps ready at most.");
+  out += fmt::format("kagent_spare_servers_limit {}\n", q.warm_spares);
+  head("kagent_spare_servers", "gauge",
+       "Spare reference servers ready on each GPU: started before their problem is known, taken by a new problem.");
+  for (const GpuWarm& g : q.gpus) out += fmt::format("kagent_spare_servers{{gpu=\"{}\"}} {}\n", g.gpu, g.spares);
+  head("kagent_spare_servers_used_total", "counter", "Problems started in a spare reference server on each GPU.");
+  for (const GpuWarm& g : q.gpus)
+    out += fmt::format("kagent_spare_servers_used_total{{gpu=\"{}\"}} {}\n", g.gpu, g.spares_used);
   head("kagent_http_responses_total", "counter", "HTTP answers, by status code.");
   for (const auto& [code, n] : http_) out += fmt::format("kagent_http_responses_total{{code=\"{}\"}} {}\n", code, n);
   head("kagent_uptime_seconds", "gauge", "Seconds since the service started.");

@@ -53,6 +53,7 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   if (auto v = f.number("target_rse", 0, 1)) s.target_rse = *v;
   if (auto v = f.integer("warmup_samples", 0, kMaxCount)) k.warmup_runs = *v;
   if (auto v = f.number("warmup_ms", 0, 3.6e6)) k.warmup_ms = *v;
+  if (auto v = f.number("warmup_credit_gap_ms", 0, 3.6e6)) k.warmup_credit_gap_ms = *v;
   if (auto v = f.integer("check_every", 1, kMaxCount)) k.check_every = *v;
   if (auto v = f.integer("cupti_samples", 1, kMaxCount)) k.cupti_samples = *v;
   if (auto v = f.integer("launch_samples", 1, kMaxCount)) k.per_launch_samples = *v;

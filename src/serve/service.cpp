@@ -234,14 +234,16 @@ struct Service::Impl {
     nlohmann::json gpus = nlohmann::json::object();
     for (const GpuWarm& g : q.gpus)
       gpus[std::to_string(g.gpu)] = {
-          {"problems", g.problems}, {"gpu_bytes", g.gpu_bytes}, {"host_bytes", g.host_bytes}};
-    return json_response(200,
-                         {{"status", "ok"},
-                          {"gpus", opt.gpus},
-                          {"queue_depth", q.depth},
-                          {"queue_capacity", q.capacity},
-                          {"warm", {{"limit", q.warm_limit}, {"memory_share", q.warm_memory_share}, {"gpus", gpus}}},
-                          {"version", KAGENT_VERSION}});
+          {"problems", g.problems}, {"gpu_bytes", g.gpu_bytes}, {"host_bytes", g.host_bytes}, {"spares", g.spares}};
+    return json_response(
+        200,
+        {{"status", "ok"},
+         {"gpus", opt.gpus},
+         {"queue_depth", q.depth},
+         {"queue_capacity", q.capacity},
+         {"warm",
+          {{"limit", q.warm_limit}, {"memory_share", q.warm_memory_share}, {"spares", q.warm_spares}, {"gpus", gpus}}},
+         {"version", KAGENT_VERSION}});
   }
 
   HttpResponse metrics_text() {
@@ -253,6 +255,7 @@ struct Service::Impl {
       q.capacity_bytes = opt.queue_bytes;
       q.warm_limit = opt.warm.max_problems;
       q.warm_memory_share = opt.warm.memory_share;
+      q.warm_spares = opt.warm.spares;
     }
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

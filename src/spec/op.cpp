@@ -551,8 +551,15 @@ Op parse_op_json(std::string_view text, const std::filesystem::path& path) {
   return OpJsonParser(path).parse(parse_json_input<Json>(text, path.string(), limits));
 }
 
-Op load_op(const std::filesystem::path& path) {
+Op load_op(const std::filesystem::path& given) {
   std::error_code ec;
+  std::filesystem::path path = given;
+  if (std::filesystem::is_directory(path, ec)) {  // an op's folder (examples/vector_add)
+    path /= "op.json";
+    if (!std::filesystem::is_regular_file(path, ec))
+      throw InputError(
+          fmt::format("{}: a folder without an op.json (name the op.json or a KernelBench .py)", given.string()));
+  }
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(fmt::format("{}: no such file", path.string()));
   std::string ext = path.extension().string();
   if (ext == ".py") return load_python_op(path);

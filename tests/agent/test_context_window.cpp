@@ -147,6 +147,7 @@ class ContextRuns : public ::testing::Test {
                                      "XDG_CONFIG_HOME=" + (dir.path() / "config").string(),
                                      "KAGENT_CACHE_DIR=" + (dir.path() / "cache").string(),
                                      (test::binary_dir() / "kagent").string()};
+    args = test::optimize_anywhere(std::move(args));
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 300s);
   }

@@ -164,6 +164,7 @@ class EndpointLoop : public ::testing::Test {
                                      "KAGENT_CACHE_DIR=" + (dir.path() / "cache").string()};
     argv.insert(argv.end(), env.begin(), env.end());
     argv.push_back((test::binary_dir() / "kagent").string());
+    args = test::optimize_anywhere(std::move(args));
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 300s);
   }

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -125,6 +126,7 @@ class Optimize : public ::testing::Test {
     for (auto& e : env_for(s)) argv.push_back(e);
     argv.push_back((test::binary_dir() / "kagent").string());
     argv.push_back("optimize");
+    args.insert(args.begin(), "--without-gpu");  // the loop's tests run in CI without a GPU
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 600s);
   }
@@ -229,8 +231,8 @@ TEST_F(Optimize, KilledRunResumesWithNothingLost) {
   auto run = dir.path() / "run";
   std::vector<std::string> argv = {"env"};
   for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), op(), std::string("--out"),
-                 run.string(), std::string("--quiet")})
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
+                 std::string("--out"), run.string(), std::string("--quiet")})
     argv.push_back(s);
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
@@ -268,6 +270,64 @@ TEST_F(Optimize, KilledRunResumesWithNothingLost) {
   EXPECT_NE(again.output.find("already finished"), std::string::npos) << again.output;
 }
 
+// Without a GPU (and without --without-gpu) the run stops before its first request: its candidates
+// could not be evaluated, and the tokens would be spent for nothing.
+TEST_F(Optimize, WithoutAGpuTheRunStopsBeforeItsFirstRequest) {
+  if (gpu) GTEST_SKIP() << "this machine has a GPU";
+  SessionServer server(demo_turns());
+  std::vector<std::string> argv = {"env"};
+  for (auto& e : env_for(server)) argv.push_back(e);
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), op(), std::string("--out"),
+                 (dir.path() / "run").string()})
+    argv.push_back(s);
+  auto r = run_capture(argv, 120s);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("--without-gpu"), std::string::npos) << r.output;
+  EXPECT_TRUE(server.requests().empty()) << "no request sent";
+}
+
+// Ctrl-C while the model is asked ends the run as a stop: result.json written ("cancelled"), exit
+// 3, a line saying how to resume, and the resumed run finishes with nothing lost.
+TEST_F(Optimize, CtrlCWritesTheResultAndSaysHowToResume) {
+  SessionServer server(demo_turns());
+  server.hang_at(3);
+  auto run = dir.path() / "run";
+  std::vector<std::string> argv = {"env"};
+  for (auto& e : env_for(server)) argv.push_back(e);
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
+                 std::string("--out"), run.string(), std::string("--quiet")})
+    argv.push_back(s);
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  const std::string err = (dir.path() / "stderr.txt").string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "env", &fa, nullptr, cargv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  for (int i = 0; i < 3000 && !server.hung(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(server.hung());
+  kill(pid, SIGINT);  // env exec'd kagent: the same process
+  int status = 0;
+  waitpid(pid, &status, 0);
+  server.hang_at(-1);
+  server.release();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  const std::string said = read_text_file(err);
+  EXPECT_NE(said.find("kagent optimize --resume " + run.string()), std::string::npos) << said;
+  ASSERT_TRUE(std::filesystem::exists(run / "result.json"));
+  auto result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "cancelled");
+  EXPECT_EQ(result["turns"], 3);
+  auto r = optimize(server, {"--resume", run.string()});
+  result = json::parse(read_text_file(run / "result.json"));
+  EXPECT_EQ(result["stop_reason"], "finish") << r.output;
+  EXPECT_EQ(tool_results(lines_of(run / "transcript.jsonl")).size(), 8u) << "no turn lost or repeated";
+}
+
 // A candidate whose compile never ends (a macro expanding to 2^40 tokens) is stopped at the compile
 // time limit and answered as the compile call's result: the run goes on, and a run killed after
 // that answer resumes after it instead of compiling the same source again.
@@ -290,8 +350,8 @@ TEST_F(Optimize, ACompileThatNeverEndsIsAnsweredAndNotRepeatedOnResume) {
   auto run = dir.path() / "run";
   std::vector<std::string> argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
   for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), op(), std::string("--out"),
-                 run.string(), std::string("--quiet"), std::string("--no-shell")})
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
+                 std::string("--out"), run.string(), std::string("--quiet"), std::string("--no-shell")})
     argv.push_back(s);
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
@@ -322,8 +382,8 @@ TEST_F(Optimize, ACompileThatNeverEndsIsAnsweredAndNotRepeatedOnResume) {
 
   argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
   for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--resume"),
-                 run.string(), std::string("--quiet")})
+  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"),
+                 std::string("--resume"), run.string(), std::string("--quiet")})
     argv.push_back(s);
   auto r = run_capture(argv, 600s);
   EXPECT_NE(r.exit_code, 3) << r.output;

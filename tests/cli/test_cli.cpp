@@ -23,6 +23,7 @@ class Cli : public ::testing::Test {
   ProcessResult kagent(std::vector<std::string> args) {
     std::vector<std::string> argv = {"env", "KAGENT_CACHE_DIR=" + (tmp / "cache").string(),
                                      (test::binary_dir() / "kagent").string()};
+    args = test::optimize_anywhere(std::move(args));
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 300s);
   }
@@ -70,6 +71,36 @@ TEST_F(Cli, TyposGetTheNearestName) {
   r = kagent({"compile", tmp.write("good.cu", kGoodKernel).string(), "--arhc", "sm_80"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "'--arhc' is not an option of kagent compile; did you mean '--arch'?")) << r.output;
+}
+
+// --op takes an op's folder and a KernelBench id under $KAGENT_KERNELBENCH_DIR (as kagent serve takes
+// them under its problems root); an id without the variable, or with no such problem, says so (exit 2).
+TEST_F(Cli, OpTakesAFolderAndAKernelBenchId) {
+  const std::string cand = example("vector_add/cand_naive.cu");
+  auto r = kagent({"compile", cand, "--op", example("vector_add")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = kagent({"compile", cand, "--op", tmp.path().string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "a folder without an op.json")) << r.output;
+  r = kagent({"compile", cand, "--op", "level1/19"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "needs KAGENT_KERNELBENCH_DIR")) << r.output;
+  const auto kb = tmp / "kb";
+  std::filesystem::create_directories(kb / "level1");
+  write_file_atomic(kb / "level1" / "19_Add.py",
+                    "import torch\nclass Model(torch.nn.Module):\n    def forward(self, a, b):\n        return a + b\n"
+                    "def get_inputs():\n    return [torch.randn(1024), torch.randn(1024)]\n"
+                    "def get_init_inputs():\n    return []\n");
+  auto with_kb = [&](const std::string& id) {
+    return run_capture({"env", "KAGENT_CACHE_DIR=" + (tmp / "cache").string(), "KAGENT_KERNELBENCH_DIR=" + kb.string(),
+                        (test::binary_dir() / "kagent").string(), "compile", cand, "--op", id},
+                       300s);
+  };
+  r = with_kb("level1/19");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = with_kb("level1/20");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "no KernelBench problem level1/20 under KAGENT_KERNELBENCH_DIR=")) << r.output;
 }
 
 TEST_F(Cli, CompilePrintsTheResourceTable) {

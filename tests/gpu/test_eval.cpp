@@ -258,6 +258,31 @@ TEST_F(GpuEval, RunnerRefusesARequestForAnotherGpu) {
   EXPECT_TRUE(has(reply.body.value("error", ""), "serves GPU")) << reply.body.dump();
 }
 
+// The warm-up is about clocks: a timing pass right after another of the same runner counts the
+// previous pass's busy time toward warmup_ms and runs only warmup_runs runs of its own; with the
+// credit off it warms up in full.
+TEST_F(GpuEval, AWarmUpRightAfterAnotherPassCountsItsBusyTime) {
+  opts.knobs.warmup_credit_gap_ms = 60000;  // "right after", whatever the host does between two requests here
+  Op op = load_op(test::examples_dir() / "vector_add/op.json");
+  const Candidate cand = load_candidate(example("vector_add/cand_naive.cu"));
+  EvalReport first = ev().evaluate(op, cand);
+  ASSERT_TRUE(first.outcome.correct) << first.outcome.message;
+  EvalReport second = ev().evaluate(op, cand);
+  ASSERT_TRUE(second.outcome.correct) << second.outcome.message;
+  ASSERT_TRUE(second.outcome.candidate_time.has_value());
+  const TimingSummary& t = *second.outcome.candidate_time;
+  EXPECT_DOUBLE_EQ(t.warmup_credit_ms, opts.knobs.warmup_ms) << "the previous pass was busy for >= 0.1 s";
+  EXPECT_EQ(t.warmup_n, opts.knobs.warmup_runs);
+  EXPECT_TRUE(has(render_report(second), "clocks up")) << render_report(second);
+  opts.knobs.warmup_credit_gap_ms = 0;
+  ev_.reset();
+  ev().evaluate(op, cand);
+  EvalReport without = ev().evaluate(op, cand);
+  ASSERT_TRUE(without.outcome.candidate_time.has_value());
+  EXPECT_DOUBLE_EQ(without.outcome.candidate_time->warmup_credit_ms, 0);
+  EXPECT_GT(without.outcome.candidate_time->warmup_n, opts.knobs.warmup_runs) << "50 ms of a 0.1 ms kernel";
+}
+
 // The measurement knobs are what the runner measures with: a re-check after every 2nd sample, 3
 // CUPTI samples, 4 per-launch samples, echoed in the outcome and the report's "knobs:" line.
 TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
@@ -274,7 +299,8 @@ TEST_F(GpuEval, MeasureKnobsReachTheRunnerAndAreEchoed) {
     EXPECT_EQ(r.outcome.cupti->samples, 3);
   }
   EXPECT_TRUE(has(render_report(r),
-                  "knobs: warm-up >= 1 samples and >= 0 ms GPU busy; outputs re-checked every 2 "
-                  "sample(s); CUPTI cross-check 3 samples; per-launch timing 4 samples"))
+                  "knobs: warm-up >= 1 samples and >= 0 ms GPU busy (the previous pass's busy time counted when it "
+                  "ended within 50 ms); outputs re-checked every 2 sample(s); CUPTI cross-check 3 samples; "
+                  "per-launch timing 4 samples"))
       << render_report(r);
 }

@@ -5,7 +5,9 @@
 // with torch and the KernelBench problems; skips with the reason otherwise.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -172,6 +174,61 @@ TEST_F(PyTorchEval, ProblemsStayWarmAcrossSwitchesAndStartAhead) {
   EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
   EXPECT_EQ(r.problem_state, "started_ahead");
   EXPECT_EQ(warm->stats().warm, 3u);
+}
+
+TEST_F(PyTorchEval, ANewProblemTakesASpareServerStartedBeforeItWasKnown) {
+  // Two problems make a mix: a spare server is started (Python, torch, the context, the libraries'
+  // first kernels) before the third problem is known, and the third is served by it: right
+  // verdicts, its baselines measured in the spare and cached as the problem's own, its errors
+  // naming its own file.
+  test::ScopedEnv cache_dir("KAGENT_CACHE_DIR", (dir.path() / "kagent-cache").string().c_str());
+  auto warm = std::make_shared<WarmProblems>(0, WarmLimits{4, 0.5, 1});
+  opts.timing = false;
+  ev().set_warm_problems(warm);
+  const Candidate cand = load_candidate(dir.write("relu.cu", kSmallReluCandidate));
+  const Op a = load_op(dir.write("relu_a.py", kSmallRelu)), b = load_op(dir.write("relu_b.py", kSmallRelu)),
+           c = load_op(dir.write("relu_c.py", kSmallRelu));
+  EXPECT_TRUE(ev().evaluate(a, cand).outcome.correct);
+  EXPECT_TRUE(ev().evaluate(b, cand).outcome.correct);
+  for (int i = 0; i < 1200 && warm->stats().spares == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(warm->stats().spares, 1u) << "no spare within 120 s";
+  EvalReport r = ev().evaluate(c, cand);
+  EXPECT_TRUE(r.outcome.correct) << r.outcome.message;
+  EXPECT_EQ(r.problem_state, "started");
+  EXPECT_EQ(warm->stats().spares_used, 1);
+  RefServer* server = ev().ref_server();
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->problem(), std::filesystem::absolute(c.reference));
+  StopRule quick;
+  quick.min_samples = 5;
+  quick.min_gpu_s = 0.001;
+  quick.max_wall_s = 2;
+  RefBaselines measured = server->baselines(false, quick);
+  EXPECT_FALSE(measured.cached);
+  const auto cached = RefServer::cache_dir_for(c.reference) / "baselines" / (measured.key + ".json");
+  EXPECT_TRUE(std::filesystem::exists(cached)) << cached << ": the spare's measurement is the problem's cache";
+  EXPECT_TRUE(server->baselines(false, quick).cached);
+  // A wrong candidate against the spare's problem still fails; a broken problem in the next spare
+  // names its own file.
+  const Candidate wrong = load_candidate(test::source_dir() / "tests/gpu/kernels/elementwise_skips_last.cu");
+  EXPECT_FALSE(ev().evaluate(c, wrong).outcome.correct);
+  for (int i = 0; i < 1200 && warm->stats().spares == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(warm->stats().spares, 1u) << "the spare taken is replaced";
+  const auto broken =
+      dir.write("broken.py",
+                "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                "def get_inputs():\n    raise ValueError('broken on purpose')\n"
+                "def get_init_inputs():\n    return []\n");
+  try {
+    ev().evaluate(load_op(broken), cand);
+    ADD_FAILURE() << "a problem that raises at import is an error";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("broken on purpose"), std::string::npos) << what;
+    EXPECT_EQ(what.find("spares"), std::string::npos) << "the spare's copy is named as the problem: " << what;
+  }
 }
 
 TEST_F(PyTorchEval, AProblemThatDoesNotFitBesideTheIdleOnesLetsThemGo) {

@@ -53,7 +53,7 @@ TEST(ServeRequest, ReadsEveryField) {
   const auto r = parse_evaluate_request(
       with(R"("name": "s3.cu", "precision": "bf16", "atol": 0.01, "rtol": 0.02, "trials": 3, "timing": false,
               "timeout_s": 30, "measure": {"min_samples": 5, "max_samples": 50, "min_gpu_s": 0.01, "max_gpu_s": 1,
-              "max_wall_s": 5, "target_rse": 0.01, "warmup_samples": 2, "warmup_ms": 10, "check_every": 8,
+              "max_wall_s": 5, "target_rse": 0.01, "warmup_samples": 2, "warmup_ms": 10, "check_every": 8, "warmup_credit_gap_ms": 0,
               "cupti_samples": 3, "launch_samples": 7, "allow_torch_ops": true})"),
       {});
   const judge::CandidateRequest& c = r.candidate;
@@ -72,6 +72,7 @@ TEST(ServeRequest, ReadsEveryField) {
   EXPECT_DOUBLE_EQ(c.stop_rule.target_rse, 0.01);
   EXPECT_EQ(c.knobs.warmup_runs, 2);
   EXPECT_EQ(c.knobs.check_every, 8);
+  EXPECT_DOUBLE_EQ(c.knobs.warmup_credit_gap_ms, 0);
   EXPECT_EQ(c.knobs.per_launch_samples, 7);
   EXPECT_EQ(c.torch_ops, TorchOps::allow);  // the older boolean
   // Defaults: the op's precision and tolerance, the service's timeout.

@@ -160,6 +160,8 @@ TEST(ServeCli, WarmProblemsAndQueueBoundsAreSaid) {
                                        {"--warm-problems", "257"},
                                        {"--warm-memory", "0.01"},
                                        {"--warm-memory", "0.96"},
+                                       {"--spare-servers", "9"},
+                                       {"--spare-servers", "-1"},
                                        {"--queue-mb", "0"}}) {
     std::vector<std::string> argv = {kagent, "serve", "--problems-root", (tmp / "root").string()};
     argv.insert(argv.end(), bad.begin(), bad.end());
@@ -168,11 +170,11 @@ TEST(ServeCli, WarmProblemsAndQueueBoundsAreSaid) {
     EXPECT_NE(r.output.find(bad[0]), std::string::npos) << r.output;
   }
   ServeProcess p({"--problems-root", (tmp / "root").string(), "--port", "0", "--warm-problems", "8", "--warm-memory",
-                  "0.3", "--queue-mb", "256"},
+                  "0.3", "--queue-mb", "256", "--spare-servers", "2"},
                  {"CUDA_VISIBLE_DEVICES=", "KAGENT_CACHE_DIR=" + (tmp / "cache").string()}, tmp / "serve.log");
   ASSERT_GT(p.port(), 0) << p.output();
-  for (const char* said :
-       {"queue 4096 / 256 MiB", "batches up to 1024", "8 warm problem(s) per GPU within 0.3 of memory"})
+  for (const char* said : {"queue 4096 / 256 MiB", "batches up to 1024",
+                           "8 warm problem(s) per GPU within 0.3 of memory and 2 spare server(s)"})
     EXPECT_NE(p.output().find(said), std::string::npos) << said << "\n" << p.output();
   EXPECT_EQ(p.terminate(), 0) << p.output();
 }

@@ -42,22 +42,27 @@ TEST(Protocol, EvalRequestRoundTrips) {
 // The measurement knobs travel to the runner and come back in the outcome (the report echoes them).
 TEST(Protocol, MeasureKnobsRoundTripAndReadAsWords) {
   EvalRequest a = sample_request();
-  a.knobs = MeasureKnobs{7, 12.5, 3, 9, 31};
+  a.knobs = MeasureKnobs{7, 12.5, 3, 9, 31, 20};
   EvalRequest b = nlohmann::json(a).get<EvalRequest>();
   EXPECT_EQ(b.knobs.warmup_runs, 7);
   EXPECT_DOUBLE_EQ(b.knobs.warmup_ms, 12.5);
   EXPECT_EQ(b.knobs.check_every, 3);
   EXPECT_EQ(b.knobs.cupti_samples, 9);
   EXPECT_EQ(b.knobs.per_launch_samples, 31);
+  EXPECT_DOUBLE_EQ(b.knobs.warmup_credit_gap_ms, 20);
   EvalOutcome o;
   o.knobs = a.knobs;
   EXPECT_EQ(nlohmann::json(o).get<EvalOutcome>().knobs.per_launch_samples, 31);
   nlohmann::json old = nlohmann::json(EvalOutcome{});
   old.erase("knobs");  // transcripts of older versions
   EXPECT_EQ(old.get<EvalOutcome>().knobs.check_every, 4);
+  nlohmann::json older = nlohmann::json(MeasureKnobs{});
+  older.erase("warmup_credit_gap_ms");  // records from before the credit
+  EXPECT_DOUBLE_EQ(older.get<MeasureKnobs>().warmup_credit_gap_ms, 50);
   EXPECT_EQ(knobs_text(MeasureKnobs{}),
-            "warm-up >= 3 samples and >= 50 ms GPU busy; outputs re-checked every 4 sample(s); CUPTI cross-check 5 "
-            "samples; per-launch timing 21 samples");
+            "warm-up >= 3 samples and >= 50 ms GPU busy (the previous pass's busy time counted when it ended "
+            "within 50 ms); outputs re-checked every 4 sample(s); CUPTI cross-check 5 samples; per-launch timing 21 "
+            "samples");
   EXPECT_FALSE(warmup_done(6, 100.0, a.knobs));
   EXPECT_TRUE(warmup_done(7, 12.5, a.knobs));
 }

@@ -2,9 +2,11 @@
 // servers: which problem is started, kept, let go and started ahead, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -355,6 +357,135 @@ TEST(WarmProblems, ClosingWaitsForStartsUnderWayAndLetsEverythingGo) {
   }  // waits for b's start, then lets a and b go
   release.join();
   EXPECT_EQ(log.alive_entries, 0);
+}
+
+// hooks(log) with spares: "spare" when one is started, "adopt P" when a start takes one.
+WarmHooks hooks_with_spares(Log& log) {
+  WarmHooks h = hooks(log);
+  h.spare = [&log](const std::filesystem::path&) -> std::unique_ptr<WarmEntry> {
+    bool fail = false;
+    {
+      std::lock_guard lock(log.mu);
+      fail = log.fail.count("spare") != 0;
+    }
+    if (fail) {
+      log.add("spare failed");
+      throw std::runtime_error("python3 did not start");
+    }
+    log.add("spare");
+    return std::make_unique<CountedEntry>(&log, "spare");
+  };
+  h.adopt = [&log](WarmEntry& e, const WarmStart& s) {
+    static_cast<CountedEntry&>(e).name = name_of(s);
+    log.add("adopt " + name_of(s));
+  };
+  return h;
+}
+
+size_t count_of(Log& log, const std::string& e) {
+  std::lock_guard lock(log.mu);
+  return static_cast<size_t>(std::count(log.events.begin(), log.events.end(), e));
+}
+
+// Waits until `n` events `e` were seen.
+bool wait_count(Log& log, const std::string& e, size_t n) {
+  std::unique_lock lock(log.mu);
+  return log.cv.wait_for(lock, 10s, [&] { return std::count(log.events.begin(), log.events.end(), e) >= long(n); });
+}
+
+TEST(WarmProblems, ASecondProblemStartsASpareAndTheNextNewProblemTakesIt) {
+  Log log;
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  pool.use(start("a.py"));
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));  // two problems: a mix
+  ASSERT_TRUE(wait_count(log, "spare", 1));
+  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(pool.stats().spares, 1u);
+  EXPECT_EQ(pool.use(start("c.py")).state, "started");
+  EXPECT_TRUE(log.saw("adopt c.py"));
+  EXPECT_FALSE(log.saw("spawn c.py")) << "the spare's server serves c.py";
+  EXPECT_TRUE(log.saw("load c.py fp32"));
+  EXPECT_EQ(pool.stats().spares_used, 1);
+  ASSERT_TRUE(wait_count(log, "spare", 2)) << "the spare taken is replaced";
+  EXPECT_EQ(pool.use(start("b.py")).state, "warm") << "a problem seen before takes no spare";
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(count_of(log, "spare"), 2u);
+}
+
+TEST(WarmProblems, OneProblemNeverStartsASpare) {
+  Log log;
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  for (int i = 0; i < 3; ++i) pool.use(start("a.py"));
+  pool.start_ahead(start("a.py"));
+  std::this_thread::sleep_for(100ms);  // a spare queued would have started on an idle helper thread
+  EXPECT_FALSE(log.saw("spare"));
+  EXPECT_EQ(pool.stats().spares, 0u);
+}
+
+TEST(WarmProblems, AStartAheadTakesASpare) {
+  Log log;
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));
+  ASSERT_TRUE(wait_count(log, "spare", 1));
+  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(pool.start_ahead(start("c.py")));
+  ASSERT_TRUE(log.wait_for("load c.py fp32"));
+  EXPECT_TRUE(log.saw("adopt c.py"));
+  EXPECT_FALSE(log.saw("spawn-ahead c.py"));
+  EXPECT_EQ(pool.use(start("c.py")).state, "started_ahead");
+}
+
+TEST(WarmProblems, ASpareThatDiedIsPassedOverAndNoSparesMeansNone) {
+  Log log;
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));
+  ASSERT_TRUE(wait_count(log, "spare", 1));
+  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  {
+    std::lock_guard lock(log.mu);
+    log.dead.insert("spare");
+  }
+  EXPECT_EQ(pool.use(start("c.py")).state, "started");
+  EXPECT_TRUE(log.saw("spawn c.py"));
+  EXPECT_FALSE(log.saw("adopt c.py"));
+
+  Log none;
+  WarmProblems without(0, {8, 0.5, 0}, hooks_with_spares(none));
+  without.use(start("a.py"));
+  without.use(start("b.py"));
+  without.use(start("c.py"));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(none.saw("spare"));
+}
+
+TEST(WarmProblems, SparesThatCannotStartAreGivenUpAfterThree) {
+  Log log;
+  {
+    std::lock_guard lock(log.mu);
+    log.fail.insert("spare");
+  }
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  for (const char* p : {"a.py", "b.py", "c.py", "d.py", "e.py", "f.py"}) {
+    EXPECT_EQ(pool.use(start(p)).state, "started") << p;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(log.saw("spawn f.py"));
+  EXPECT_EQ(count_of(log, "spare failed"), 3u) << "tried after b, c and d; then no more";
+}
+
+TEST(WarmProblems, EvictIdleLetsTheSparesGo) {
+  Log log;
+  WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));
+  ASSERT_TRUE(wait_count(log, "spare", 1));
+  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(pool.evict_idle(), 1u);
+  EXPECT_TRUE(log.saw("gone spare"));
+  EXPECT_EQ(pool.stats().spares, 0u);
 }
 
 }  // namespace

@@ -25,8 +25,10 @@ trial:     {"seed": int}  inputs made under the seed, the reference run on them,
            The signature's "draws" are those numbers, named with their meaning ("dropout_mult":
            drawn by nn.Dropout(p=0.2) in forward, call 1: ...): inputs of the operator, exported
            after forward's tensors, fresh each trial.
-warm:      {"gpu": int}  torch imported and this GPU's CUDA context made, running no kernel: what a
-           problem started ahead of its turn does before it waits for the GPU to itself -> {}
+warm:      {"gpu": int, "libraries": bool}  torch imported and this GPU's CUDA context made, running no
+           kernel: what a problem started ahead of its turn does before it waits for the GPU to
+           itself; with "libraries", also each library's first kernel on tiny tensors (warmup.py), what
+           a spare server does before its problem is known -> {}
 release:   {}  the last trial's tensors (and load's) let go and torch's cached blocks returned: a
            problem kept warm while others are evaluated holds its model and CUDA context, not a
            trial's inputs and outputs -> {"reserved_bytes": what torch still holds}
@@ -80,11 +82,18 @@ class Server:
     def warm(self, req):
         import torch
 
+        from . import warmup
+
         if torch.cuda.is_available():
             gpu = int(req.get("gpu", 0))
             torch.cuda.set_device(gpu)
             torch.cuda.init()
             torch.empty(1, device=f"cuda:{gpu}")  # the context and the allocator; no kernel runs
+            if req.get("libraries"):
+                phase("running the libraries' first kernels")
+                warmup.modules()
+                warmup.first_kernels(torch, torch.device("cuda", gpu))
+                _release_cached_memory()
         return {}
 
     def release(self, req):

@@ -33,6 +33,9 @@ struct OptimizeRunOptions {
   std::string precision;  // fp32, tf32, fp16, bf16 (empty: the op's, or, resuming, the run's)
   int gpu = 0;
   bool no_shell = false;
+  // Run even without a usable GPU: the model compiles but cannot evaluate (its tools say why). Off,
+  // a run without one fails before its first request (EnvError, exit 3).
+  bool without_gpu = false;
   OpOverrides overrides;  // --atol/--rtol over the op's tolerance
 };
 

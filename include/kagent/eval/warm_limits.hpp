@@ -17,6 +17,12 @@ struct WarmLimits {
   // The share of the GPU's memory, and of the host's memory divided among the GPU workers, that the
   // idle problems' servers may hold together; beyond it the least recently used are let go.
   double memory_share = 0.5;
+  // Spare reference servers kept ready per GPU worker once it has seen a second problem (a mix):
+  // started before their problem is known (the jail, Python, torch, the CUDA context, each library's
+  // first kernels), so that a new problem's start is its own file's import and first run only. Each
+  // holds a CUDA context and torch (about 0.5 GiB of GPU memory, 1 GiB of host memory), outside
+  // the bounds above. 0: every problem starts from nothing.
+  size_t spares = 1;
 };
 
 // What a GPU's pool of warm problems holds and has done (WarmProblems::stats); a backend reports it
@@ -29,6 +35,8 @@ struct WarmStats {
   long started = 0;                        // problems started (a server and its first load), ahead or in turn
   long started_ahead = 0;                  // of those, started on a helper thread before their turn
   long evicted = 0;                        // problems let go to stay within the bounds (least recently used first)
+  size_t spares = 0;                       // spare servers ready now (WarmLimits::spares)
+  long spares_used = 0;                    // problems started in a spare server
 };
 
 }  // namespace kagent

@@ -16,6 +16,12 @@
 // and baselines under the GPU lock (gpu_lock.hpp), so no kernel of it runs during another's timing.
 // A child started on a thread is tied to it (PR_SET_PDEATHSIG), so the threads live as long as the pool.
 //
+// Spares: once a second problem has been started (the worker serves a mix), WarmLimits::spares
+// servers are kept ready on the helper threads, started before their problem is known; a problem's
+// start, ahead or in turn, takes one when there is one, so the jail, Python, torch, the context and
+// the libraries' first kernels are off its path. A spare runs no problem code until it is given its
+// one problem (RefServer::adopt).
+//
 // One server per problem file: it runs that file's code, which must not reach another problem's
 // reference. Candidates never reach a server: they get a trial's tensors through the runner.
 #include <sys/types.h>
@@ -99,6 +105,11 @@ struct WarmHooks {
   std::function<std::pair<uint64_t, uint64_t>(pid_t pid)> measure;
   // Whether its server still runs.
   std::function<bool(WarmEntry&)> alive;
+  // A spare: an entry whose server is started and ready for a problem not known yet (its libraries'
+  // first kernels run under the GPU lock at `gpu_lock`). Empty: no spares.
+  std::function<std::unique_ptr<WarmEntry>(const std::filesystem::path& gpu_lock)> spare;
+  // A spare given the problem of `s` (before its load).
+  std::function<void(WarmEntry&, const WarmStart&)> adopt;
 };
 
 class WarmProblems {
@@ -148,6 +159,10 @@ class WarmProblems {
   // The entries let go are moved into `gone` and destroyed by the caller outside the lock.
   void enforce_locked(size_t room, std::vector<std::unique_ptr<WarmEntry>>& gone);
   std::unique_ptr<WarmEntry> start_now(const WarmStart& s);
+  // A ready spare (its server alive), or null; queues the next spare's start.
+  std::unique_ptr<WarmEntry> take_spare();
+  // Queues spare starts up to WarmLimits::spares once the pool has seen two problems.
+  void refill_spares_locked();
   // Measures the idle problem `key` (its server's process `pid`) on a helper thread, then applies
   // the bounds with what it found.
   void measure_later_locked(const std::string& key, pid_t pid);
@@ -169,6 +184,11 @@ class WarmProblems {
   uint64_t gpu_total_ = 0;
   bool closing_ = false;
   WarmStats counts_;
+  std::set<std::string> seen_;                      // problems ever started (two: a mix, spares kept)
+  std::vector<std::unique_ptr<WarmEntry>> spares_;  // ready, oldest first
+  size_t spares_starting_ = 0;
+  int spare_failures_ = 0;
+  std::filesystem::path gpu_lock_;  // the last start's (a spare's first kernels take it)
   std::vector<std::thread> threads_;
 };
 

@@ -243,9 +243,11 @@ struct EvalOutcome {
 
 // Plain records: nlohmann's macro writes their JSON with the field names as keys.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse, max_samples, max_gpu_s, max_wall_s)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples, per_launch_samples)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples,
+                                                per_launch_samples, warmup_credit_gap_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms,
-                                                rse_median, gpu_time_s, stop_reason, warmup_n, busy_s, wall_s)
+                                                rse_median, gpu_time_s, stop_reason, warmup_n, busy_s, wall_s,
+                                                warmup_credit_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms, library_kernels)

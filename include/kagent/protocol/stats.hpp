@@ -18,6 +18,9 @@ struct TimingSummary {
   int warmup_n = 0;
   double busy_s = 0;
   double wall_s = 0;
+  // GPU busy time of the runner's previous timing pass, ended just before this one, counted
+  // toward the warm-up's knobs.warmup_ms (clocks already up; MeasureKnobs::warmup_ms), 0 for none.
+  double warmup_credit_ms = 0;
 };
 
 // Summary of samples in milliseconds (any order). Percentiles by linear interpolation.
@@ -54,6 +57,10 @@ struct MeasureKnobs {
   int check_every = 4;          // outputs re-checked after every N-th timed sample (and after the last)
   int cupti_samples = 5;        // timed samples of the CUPTI cross-check
   int per_launch_samples = 21;  // samples of the per-launch timing (the profile)
+  // The GPU busy time of the runner's previous timing pass counts toward warmup_ms when that pass
+  // ended at most this long before this one began: in a stream of evaluations the clocks are up
+  // already, and only warmup_runs runs are this pass's own. 0: never.
+  double warmup_credit_gap_ms = 50.0;
 };
 
 // Warm-up: at least knobs.warmup_runs runs and knobs.warmup_ms of GPU time.

@@ -75,6 +75,19 @@ class RefServer {
   // sandbox that shows it the file, Python, the toolkit and the GPU, and lets it write only its
   // own cache folder (cache_dir_for). Throws EnvError when python3 or torch is missing.
   RefServer(int gpu, const std::filesystem::path& problem);
+  ~RefServer();
+
+  // A spare: a server started before its problem is known, so that a new problem's start does not
+  // wait for the jail, Python, torch and the CUDA context. Its jail shows it, besides tools/, an
+  // empty folder of its own (read-only) and a cache folder of its own (writable); adopt() puts the
+  // one problem file it will ever serve into the first. It runs no problem code before adopt(), and
+  // nothing else is shown to it after: one jail per problem file holds.
+  static std::unique_ptr<RefServer> spare(int gpu);
+  // Gives a spare its problem: the file copied into its folder, the problem's cached baselines into
+  // its cache folder (baselines it measures are copied back: cache_dir_for(problem) stays the
+  // problem's cache). Throws InputError when the file cannot be read.
+  void adopt(const std::filesystem::path& problem);
+  bool adopted() const { return !problem_.empty(); }
 
   // Loads the op's problem file. Problem errors (syntax error, exception in get_inputs, ...) are
   // InputError with the traceback's last lines; out of GPU memory is EnvError.
@@ -91,6 +104,10 @@ class RefServer {
   // torch imported and the GPU's CUDA context made, no kernel run: a problem started ahead does this
   // before it takes the GPU lock for its first run.
   void warm();
+  // A spare's libraries made ready: each one's first kernel run on tiny tensors (cuBLAS and cuBLASLt
+  // at every dtype a load or trial uses, cuDNN's convolutions, attention), so that a problem adopted
+  // later pays only its own kernels' loading. Runs kernels: the caller holds the GPU lock.
+  void warm_libraries();
   // Lets go of the last trial's (and load's) tensors and torch's cached blocks: a problem kept warm
   // while others are evaluated holds its model and context only. Returns what torch still reserves.
   uint64_t release();
@@ -106,9 +123,25 @@ class RefServer {
   const std::string& sandbox_warning() const { return client_.sandbox_warning(); }
 
  private:
+  struct SpareTag {};
+  RefServer(int gpu, SpareTag);
   nlohmann::json call(nlohmann::json req, std::chrono::milliseconds timeout, const std::string& what);
+  // The file's path as the server sees it (a spare's copy), and its error text with the copy's path
+  // named as the problem's.
+  std::string problem_in_jail() const;
+  std::string as_problem(std::string text) const;
+
+  // A folder removed when the server is gone (a spare's): declared before client_, so the
+  // server ends first.
+  struct OwnedDir {
+    std::filesystem::path path;
+    ~OwnedDir();
+  };
   int gpu_;
   std::filesystem::path problem_, cache_dir_;
+  OwnedDir owned_;                    // a spare's folder (its slot and cache), else empty
+  std::filesystem::path slot_file_;   // a spare's copy of its problem file
+  std::filesystem::path home_cache_;  // a spare's problem's own cache folder (cache_dir_for)
   ChildClient client_;
 };
 

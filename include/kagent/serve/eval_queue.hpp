@@ -128,7 +128,7 @@ class EvalQueue {
   // A worker's warm problems as last reported, and the counters of the backends it dropped.
   struct WorkerWarm {
     judge::WarmState last;
-    long started_ahead = 0, started_in_turn = 0, evicted = 0;
+    long started_ahead = 0, started_in_turn = 0, evicted = 0, spares_used = 0;
   };
   bool admit(std::vector<judge::CandidateRequest> requests, OnAnswer on_answer, Refusal* why,
              std::shared_ptr<const Task> task);

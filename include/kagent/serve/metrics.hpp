@@ -21,6 +21,8 @@ struct GpuWarm {
   size_t problems = 0;
   uint64_t gpu_bytes = 0, host_bytes = 0;
   long started_ahead = 0, started_in_turn = 0, evicted = 0;
+  size_t spares = 0;     // spare reference servers ready now
+  long spares_used = 0;  // problems started in a spare
 };
 
 // The evaluation queue as of now (EvalQueue::state).
@@ -32,6 +34,7 @@ struct QueueState {
   size_t batches = 0, batch_queued = 0, batch_running = 0, batch_done = 0;
   size_t warm_limit = 0;  // problems kept warm per GPU
   double warm_memory_share = 0;
+  size_t warm_spares = 0;  // spare servers kept per GPU
   std::vector<GpuWarm> gpus;
 };
 

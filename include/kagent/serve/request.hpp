@@ -9,8 +9,8 @@
 //    "name": "...", "precision": "fp32"|"tf32"|"fp16"|"bf16", "atol": x, "rtol": x, "tolerance": x,
 //    "trials": n, "timing": bool, "timeout_s": x,
 //    "measure": {"min_samples", "max_samples", "min_gpu_s", "max_gpu_s", "max_wall_s", "target_rse",
-//                "warmup_samples", "warmup_ms", "check_every", "cupti_samples", "launch_samples",
-//                "torch_ops": "fail"|"cap"|"allow", "allow_torch_ops"}}
+//                "warmup_samples", "warmup_ms", "warmup_credit_gap_ms", "check_every", "cupti_samples",
+//                "launch_samples", "torch_ops": "fail"|"cap"|"allow", "allow_torch_ops"}}
 // POST /v1/evaluate_batch: {"requests": [evaluate request, ...]}
 #include <cstddef>
 #include <filesystem>
