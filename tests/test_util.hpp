@@ -1,6 +1,8 @@
 #pragma once
 // Small helpers shared by the tests: a temporary folder removed at scope exit, file writing,
 // and paths to the repository's examples and ../shared.
+#include <fcntl.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -43,6 +45,29 @@ inline std::vector<std::string> optimize_anywhere(std::vector<std::string> args)
   if (!args.empty() && args[0] == "optimize" && !is("--options") && !is("--without-gpu"))
     args.insert(args.begin() + 1, "--without-gpu");
   return args;
+}
+
+// `env ENV... kagent ARGS...` started in the background, its stderr (and its stdout too when `both`)
+// into `log` when one is given: its pid, -1 when it could not be started.
+inline pid_t spawn_kagent(const std::vector<std::string>& env, const std::vector<std::string>& args,
+                          const std::string& log = "", bool both = false) {
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  argv.insert(argv.end(), env.begin(), env.end());
+  argv.push_back((binary_dir() / "kagent").string());
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (both) posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  }
+  pid_t pid = -1;
+  if (posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
 }
 
 class TempDir {

@@ -130,6 +130,16 @@ class Optimize : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 600s);
   }
+  // `kagent optimize --without-gpu ARGS` started in the background against `s` (its stderr into
+  // `err` when given): its pid.
+  pid_t spawn_optimize(const SessionServer& s, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env = {}, const std::string& err = "") {
+    std::vector<std::string> all = env;
+    for (auto& e : env_for(s)) all.push_back(e);
+    std::vector<std::string> argv = {"optimize", "--without-gpu"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::spawn_kagent(all, argv, err);
+  }
   static std::vector<json> demo_turns() { return lines_of(test::examples_dir() / "optimize_demo/session.jsonl"); }
   static std::string op() { return (test::examples_dir() / "optimize_demo/op.json").string(); }
 
@@ -229,16 +239,8 @@ TEST_F(Optimize, KilledRunResumesWithNothingLost) {
   SessionServer server(demo_turns());
   server.hang_at(4);  // the 5th request never answers: the run is killed while waiting
   auto run = dir.path() / "run";
-  std::vector<std::string> argv = {"env"};
-  for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
-                 std::string("--out"), run.string(), std::string("--quiet")})
-    argv.push_back(s);
-  std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawnp(&pid, "env", nullptr, nullptr, cargv.data(), environ), 0);
+  const pid_t pid = spawn_optimize(server, {op(), "--out", run.string(), "--quiet"});
+  ASSERT_GT(pid, 0);
   for (int i = 0; i < 3000 && !server.hung(); ++i) std::this_thread::sleep_for(10ms);
   ASSERT_TRUE(server.hung());
   kill(pid, SIGKILL);
@@ -292,21 +294,9 @@ TEST_F(Optimize, CtrlCWritesTheResultAndSaysHowToResume) {
   SessionServer server(demo_turns());
   server.hang_at(3);
   auto run = dir.path() / "run";
-  std::vector<std::string> argv = {"env"};
-  for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
-                 std::string("--out"), run.string(), std::string("--quiet")})
-    argv.push_back(s);
-  std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
   const std::string err = (dir.path() / "stderr.txt").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawnp(&pid, "env", &fa, nullptr, cargv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = spawn_optimize(server, {op(), "--out", run.string(), "--quiet"}, {}, err);
+  ASSERT_GT(pid, 0);
   for (int i = 0; i < 3000 && !server.hung(); ++i) std::this_thread::sleep_for(10ms);
   ASSERT_TRUE(server.hung());
   kill(pid, SIGINT);  // env exec'd kagent: the same process
@@ -348,16 +338,9 @@ TEST_F(Optimize, ACompileThatNeverEndsIsAnsweredAndNotRepeatedOnResume) {
   SessionServer server({write, compile, finish});
   server.hang_at(2);  // the request after the compile's answer never returns: the run is killed there
   auto run = dir.path() / "run";
-  std::vector<std::string> argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
-  for (auto& e : env_for(server)) argv.push_back(e);
-  for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"), op(),
-                 std::string("--out"), run.string(), std::string("--quiet"), std::string("--no-shell")})
-    argv.push_back(s);
-  std::vector<char*> cargv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawnp(&pid, "env", nullptr, nullptr, cargv.data(), environ), 0);
+  const pid_t pid =
+      spawn_optimize(server, {op(), "--out", run.string(), "--quiet", "--no-shell"}, {"KAGENT_COMPILE_TIMEOUT=10"});
+  ASSERT_GT(pid, 0);
   int status = 0;
   bool exited = false;
   for (int i = 0; i < 30000 && !server.hung() && !exited; ++i) {
@@ -380,7 +363,7 @@ TEST_F(Optimize, ACompileThatNeverEndsIsAnsweredAndNotRepeatedOnResume) {
   // The model read it before its next turn.
   EXPECT_EQ(server.requests().back()["messages"].back()["role"], "tool");
 
-  argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
+  std::vector<std::string> argv = {"env", "KAGENT_COMPILE_TIMEOUT=10"};
   for (auto& e : env_for(server)) argv.push_back(e);
   for (auto s : {(test::binary_dir() / "kagent").string(), std::string("optimize"), std::string("--without-gpu"),
                  std::string("--resume"), run.string(), std::string("--quiet")})

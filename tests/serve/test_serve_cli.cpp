@@ -34,20 +34,9 @@ class ServeProcess {
   ServeProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
                const std::filesystem::path& log)
       : log_(log) {
-    std::vector<std::string> argv = {"/usr/bin/env"};
-    argv.insert(argv.end(), env.begin(), env.end());
-    argv.push_back((test::binary_dir() / "kagent").string());
-    argv.push_back("serve");
+    std::vector<std::string> argv = {"serve"};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
+    pid_ = test::spawn_kagent(env, argv, log.string(), /*both=*/true);
   }
   ~ServeProcess() {
     if (pid_ > 0 && !reaped_) {

@@ -393,15 +393,21 @@ bool wait_count(Log& log, const std::string& e, size_t n) {
   return log.cv.wait_for(lock, 10s, [&] { return std::count(log.events.begin(), log.events.end(), e) >= long(n); });
 }
 
+// Two problems used (a mix), then the spare they start ready in the pool.
+bool mix_with_a_spare_ready(WarmProblems& pool, Log& log) {
+  pool.use(start("a.py"));
+  pool.use(start("b.py"));
+  if (!wait_count(log, "spare", 1)) return false;
+  for (int i = 0; i < 1000 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  return pool.stats().spares == 1;
+}
+
 TEST(WarmProblems, ASecondProblemStartsASpareAndTheNextNewProblemTakesIt) {
   Log log;
   WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
   pool.use(start("a.py"));
-  pool.use(start("a.py"));
-  pool.use(start("b.py"));  // two problems: a mix
-  ASSERT_TRUE(wait_count(log, "spare", 1));
-  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(pool.stats().spares, 1u);
+  EXPECT_EQ(pool.stats().spares, 0u) << "one problem: no mix yet";
+  ASSERT_TRUE(mix_with_a_spare_ready(pool, log));  // a second problem: a mix
   EXPECT_EQ(pool.use(start("c.py")).state, "started");
   EXPECT_TRUE(log.saw("adopt c.py"));
   EXPECT_FALSE(log.saw("spawn c.py")) << "the spare's server serves c.py";
@@ -426,10 +432,7 @@ TEST(WarmProblems, OneProblemNeverStartsASpare) {
 TEST(WarmProblems, AStartAheadTakesASpare) {
   Log log;
   WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
-  pool.use(start("a.py"));
-  pool.use(start("b.py"));
-  ASSERT_TRUE(wait_count(log, "spare", 1));
-  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(mix_with_a_spare_ready(pool, log));
   ASSERT_TRUE(pool.start_ahead(start("c.py")));
   ASSERT_TRUE(log.wait_for("load c.py fp32"));
   EXPECT_TRUE(log.saw("adopt c.py"));
@@ -440,10 +443,7 @@ TEST(WarmProblems, AStartAheadTakesASpare) {
 TEST(WarmProblems, ASpareThatDiedIsPassedOverAndNoSparesMeansNone) {
   Log log;
   WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
-  pool.use(start("a.py"));
-  pool.use(start("b.py"));
-  ASSERT_TRUE(wait_count(log, "spare", 1));
-  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(mix_with_a_spare_ready(pool, log));
   {
     std::lock_guard lock(log.mu);
     log.dead.insert("spare");
@@ -479,10 +479,7 @@ TEST(WarmProblems, SparesThatCannotStartAreGivenUpAfterThree) {
 TEST(WarmProblems, EvictIdleLetsTheSparesGo) {
   Log log;
   WarmProblems pool(0, {8, 0.5, 1}, hooks_with_spares(log));
-  pool.use(start("a.py"));
-  pool.use(start("b.py"));
-  ASSERT_TRUE(wait_count(log, "spare", 1));
-  for (int i = 0; i < 100 && pool.stats().spares == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(mix_with_a_spare_ready(pool, log));
   EXPECT_EQ(pool.evict_idle(), 1u);
   EXPECT_TRUE(log.saw("gone spare"));
   EXPECT_EQ(pool.stats().spares, 0u);
