@@ -16,6 +16,8 @@ import time
 import urllib.error
 import urllib.request
 
+from .completions import kind_of
+
 __all__ = ["Client", "KagentError", "RequestRefused", "Session", "Unavailable", "evaluate", "evaluate_batch"]
 
 # Answers that say "not now, or not here": another endpoint (or later) may do.
@@ -215,8 +217,6 @@ class Session:
 def request(source, problem, kind=None, *, name=None, precision=None, atol=None, rtol=None, tolerance=None,
             trials=None, timing=None, timeout_s=None, measure=None):
     """The JSON body of one evaluation (fields left None are left out: the service's defaults)."""
-    from .rewards import kind_of
-
     body = {"source": source, "kind": kind or kind_of(None, source), "problem": problem}
     for key, value in (("name", name), ("precision", precision), ("atol", atol), ("rtol", rtol),
                        ("tolerance", tolerance), ("trials", trials), ("timing", timing),

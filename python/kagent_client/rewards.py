@@ -15,36 +15,14 @@ mislead the training.
 import json
 import math
 import os
-import re
 import threading
 
 from .client import Client, RequestRefused
+from .completions import kind_of, last_code_block
 
 __all__ = ["REWARDS", "compute_score", "kind_of", "last_code_block", "reward_of"]
 
 REWARDS = ("tier", "log_speedup", "log_speedup_compile")
-
-_FENCE = re.compile(r"```[ \t]*([^\n`]*)\n(.*?)```", re.DOTALL)
-_MODELNEW = re.compile(r"^class\s+ModelNew\b", re.MULTILINE)
-
-
-def last_code_block(text):
-    """(language, code) of the last complete ``` fenced block of a completion, or None."""
-    blocks = _FENCE.findall(text or "")
-    if not blocks:
-        return None
-    lang, code = blocks[-1]
-    return lang.strip().lower(), code
-
-
-def kind_of(lang, code):
-    """"modelnew" for a python block (or one defining class ModelNew), "plan" for CUDA/C++."""
-    if lang in ("python", "py", "python3"):
-        return "modelnew"
-    if lang in ("cuda", "cu", "cpp", "c++", "c"):
-        return "plan"
-    return "modelnew" if _MODELNEW.search(code or "") else "plan"
-
 
 def reward_of(record, reward="tier", incorrect_reward=-1.0):
     """The reward of a `kagent eval --json` record (see the module's documentation)."""

@@ -1,5 +1,6 @@
 #include "kagent/check/verdict.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -175,8 +176,22 @@ std::string render_table(const std::vector<Verdict>& vs) {
                v.ab ? pct(v.ab->ratio.median) : "-",
                v.ab ? fmt::format("{} to {}", pct(v.ab->ratio.low), pct(v.ab->ratio.high)) : "-"});
   std::string out = t.render();
+  // The entries not checked for one reason (no GPU) are named together under it, once.
+  std::vector<std::pair<std::string, std::string>> unchecked;  // reason, names
+  for (const auto& v : vs)
+    if (v.status == "unchecked" && !v.reasons.empty()) {
+      auto it =
+          std::find_if(unchecked.begin(), unchecked.end(), [&](const auto& u) { return u.first == v.reasons[0]; });
+      if (it == unchecked.end())
+        unchecked.emplace_back(v.reasons[0], v.entry.name);
+      else
+        it->second += ", " + v.entry.name;
+    }
+  for (const auto& [reason, names] : unchecked) out += fmt::format("unchecked {}: {}\n", names, reason);
   for (const auto& v : vs) {
-    for (const auto& r : v.reasons) out += fmt::format("{} {}: {}\n", v.passed() ? "note" : v.status, v.entry.name, r);
+    for (size_t i = 0; i < v.reasons.size(); ++i)
+      if (!(v.status == "unchecked" && i == 0))
+        out += fmt::format("{} {}: {}\n", v.passed() ? "note" : v.status, v.entry.name, v.reasons[i]);
     for (const auto& w : v.warnings) out += fmt::format("warning {}: {}\n", v.entry.name, w);
     if (!v.baseline_note.empty()) out += fmt::format("note {}: baseline: {}\n", v.entry.name, v.baseline_note);
     if (!v.compile_log.empty()) out += v.compile_log + (v.compile_log.ends_with('\n') ? "" : "\n");

@@ -85,11 +85,17 @@ int run_check(const CheckArgs& a) {
   a.measure.apply(o.eval);
   o.cache = std::make_shared<CompileCache>(CompileCache::default_dir());
 
-  fmt::print(stderr, "kagent check: {} entr{}{} on GPU(s) {}\n", entries.size(), entries.size() == 1 ? "y" : "ies",
-             manifest.empty() ? "" : " from " + manifest.string(), fmt::join(o.gpus, ","));
+  const std::string where =
+      inv.gpus.empty() && a.gpus.empty()
+          ? fmt::format("; no GPU ({}): compile errors still fail, nothing else is checked", inv.problem)
+          : fmt::format(" on GPU(s) {}", fmt::join(o.gpus, ","));
+  fmt::print(stderr, "kagent check: {} entr{}{}{}\n", entries.size(), entries.size() == 1 ? "y" : "ies",
+             manifest.empty() ? "" : " from " + manifest.string(), where);
+  std::string said;  // a reason is said once, not again for each entry it holds for
   auto verdicts = check::run_checks(entries, o, [&](const check::Verdict& v) {
-    fmt::print(stderr, "  {:<7} {} ({:.1f} s{})\n", v.status, v.entry.name, v.wall_s,
-               v.reasons.empty() ? "" : "; " + v.reasons.front());
+    const std::string why = v.reasons.empty() || v.reasons.front() == said ? "" : "; " + v.reasons.front();
+    if (!v.reasons.empty()) said = v.reasons.front();
+    fmt::print(stderr, "  {:<7} {} ({:.1f} s{})\n", v.status, v.entry.name, v.wall_s, why);
   });
 
   if (a.json) {

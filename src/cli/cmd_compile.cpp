@@ -98,6 +98,13 @@ Command add_compile_command(CLI::App& app) {
             check_arch(arch);
             std::unique_ptr<Op> op;
             if (!args->op.empty()) op = std::make_unique<Op>(load_op(args->op));
+            // A KernelBench problem's tensors are known only by running it: not checked here, and said so.
+            if (op && !op->signature_known())
+              fmt::print(stderr,
+                         "kagent compile: note: {}: the plan's tensor names and shapes are not checked against it (a "
+                         "KernelBench problem's tensors are known by running it: `kagent ref {}` lists them, `kagent "
+                         "eval` checks them); only its precision is\n",
+                         args->op, args->op);
             auto cache = args->no_cache ? nullptr : std::make_shared<CompileCache>(CompileCache::default_dir());
             Compiler compiler(find_cuda_paths(), cache);
             if (!args->json) fmt::print("target {} ({}), NVRTC {}\n\n", arch, arch_source, Compiler::nvrtc_version());

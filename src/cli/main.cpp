@@ -7,6 +7,7 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "kagent/common/error.hpp"
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
     } catch (const kagent::Error& e) {
       std::fflush(stdout);
       fmt::print(stderr, "kagent: error: {}\n", e.what());
+      // A script that asked for --json reads stdout: it gets the error there too, as JSON.
+      if (const CLI::Option* json = cmd.app->get_option_no_throw("--json"); json != nullptr && json->count() > 0)
+        fmt::print("{}\n", nlohmann::json{{"error", e.what()}, {"exit_code", static_cast<int>(e.code())}}.dump(
+                               -1, ' ', false, nlohmann::json::error_handler_t::replace));
       return static_cast<int>(e.code());
     } catch (const std::exception& e) {
       // Not a known failure mode: say so plainly rather than abort.

@@ -438,8 +438,11 @@ std::string render_report(const EvalReport& r) {
     out += fmt::format("\ntier {}: {}\n", r.reward.tier, r.reward.reason);
     return out;
   }
-  out += fmt::format("device: {} ({} SMs, L2 {} MiB, peak {:.0f} GB/s)\n", o.device.name, o.device.sms,
-                     o.device.l2_bytes >> 20, o.device.peak_gbs);
+  // A candidate that failed before the runner reached the GPU (a ModelNew that does not load) has
+  // no device facts: no line of zeros.
+  if (o.device.sms > 0)
+    out += fmt::format("device: {} ({} SMs, L2 {} MiB, peak {:.0f} GB/s)\n", o.device.name, o.device.sms,
+                       o.device.l2_bytes >> 20, o.device.peak_gbs);
   out += fmt::format(
       "precision: {}{}\n", precision_rule(r.precision, r.tolerance),
       r.torch ? fmt::format(" (torch baselines ran with TF32 {})", r.torch->allow_tf32 ? "on" : "off") : std::string());

@@ -90,6 +90,26 @@ TEST_F(CheckCli, ACorrectKernelPassesOrIsUncheckedWithoutAGpu) {
   }
 }
 
+// Without a GPU the reason is said once for all the entries it holds for, not once per entry and
+// again under the table; the header does not name a GPU it does not have.
+TEST_F(CheckCli, WithoutAGpuTheReasonIsSaidOnceNotPerEntry) {
+  if (gpu) GTEST_SKIP() << "this machine has a GPU";
+  const std::string op = example("vector_add/op.json");
+  tmp.write("kagent.json", fmt::format(R"({{"checks": [{{"name": "a", "op": "{0}", "kernel": "{1}"}},
+                                         {{"name": "b", "op": "{0}", "kernel": "{1}"}},
+                                         {{"name": "c", "op": "{0}", "kernel": "{1}"}}]}})",
+                                       op, example("vector_add/cand_vec4.cu")));
+  auto r = kagent({"check", "--manifest", (tmp / "kagent.json").string()});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_FALSE(has(r.output, "on GPU(s)")) << r.output;
+  EXPECT_TRUE(has(r.output, "unchecked a, b, c: no GPU")) << r.output;
+  size_t said = 0;
+  for (size_t p = r.output.find("no GPU to evaluate on"); p != std::string::npos;
+       p = r.output.find("no GPU to evaluate on", p + 1))
+    ++said;
+  EXPECT_LE(said, 2u) << "the first entry's progress line and the table's note: " << r.output;
+}
+
 // --tolerance scores a kernel under another protocol without an op.json of its own; the verdict
 // (and its JUnit test case) says which tolerance it was judged under, with or without a GPU.
 TEST_F(CheckCli, ToleranceFromTheCommandLineIsInTheVerdict) {

@@ -98,9 +98,36 @@ TEST_F(Cli, OpTakesAFolderAndAKernelBenchId) {
   };
   r = with_kb("level1/19");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "tensor names and shapes are not checked against it")) << "said, not skipped silently";
   r = with_kb("level1/20");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "no KernelBench problem level1/20 under KAGENT_KERNELBENCH_DIR=")) << r.output;
+}
+
+// --json asked for machine-readable output: an error (here a GPU index no machine has) comes on
+// stdout too, as one JSON object with the exit code, besides the line on stderr.
+TEST_F(Cli, AnErrorUnderJsonIsJsonOnStdout) {
+  const std::string cand = tmp.write("c.cu", kGoodKernel).string();
+  // stdout alone: stderr to /dev/null.
+  std::vector<std::string> argv = {"sh",
+                                   "-c",
+                                   "exec \"$0\" \"$@\" 2>/dev/null",
+                                   "env",
+                                   "KAGENT_CACHE_DIR=" + (tmp / "cache").string(),
+                                   (test::binary_dir() / "kagent").string(),
+                                   "eval",
+                                   cand,
+                                   "--op",
+                                   example("vector_add/op.json"),
+                                   "--gpu",
+                                   "99",
+                                   "--json"};
+  auto r = run_capture(argv, 300s);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << r.output;
+  EXPECT_EQ(j.value("exit_code", 0), 3);
+  EXPECT_FALSE(j.value("error", std::string()).empty());
 }
 
 TEST_F(Cli, CompilePrintsTheResourceTable) {

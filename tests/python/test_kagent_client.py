@@ -96,6 +96,31 @@ class CodeBlocks(unittest.TestCase):
         self.assertEqual(kagent_client.kind_of("", "__global__ void k() {}"), "plan")
 
 
+class ImportGraph(unittest.TestCase):
+    def test_no_module_of_the_package_imports_one_that_imports_it_back(self):
+        """The package's own imports (from .x import ..., at any depth in a module) form no cycle."""
+        import ast
+
+        pkg = os.path.dirname(kagent_client.__file__)
+        edges = {}
+        for f in os.listdir(pkg):
+            if not f.endswith(".py") or f == "__init__.py":
+                continue
+            mod = f[:-3]
+            tree = ast.parse(open(os.path.join(pkg, f), encoding="utf-8").read())
+            edges[mod] = {n.module.split(".")[0] for n in ast.walk(tree)
+                          if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+
+        def reaches(start, goal, seen):
+            for nxt in edges.get(start, ()):
+                if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                    return True
+            return False
+
+        cycles = sorted(m for m in edges if reaches(m, m, {m}))
+        self.assertEqual(cycles, [], f"modules on an import cycle: {cycles}")
+
+
 class Rewards(unittest.TestCase):
     def test_by_name(self):
         self.assertEqual(reward_of(record(3, 2.0, 1.1)), 3.0)

@@ -12,6 +12,7 @@
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/score.hpp"
+#include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/report_score.hpp"
 #include "kagent/report/results.hpp"
 #include "test_util.hpp"
@@ -137,6 +138,20 @@ TEST(Score, AnEvaluationReportBecomesAScore) {
   EXPECT_EQ(s.flags, std::vector<std::string>{"a note"});
   rep.outcome.candidate_time.reset();
   EXPECT_TRUE(report_score(rep).stop_rule.empty()) << "not timed: no stopping rule";
+}
+
+// A candidate that failed before the runner reached the GPU (a ModelNew solution that does not
+// load) has no device facts: its report has no line of zeros for them.
+TEST(Score, AReportWithoutDeviceFactsHasNoDeviceLine) {
+  EvalReport rep;
+  rep.precision = Precision::fp32;
+  rep.compile.ok = true;
+  rep.outcome.correct = false;
+  rep.outcome.message = "the solution does not load";
+  EXPECT_EQ(render_report(rep).find("device:"), std::string::npos) << render_report(rep);
+  rep.outcome.device.name = "NVIDIA H200";
+  rep.outcome.device.sms = 132;
+  EXPECT_NE(render_report(rep).find("device: NVIDIA H200 (132 SMs"), std::string::npos) << render_report(rep);
 }
 
 // results.jsonl as earlier versions wrote it: version 1 (no record_version, device or stop rule)
