@@ -7,7 +7,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 CUDA_BIN := $(or $(CUDA_HOME),/usr/local/cuda)/bin
 CONFIGURE = PATH="$(CUDA_BIN):$$PATH" cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
-.PHONY: all deps test-deps build demo-build test-build demo test test-asan bench format clean
+.PHONY: all deps test-deps build demo-build test-build demo install test test-asan bench format clean
 # CMake's generated Makefiles would print every directory they enter and leave.
 MAKEFLAGS += --no-print-directory
 # The demo's steps that need a GPU run where nvidia-smi lists one; elsewhere they say so.
@@ -66,6 +66,12 @@ demo: demo-build
 	@echo "   --without-gpu lets the loop run and its evaluations say why they cannot."
 	@$(BUILD)/kagent optimize examples/optimize_demo/op.json --without-gpu --provider script \
 	  --script examples/optimize_demo/session.jsonl || echo "(exit $$?: see above)"
+
+# kagent and its helpers into $(PREFIX)/bin, its data (the Python children, prompts, skills) into
+# $(PREFIX)/share/kagent, where the installed kagent looks for them.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: test-build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -8,6 +8,7 @@
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/sandbox/process.hpp"
 
 namespace kagent::agent {
 
@@ -16,7 +17,7 @@ namespace {
 std::filesystem::path from_env_or(const char* var, const char* sub) {
   const char* d = std::getenv(var);
   if (d != nullptr && *d != '\0') return d;
-  return std::filesystem::path(KAGENT_SOURCE_DIR_DEFAULT) / sub;
+  return data_dir(sub);
 }
 
 std::string read_required(const std::filesystem::path& p) {

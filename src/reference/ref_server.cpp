@@ -119,7 +119,7 @@ std::vector<TensorSpec> tensors(const nlohmann::json& arr) {
 
 std::string RefServer::tools_dir() {
   if (const char* d = std::getenv("KAGENT_TOOLS_DIR"); d != nullptr && *d != '\0') return d;
-  return KAGENT_TOOLS_DIR_DEFAULT;
+  return data_dir("tools").string();
 }
 
 fs::path RefServer::cache_dir_for(const fs::path& problem) {

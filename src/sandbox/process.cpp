@@ -41,6 +41,13 @@ std::string self_dir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
+std::filesystem::path data_dir(const std::string& sub) {
+  const auto installed = std::filesystem::path(self_dir()).parent_path() / "share" / "kagent" / sub;
+  std::error_code ec;
+  if (std::filesystem::is_directory(installed, ec)) return installed;
+  return std::filesystem::path(KAGENT_SOURCE_DIR_DEFAULT) / sub;
+}
+
 ProcessResult run_capture(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::string& stdin_data) {
   ProcessResult result;

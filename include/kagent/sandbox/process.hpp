@@ -2,6 +2,7 @@
 // Running a helper program (nvdisasm, python3, ...) under the sandbox's helper policy, capturing its
 // output; finding programs and kagent's own folder.
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,9 @@ std::string find_in_path(const std::string& program);
 
 // Directory of the running executable (for finding kagent-runner beside kagent).
 std::string self_dir();
+
+// kagent's data folder `sub` (tools, prompts, skills): PREFIX/share/kagent/SUB for a kagent installed
+// as PREFIX/bin/kagent (`make install`, `cmake --install`), else the source tree's it was built from.
+std::filesystem::path data_dir(const std::string& sub);
 
 }  // namespace kagent
