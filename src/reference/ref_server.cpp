@@ -303,14 +303,14 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
   // A spare measured them into its own cache folder: the problem's cache gets them.
   if (!b.cached && !home_cache_.empty() && plain_key(b.key)) {
-    std::error_code ec;
     const fs::path from = cache_dir_ / "baselines" / (b.key + ".json");
     const fs::path to = home_cache_ / "baselines" / (b.key + ".json");
-    fs::create_directories(to.parent_path(), ec);
-    const fs::path tmp = to.string() + fmt::format(".tmp.{}", getpid());
-    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(tmp, to, ec);  // atomic: another server never reads half a file
-    if (ec) spdlog::warn("the baselines of {} are measured but not cached: {}", problem_.string(), ec.message());
+    try {
+      fs::create_directories(to.parent_path());
+      write_file_atomic(to, read_text_file(from));  // another server never reads half a file
+    } catch (const std::exception& e) {
+      spdlog::warn("the baselines of {} are measured but not cached: {}", problem_.string(), e.what());
+    }
   }
   return b;
 }

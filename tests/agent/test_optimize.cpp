@@ -125,8 +125,8 @@ class Optimize : public ::testing::Test {
     std::vector<std::string> argv = {"env"};
     for (auto& e : env_for(s)) argv.push_back(e);
     argv.push_back((test::binary_dir() / "kagent").string());
-    argv.push_back("optimize");
-    args.insert(args.begin(), "--without-gpu");  // the loop's tests run in CI without a GPU
+    args.insert(args.begin(), "optimize");
+    args = test::optimize_anywhere(std::move(args));  // the loop's tests run in CI without a GPU
     argv.insert(argv.end(), args.begin(), args.end());
     return run_capture(argv, 600s);
   }
@@ -136,9 +136,9 @@ class Optimize : public ::testing::Test {
                        const std::vector<std::string>& env = {}, const std::string& err = "") {
     std::vector<std::string> all = env;
     for (auto& e : env_for(s)) all.push_back(e);
-    std::vector<std::string> argv = {"optimize", "--without-gpu"};
+    std::vector<std::string> argv = {"optimize"};
     argv.insert(argv.end(), args.begin(), args.end());
-    return test::spawn_kagent(all, argv, err);
+    return test::spawn_kagent(all, test::optimize_anywhere(std::move(argv)), err);
   }
   static std::vector<json> demo_turns() { return lines_of(test::examples_dir() / "optimize_demo/session.jsonl"); }
   static std::string op() { return (test::examples_dir() / "optimize_demo/op.json").string(); }
