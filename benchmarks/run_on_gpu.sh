@@ -5,7 +5,7 @@
 #   ncu roofline level1 check problems precision margins precision-tests precision-suite tf32-accumulation
 #   shared-baselines multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
-#   mixed spares credit episodes all
+#   mixed spares credit task-floors episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -162,6 +162,12 @@ if want shared-baselines; then
   [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && gpus=0,1
   step shared-baselines 590 python3 benchmarks/shared_baselines.py --kagent $B/kagent --kernelbench "$KB" \
     --gpus $gpus --out "$OUT/shared_baselines.json"
+fi
+if want task-floors; then
+  # The memory floor each task states against the problem's own baselines (a floor no baseline
+  # beats, or the text says it is no bound): a scripted optimize run per problem that stops at once.
+  step task-floors ${FLOORS_LIMIT:-300} python3 benchmarks/task_floors.py --kagent $B/kagent --kernelbench "$KB" \
+    --out $OUT/task_floors.json ${FLOORS_PROBLEMS:-level1/12 level1/19 level1/23 level1/88}
 fi
 if want all fixtures; then
   step fixtures 580 python3 benchmarks/fixture_tiers.py --kagent $B/kagent --kernelbench "$KB"
@@ -483,6 +489,7 @@ for run in first second; do [ -f "$OUT/level1-$run.log" ] && { echo "== level1 $
 [ -f "$OUT/precision-suite.log" ] && { echo "== precision-suite"; grep -v "^\[" "$OUT/precision-suite.log" | tail -n 70; }
 [ -f "$OUT/tf32-accumulation.log" ] && { echo "== tf32-accumulation"; tail -n 8 "$OUT/tf32-accumulation.log"; }
 [ -f "$OUT/shared-baselines.log" ] && { echo "== shared-baselines"; tail -n 40 "$OUT/shared-baselines.log"; }
+[ -f "$OUT/task-floors.log" ] && { echo "== task-floors"; cut -c1-600 "$OUT/task-floors.log" | tail -n 30; }
 [ -f "$OUT/ncu.log" ] && { echo "== ncu"; tail -n 12 "$OUT/ncu.log"; }
 [ -f "$OUT/containment.log" ] && { echo "== containment"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|tests? passed|Failure|Expected|Which is|actual" "$OUT/containment.log" | cut -c1-300 | tail -n 70; }
 [ -f "$OUT/concurrent.log" ] && { echo "== concurrent"; tail -n 16 "$OUT/concurrent.log"; }

@@ -104,6 +104,8 @@ class Bench:
             timing = {"samples": med("n"), "kernel_ms": 1e3 * med("gpu_time_s"), "busy_ms": 1e3 * med("busy_s"),
                       "wall_ms": 1e3 * med("wall_s"), "warmup_runs": med("warmup_n"),
                       "warmup_credit_ms": med("warmup_credit_ms"), "median_ms": med("median_ms"),
+                      "span_ms": 1e3 * med("span_s"), "gap_ms": 1e3 * med("gap_s"),
+                      "host_wait_ms": 1e3 * med("host_wait_s"),
                       "stops": sorted({t.get("stop_reason", "") for t in passes})}
         tiers = sorted({r.get("tier") for r in recs})
         row = {"group": group, "mode": mode, "n": len(files), "wall_s": wall, "per_eval_s": wall / len(files),
@@ -120,7 +122,9 @@ class Bench:
                   f"({timing['warmup_credit_ms']:.1f} ms credited), {timing['samples']:.0f} "
                   f"samples, kernel {timing['kernel_ms']:.1f} ms, GPU busy {timing['busy_ms']:.1f} ms, wall "
                   f"{timing['wall_ms']:.1f} ms; candidate median {timing['median_ms']:.4f} ms; stopped: "
-                  f"{', '.join(timing['stops'])}", flush=True)
+                  f"{', '.join(timing['stops'])}; sampling spans {timing['span_ms']:.1f} ms of GPU time "
+                  f"({timing['gap_ms']:.1f} ms between samples), host waited {timing['host_wait_ms']:.1f} ms",
+                  flush=True)
         return row
 
 

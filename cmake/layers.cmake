@@ -6,7 +6,7 @@ set(KAGENT_LAYER_TARGETS
   protocol=kagent_protocol profile=kagent_profile reference=kagent_reference eval=kagent_eval llm=kagent_llm
   model_tools=kagent_model_tools agent=kagent_agent report=kagent_report judge=kagent_judge bench=kagent_bench check=kagent_check
   serve=kagent_serve
-  cli=kagent runner=kagent-runner sandbox_exec=kagent-sandbox-exec)
+  cli=kagent runner=kagent-runner)
 
 # The kagent_* targets `target` links, directly or through another, into the variable `out`.
 function(kagent_linked_targets target out)
@@ -41,10 +41,8 @@ foreach(pair IN LISTS KAGENT_LAYER_TARGETS)
   list(JOIN linked "," allowed)
   string(APPEND layers_text "${folder}:${allowed}\n")
 endforeach()
-# The compile worker builds two sandbox files itself rather than link a kagent_* target.
+# The compile worker builds three sandbox files itself rather than link a kagent_* target.
 string(APPEND layers_text "compile_worker:sandbox\n")
-# The jail's init includes only the sandbox's exit codes (a header) and links nothing of kagent.
-string(APPEND layers_text "jail_init:sandbox\n")
 file(WRITE ${PROJECT_BINARY_DIR}/layers.txt "${layers_text}")
 
 file(GLOB_RECURSE KAGENT_LAYER_FILES ${PROJECT_SOURCE_DIR}/src/*.cpp ${PROJECT_SOURCE_DIR}/src/*.hpp

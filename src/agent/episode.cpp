@@ -1,6 +1,7 @@
 #include "kagent/agent/episode.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/agent/prompts.hpp"
 #include "kagent/common/error.hpp"
@@ -31,10 +32,11 @@ ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool flo
   ProblemFacts f;
   f.with_signature = op;
   TimingFacts& timing = f.timing;
+  std::optional<ResolvedOp> resolved;
   if (op.ref_kind == RefKind::python) {
-    const ResolvedOp resolved = evaluator.resolve(op);
-    f.with_signature = resolved.op;
-    const RefBaselines& b = evaluator.pytorch_baselines(resolved);
+    resolved = evaluator.resolve(op);
+    f.with_signature = resolved->op;
+    const RefBaselines& b = evaluator.pytorch_baselines(*resolved);
     timing.eager_ms = b.eager.median_ms;
     if (b.compile) timing.compile_ms = b.compile->median_ms;
     timing.compile_missing = b.compile_error;
@@ -43,6 +45,15 @@ ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool flo
     timing.compile_ms = op.compile_baseline_ms;
   }
   if (!floors) return f;
+  if (resolved) {
+    // The reference's own error against fp64, stated under Correctness. A trial that fails here
+    // fails the first evaluation too, which reports it: the run goes on without the figures.
+    try {
+      timing.reference_precision = evaluator.reference_precision(*resolved);
+    } catch (const Error& e) {
+      spdlog::warn("the reference's error against float64 was not measured: {}", e.what());
+    }
+  }
   // The memory floor at this GPU's measured copy bandwidth and the compute floor at its measured
   // FP32 and tensor-core rates (cached per GPU and driver), else the memory floor at a datasheet
   // figure, said as such.

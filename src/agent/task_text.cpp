@@ -443,6 +443,33 @@ std::map<std::string, std::string> skill_values() {
   return {{"headers", headers}, {"dtypes", dtypes}, {"scratch_dtypes", std::string(dtype_choices())}};
 }
 
+std::string reference_error_text(const TimingFacts& t, Precision p, const Tolerance& tol) {
+  if (!t.reference_precision) return "";
+  std::string figures, amplified;
+  for (const OutputPrecision& o : t.reference_precision->outputs) {
+    if (!o.own) continue;
+    const ReferenceError& e = *o.own;
+    figures += fmt::format("{}`{}` relative L2 {:.2g}, largest element error {:.2g}", figures.empty() ? "" : "; ",
+                           o.tensor, e.rel_l2, e.max_abs);
+    // Passing with atol = rtol = t; against the op's own pair the smaller of the two decides.
+    if (e.tolerance_needed > std::min(tol.atol, tol.rtol))
+      amplified +=
+          fmt::format("{}`{}` (it would need {:.2g})", amplified.empty() ? "" : ", ", o.tensor, e.tolerance_needed);
+  }
+  if (figures.empty()) return "";
+  std::string s =
+      fmt::format("\n\nThe reference's own error against its float64 result, on one input set: {}.", figures);
+  if (!amplified.empty())
+    s += fmt::format(
+        " On {} the reference itself is outside the tolerance of the float64 result: at {} this operator is "
+        "ill-conditioned, its rounding amplified (as by sums of exponentials or long cumulative sums). An element "
+        "passes within the tolerance of either result or no farther from float64 than the reference, so {} sums "
+        "taken in another order can fail where the reference's own rounding passes: where the error grows, "
+        "accumulate in float64 (its rates are under The GPU).",
+        amplified, precision_name(p), precision_name(p));
+  return s;
+}
+
 std::string gpu_text(int index) {
   GpuInventory inv = query_gpus();
   if (index >= static_cast<int>(inv.gpus.size()))
@@ -467,7 +494,8 @@ std::map<std::string, std::string> task_values(const Op& op, const Op& with_sign
       {"candidate_format", candidate_example(with_signature)},
       // Kept for task templates of earlier versions; the bundled one gives it in {{precision}}.
       {"tolerance", fmt::format("{} ({})", tolerance_text(op.tolerance), precision_name(op.precision))},
-      {"precision", precision_rule(op.precision, op.tolerance)},
+      {"precision",
+       precision_rule(op.precision, op.tolerance) + reference_error_text(timing, op.precision, op.tolerance)},
       {"budget", budget_text(budget)},
       {"budget_plan", budget_plan_text(budget)},
       {"tools", tools_text(tools, shell_note)},

@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/agent/optimize_run.hpp"
 #include "kagent/bench/batch.hpp"
 #include "kagent/bench/jobs.hpp"
@@ -341,6 +342,14 @@ Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub =
       app.add_subcommand("bench", "Run a suite of problems (KernelBench folders) on every GPU: results.jsonl");
+  set_examples(sub, {
+                        {"kagent bench $KAGENT_KERNELBENCH_DIR/level1 --solutions examples/kernelbench --gpus 0,1",
+                         "one solution per problem on two GPUs, records appended to results.jsonl"},
+                        {"kagent bench $KAGENT_KERNELBENCH_DIR/level1 --samples samples/ --out samples.jsonl --resume",
+                         "every sample of every problem, skipping those already recorded; pass@k in the summary"},
+                        {"kagent bench $KAGENT_KERNELBENCH_DIR/level2 --agent --minutes 20 --shard 0/4",
+                         "kagent optimize on a quarter of the problems (one job of four)"},
+                    });
   sub->add_option("paths", a->paths, "KernelBench level folders, problem files (.py, op.json), folders of op.json")
       ->required()
       ->check(CLI::ExistingPath);

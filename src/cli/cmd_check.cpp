@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/check/manifest.hpp"
 #include "kagent/check/run.hpp"
 #include "kagent/check/verdict.hpp"
@@ -131,6 +132,12 @@ int run_check(const CheckArgs& a) {
 Command add_check_command(CLI::App& app) {
   auto a = std::make_shared<CheckArgs>();
   CLI::App* sub = app.add_subcommand("check", "CI gate: kernels must be correct, fast enough, and not regress");
+  set_examples(sub, {
+                        {"kagent check --manifest examples/ci/kagent.json --github",
+                         "every entry of a manifest, failures as GitHub annotations"},
+                        {"kagent check kernel.cu --op op.json --baseline-ref origin/main --min-speedup 1.0",
+                         "one kernel: correct, at least as fast as torch.compile, no slower than at origin/main"},
+                    });
   sub->add_option("kernel", a->kernel, "Kernel .cu (or ModelNew solution .py) to check (with --op)")
       ->check(CLI::ExistingFile);
   sub->add_option("--op", a->op, "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR")

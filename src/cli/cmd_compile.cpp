@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "compile_report.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/compile/options.hpp"
@@ -81,6 +82,14 @@ int compile_one(const std::string& path, const Compiler& compiler, const std::st
 Command add_compile_command(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* sub = app.add_subcommand("compile", "Compile candidates with NVRTC and print their resource table");
+  set_examples(sub, {
+                        {"kagent compile examples/vector_add/cand_vec4.cu",
+                         "registers, shared memory and spills of each kernel, for this GPU's architecture"},
+                        {"kagent compile cand.cu --op examples/vector_add --arch sm_90a",
+                         "also checks the plan's grids, blocks and tensor names against the op's shapes"},
+                        {"kagent compile examples/vector_add/cand_vec4.cu --sass --kernel vector_add_vec4",
+                         "adds the kernel's SASS with source lines and a summary of its instructions"},
+                    });
   sub->add_option("candidates", args->candidates, "Candidate .cu files")->required()->check(CLI::ExistingFile);
   sub->add_option("--arch", args->arch, "Target, e.g. sm_90a (default: the GPU's, else sm_90a)");
   sub->add_option("--gpu", args->gpu, "GPU whose architecture is the default target")->check(CLI::NonNegativeNumber);

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/compile/cache.hpp"
@@ -200,6 +201,12 @@ Command add_doctor_command(CLI::App& app) {
   auto require = std::make_shared<std::vector<std::string>>();
   auto flags = std::make_shared<llm::LlmFlags>();
   CLI::App* sub = app.add_subcommand("doctor", "Check the GPU, driver, toolkit, Python/torch and LLM settings");
+  set_examples(sub, {
+                        {"kagent doctor",
+                         "one line per dependency: NVRTC, driver, GPUs, CUPTI, Python, torch, the LLM endpoint"},
+                        {"kagent doctor --require torch,llm --provider openai --base-url http://127.0.0.1:8000/v1",
+                         "exit 3 unless torch and this endpoint work"},
+                    });
   sub->add_flag("--json", *json, "Print JSON");
   sub->add_option("--require", *require, "Also require these: torch, llm, cupti")
       ->delimiter(',')

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "compile_report.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/judge/each.hpp"
@@ -98,6 +99,15 @@ int eval_many(const EvalArgs& a) {
 Command add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* sub = app.add_subcommand("eval", "Evaluate a candidate against an operator: correctness, timing, reward");
+  set_examples(sub,
+               {
+                   {"kagent eval examples/vector_add/cand_vec4.cu --op examples/vector_add",
+                    "one candidate: correctness over the seeded trials, timing, speedups and tier"},
+                   {"kagent eval examples/kernelbench/level1/19_ReLU.cu --op level1/19 --tolerance 1e-2",
+                    "a KernelBench problem by id (under $KAGENT_KERNELBENCH_DIR), at the CUDA Agent paper's tolerance"},
+                   {"kagent eval samples/*.cu --op level1/19 --preset training --json",
+                    "several candidates on one GPU, one JSON record each, measured as an RL reward is"},
+               });
   sub->add_option("candidates", args->candidates,
                   "Candidate .cu file, or a KernelBench ModelNew solution .py; several: one line (or --json record) "
                   "each")

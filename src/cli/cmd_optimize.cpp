@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/agent/optimize_run.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/text_table.hpp"
@@ -86,6 +87,14 @@ Command add_optimize_command(CLI::App& app) {
   agent::OptimizeRunOptions& r = a->run;
   CLI::App* sub =
       app.add_subcommand("optimize", "Let an LLM write and improve a kernel for an operator (the agent loop)");
+  set_examples(
+      sub, {
+               {"kagent optimize examples/softmax --provider anthropic --model claude-sonnet-4-5 --minutes 30",
+                "the agent loop on a native op, for at most 30 minutes"},
+               {"kagent optimize level1/19 --base-url http://127.0.0.1:8000/v1 --model qwen3 --turns 40",
+                "a KernelBench problem against an OpenAI-compatible server"},
+               {"kagent optimize --resume runs/softmax-20261130-101500", "continues a run that was stopped or killed"},
+           });
   sub->add_option(
          "op", r.op,
          "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR (optional with --resume)")

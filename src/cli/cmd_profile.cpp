@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "compile_report.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/eval/evaluator.hpp"
 #include "kagent/eval/profile_table.hpp"
@@ -30,6 +31,11 @@ Command add_profile_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
       "profile", "Profile a candidate: occupancy, times (events, CUPTI), counters, roofline, verdict");
+  set_examples(sub, {
+                        {"kagent profile examples/softmax/cand_online.cu --op examples/softmax",
+                         "per launch: occupancy, hardware counters, the limiter and the roofline"},
+                        {"kagent profile cand.cu --op level1/19 --compact", "what the agent's profile tool returns"},
+                    });
   sub->add_option("candidate", a->candidate, "Candidate .cu file")->required()->check(CLI::ExistingFile);
   sub->add_option("--op", a->op, "op.json, KernelBench .py, or an id like level1/19 under $KAGENT_KERNELBENCH_DIR")
       ->required()

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/eval/baselines_file.hpp"
@@ -184,6 +185,13 @@ int run_native(const Op& op, const RefArgs& a) {
 Command add_ref_command(CLI::App& app) {
   auto args = std::make_shared<RefArgs>();
   CLI::App* sub = app.add_subcommand("ref", "Show an operator's signature and its eager and torch.compile times");
+  set_examples(sub,
+               {
+                   {"kagent ref level1/19",
+                    "the tensors a candidate sees, their shapes and dtypes, and the eager and torch.compile times"},
+                   {"kagent ref level2/62 --export-baselines baselines.json",
+                    "adds the measured baselines to a file every node of a cluster scores against"},
+               });
   sub->add_option("op", args->op, "op.json or KernelBench .py")->required()->check(CLI::ExistingFile);
   sub->add_option("--precision", args->precision, "fp32, tf32, fp16 or bf16 (default: the op's)");
   sub->add_option("--gpu", args->gpu, "GPU index")->check(CLI::NonNegativeNumber);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/report/html.hpp"
 #include "kagent/report/junit.hpp"
@@ -64,6 +65,11 @@ Command add_report_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand("report", "Summarize results.jsonl files: pass rate, speedups, fast_p per level");
+  set_examples(sub, {
+                        {"kagent report results.jsonl", "pass rate, tiers, speedups and fast_p per level"},
+                        {"kagent report results.shard-*.jsonl --html report.html --junit report.xml",
+                         "merges a cluster's shards into one page and a CI test report"},
+                    });
   sub->add_option("files", a->files, "results.jsonl files (shards are merged)")->required()->check(CLI::ExistingFile);
   sub->add_flag("--md", a->md, "Print a Markdown table");
   sub->add_flag("--json", a->json, "Print JSON");

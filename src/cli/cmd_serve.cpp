@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/gpu/devices.hpp"
 #include "kagent/judge/evaluator_backend.hpp"
@@ -202,6 +203,13 @@ Command add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand(
       "serve", "Evaluate candidates over HTTP (JSON): one worker per GPU, a bounded queue, health and metrics");
+  set_examples(sub,
+               {
+                   {"kagent serve --problems-root $KAGENT_KERNELBENCH_DIR --gpus 0,1",
+                    "the reward service on 127.0.0.1:8080, one worker per GPU"},
+                   {"KAGENT_TOKEN=secret kagent serve --problems-root problems --host 0.0.0.0 --token-env KAGENT_TOKEN",
+                    "reachable from other machines, every request needing the bearer token"},
+               });
   sub->add_option("--problems-root", a->problems_root,
                   "Folder of the problems requests may name (KernelBench levels, op.json folders)")
       ->required()

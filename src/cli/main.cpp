@@ -10,14 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "kagent/common/error.hpp"
 #include "suggest.hpp"
 
 namespace {
-
-constexpr const char* kExitCodes =
-    "Exit codes: 0 ok, 1 the candidate or gate failed, 2 bad input or usage, "
-    "3 environment missing (no GPU, no endpoint, no Python/torch).";
 
 void setup_logging(bool verbose) {
   // Logs go to stderr so --json output on stdout stays machine-readable.
@@ -34,7 +31,9 @@ void setup_logging(bool verbose) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kagent: agentic CUDA kernel optimization harness", "kagent"};
-  app.footer(kExitCodes);
+  // Set before the subcommands are added: each takes the app's formatter and footer when made.
+  app.formatter(std::make_shared<kagent::cli::HelpFormatter>());
+  app.footer(kagent::cli::kExitCodesHelp);
   app.set_version_flag("--version", std::string("kagent ") + KAGENT_VERSION);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Debug logging on stderr");

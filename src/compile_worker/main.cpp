@@ -1,13 +1,12 @@
 // kagent-compile: NVRTC on untrusted source, in a process of its own. kagent starts it under the
 // compile-worker policy (scrubbed environment, no_new_privs, no file writes) and sends one JSON
 // request on stdin: {"name": ..., "source": ..., "options": [...]}. Before compiling, the worker
-// enters its own user, mount and network namespaces and a file system view holding only the
-// directories named by --visible (the toolkit's headers and NVRTC's libraries): NVRTC's
-// preprocessor opens #include files itself, and a macro can build any path, so the only files it
-// can reach are the ones that exist in the view. No /proc (no /proc/self/environ), no /etc, no
-// home directories, no host /tmp. kagent also bounds its address space (RLIMIT_AS) and CPU time
-// (RLIMIT_CPU) and kills it at a wall-clock timeout: a macro or template that expands without
-// bound ends here, as that candidate's failure.
+// seals itself (sandbox/private_view.hpp) into its own user, mount and network namespaces and a
+// file system view holding only the directories named by --visible (the toolkit's headers and NVRTC's libraries):
+// NVRTC's preprocessor opens #include files itself, and a macro can build any path, so the only files it can reach are
+// the ones that exist in the view. No /proc (no /proc/self/environ), no /etc, no home directories, no host /tmp. kagent
+// also bounds its address space (RLIMIT_AS) and CPU time (RLIMIT_CPU) and kills it at a wall-clock timeout: a macro or
+// template that expands without bound ends here, as that candidate's failure.
 //
 // Reply on stdout: one JSON line {"result": <nvrtcResult>, "log": ..., "cubin_bytes": N,
 // "isolation": "namespaces" | "process", "warning": ...}, then N bytes of cubin; "refused": true
@@ -15,14 +14,10 @@
 // Exit 0 when a reply was written, 2 for a bad request, 3 when the sandbox could not be made
 // (the reply says why).
 #include <dlfcn.h>
-#include <linux/capability.h>
 #include <nvrtc.h>
-#include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -32,8 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kagent/sandbox/filesystem_view.hpp"
-#include "kagent/sandbox/process_setup.hpp"
+#include "kagent/sandbox/private_view.hpp"
 
 namespace {
 
@@ -77,40 +71,6 @@ void preload_builtins(const std::string& dir) {
     std::string name = e.path().filename().string();
     if (name.starts_with("libnvrtc-builtins.so.")) dlopen(e.path().c_str(), RTLD_NOW | RTLD_GLOBAL);
   }
-}
-
-bool drop_capabilities() {
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  return syscall(SYS_capset, &hdr, data) == 0;
-}
-
-// Own user (where needed), mount and network namespaces, then the view. Empty on success, else
-// why not (the caller then compiles in this process, with a scrubbed environment only).
-std::string enter_sandbox(const std::vector<std::string>& visible) {
-  const uid_t uid = getuid();
-  const gid_t gid = getgid();
-  bool own_user = true;
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) != 0) {
-    int err = errno;
-    // Root where user namespaces are off (a sysctl, a seccomp profile) can still have the rest.
-    if (geteuid() != 0 || unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
-      return fmt::format("unshare: {}", std::strerror(err));
-    own_user = false;
-  }
-  if (own_user) {
-    std::string um = fmt::format("{} {} 1", uid, uid), gm = fmt::format("{} {} 1", gid, gid);
-    if (!kagent::sandbox::write_id_maps(um.c_str(), gm.c_str()))
-      return fmt::format("id maps: {}", std::strerror(errno));
-  }
-  kagent::sandbox::FilesystemView view;
-  for (const auto& v : visible) view.add_read_only(v);
-  view.finish("/tmp");
-  const char* where = nullptr;
-  if (const char* step = view.enter(&where))
-    return fmt::format("{} {}: {}", step, where != nullptr ? where : "", std::strerror(errno));
-  if (!drop_capabilities()) return fmt::format("capset: {}", std::strerror(errno));
-  return "";
 }
 
 }  // namespace
@@ -161,7 +121,7 @@ int main(int argc, char** argv) {
   preload_builtins(lib_dir);
   if (!lib_dir.empty()) visible.push_back(lib_dir);
   json head = {{"isolation", "namespaces"}};
-  if (std::string why = enter_sandbox(visible); !why.empty()) {
+  if (std::string why = kagent::sandbox::enter_private_view(visible); !why.empty()) {
     if (req.value("require_namespaces", false)) {
       reply({{"result", -1}, {"log", "compile worker: no private file system view: " + why}, {"isolation", "none"}});
       return 3;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "fresh_seed.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/common/files.hpp"
 #include "kagent/common/hash.hpp"
@@ -273,6 +274,21 @@ const RefBaselines& Evaluator::pytorch_baselines(const ResolvedOp& op) {
   return *loaded_->baselines;
 }
 
+const std::optional<PrecisionFigures>& Evaluator::reference_precision(const ResolvedOp& op) {
+  pytorch_reference(op.op);
+  if (!loaded_->figures_asked) {
+    loaded_->figures_asked = true;
+    RefServer& server = *ref_server();
+    // The server measures its figures on the first trial of a load and sends them with every later
+    // one: the evaluations that follow reuse them.
+    const nlohmann::json trial = server.trial(fresh_seed());
+    server.release();
+    if (auto f = trial.find("precision_figures"); f != trial.end() && f->is_object())
+      loaded_->figures = f->get<PrecisionFigures>();
+  }
+  return loaded_->figures;
+}
+
 namespace {
 
 // The loaded problem's baselines from a shared file (InputError naming the field that differs).
@@ -488,12 +504,16 @@ std::string render_report(const EvalReport& r) {
     if (const TimingSummary& c = *o.candidate_time; c.wall_s > 0)
       out += fmt::format(
           "candidate's timing pass: {} warm-up run(s){}, {} samples of {:.1f} ms kernel time in {:.1f} ms of GPU busy "
-          "time (poison and flush included), {:.1f} ms wall (warm-up and re-checks included)\n",
+          "time (poison and flush included), {:.1f} ms wall (warm-up and re-checks included){}\n",
           c.warmup_n,
           c.warmup_credit_ms > 0
               ? fmt::format(" (with {:.1f} ms of the previous pass's GPU busy time: clocks up)", c.warmup_credit_ms)
               : std::string(),
-          c.n, c.gpu_time_s * 1e3, c.busy_s * 1e3, c.wall_s * 1e3);
+          c.n, c.gpu_time_s * 1e3, c.busy_s * 1e3, c.wall_s * 1e3,
+          c.span_s > 0 ? fmt::format("; sampling spans {:.1f} ms of GPU time ({:.1f} ms between samples), the host "
+                                     "waited {:.1f} ms",
+                                     c.span_s * 1e3, c.gap_s * 1e3, c.host_wait_s * 1e3)
+                       : std::string());
   }
   if (o.cupti && o.cupti->ran)
     out += fmt::format(

@@ -206,9 +206,29 @@ void from_json(const nlohmann::json& j, PrecisionError& e) {
   e.max_abs = num("max_abs");
 }
 
+void to_json(nlohmann::json& j, const ReferenceError& e) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  j = {{"precision", e.precision},
+       {"rel_l2", num(e.rel_l2)},
+       {"max_abs", num(e.max_abs)},
+       {"tolerance_needed", num(e.tolerance_needed)}};
+}
+
+void from_json(const nlohmann::json& j, ReferenceError& e) {
+  auto num = [&](const char* key) {
+    auto v = j.find(key);
+    return v == j.end() || v->is_null() ? std::numeric_limits<double>::infinity() : v->get<double>();
+  };
+  e.precision = j.at("precision").get<std::string>();
+  e.rel_l2 = num("rel_l2");
+  e.max_abs = num("max_abs");
+  e.tolerance_needed = num("tolerance_needed");
+}
+
 void to_json(nlohmann::json& j, const OutputPrecision& p) {
   j = {{"tensor", p.tensor}, {"lower", p.lower}};
   if (!p.allowed.empty()) j["allowed"] = p.allowed;
+  if (p.own) j["own"] = *p.own;
   if (!p.note.empty()) j["note"] = p.note;
 }
 
@@ -216,6 +236,7 @@ void from_json(const nlohmann::json& j, OutputPrecision& p) {
   p.tensor = j.at("tensor").get<std::string>();
   p.lower = j.value("lower", std::vector<PrecisionError>{});
   p.allowed = j.value("allowed", std::vector<PrecisionError>{});
+  if (auto own = j.find("own"); own != j.end() && own->is_object()) p.own = own->get<ReferenceError>();
   p.note = j.value("note", "");
 }
 

@@ -157,6 +157,7 @@ class Evaluation {
   void enqueue_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev, const std::string& label,
                       bool restore);
   Sample read_sample(Events& ev, const std::string& label);
+  double elapsed_ms(CUevent from, CUevent to) const;  // by the two events, both recorded and complete
   // enqueue_sample (inputs restored) and read_sample: the A/B and CUPTI passes' one sample at a time.
   Sample timed_sample(PlanExecutor& plan, const std::vector<GuardedBuffer>& outs, Events& ev, const std::string& label);
   // Bytes moved, achieved bandwidth, the memory floor and its flag, from the candidate's median.
@@ -202,11 +203,12 @@ class Evaluation {
   const PrecisionFigures* figures() const { return figures_ ? &*figures_ : nullptr; }
   DeviceBuffer flush_;
   std::vector<IpcTensorRef> trial_refs_;  // the server's tensors for the current trial
-  // Two slots of queued re-checks (a compare slot per output each), their copy on the host and the
-  // event after each slot's copy; made on the first queued re-check.
+  // kGroupSlots slots of queued re-checks (a compare slot per output each), their copy on the host
+  // and the event after each slot's copy; made on the first queued re-check.
   DeviceBuffer recheck_stats_;
   HostBuffer recheck_host_;
   std::vector<Event> recheck_done_;
+  Event span_begin_;  // before a timing pass's first sample: the sampling phase's GPU span
 };
 
 }  // namespace kagent::runner

@@ -108,6 +108,9 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   double per_sample_ms = runs > 0 ? warm_ms / runs : 0;  // GPU busy time per sample, as last seen
   size_t ran = 0;                                        // samples run, counted or not
   StopDecision d;
+  double between_ms = 0, wait_ms = 0;
+  const Events* last_read = nullptr;
+  check(cu().cuEventRecord(span_begin_.get(), dev_.stream()), "cuEventRecord");
   queue_group();
   while (true) {
     const bool ahead = may_queue_ahead && per_sample_ms * static_cast<double>(group) <= kQueueAheadMaxMs;
@@ -115,7 +118,12 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     double group_busy_ms = 0;
     size_t counted = 0;
     for (size_t i = 0; i < group && !d.stop; ++i, ++counted) {
+      const Events& ev = evs[slot * group + i];
+      const auto wait0 = Clock::now();
       const Sample sample = read_sample(evs[slot * group + i], label);
+      wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - wait0).count();
+      if (i > 0) between_ms += elapsed_ms(evs[slot * group + i - 1].stop_.get(), ev.begin_.get());
+      last_read = &ev;
       samples.push_back(sample.plan_ms);
       busy_ms += sample.busy_ms;
       group_busy_ms += sample.busy_ms;
@@ -130,7 +138,10 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     if (recheck && (queued_checks || !d.stop)) {
       ++o.rechecks;
       const std::string when = fmt::format("re-check after timing sample {}", ran);
-      if (!(queued_checks ? read_recheck(slot, when, o) : recheck_outputs(when, o))) {
+      const auto wait0 = Clock::now();
+      const bool ok = queued_checks ? read_recheck(slot, when, o) : recheck_outputs(when, o);
+      wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - wait0).count();
+      if (!ok) {
         recheck_failed = true;
         break;
       }
@@ -141,6 +152,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     if (d.stop) break;  // groups queued ahead still run; their samples are not counted
     if (queued == 0) queue_group();
   }
+  const double span_ms = last_read != nullptr ? elapsed_ms(span_begin_.get(), last_read->stop_.get()) : 0.0;
   // The last word on the outputs as the pass left them (a group queued ahead included).
   if (recheck && !recheck_failed) {
     ++o.rechecks;
@@ -152,6 +164,9 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
   s.warmup_credit_ms = credit_ms;
   s.busy_s = busy_ms / 1000.0;
   s.wall_s = wall_s();
+  s.span_s = span_ms / 1000.0;
+  s.gap_s = between_ms / 1000.0;
+  s.host_wait_s = wait_ms / 1000.0;
   h_.last_pass = {Clock::now(), warm_ms + busy_ms};
   return s;
 }
@@ -172,10 +187,13 @@ Evaluation::Sample Evaluation::timed_sample(PlanExecutor& plan, const std::vecto
 
 Evaluation::Sample Evaluation::read_sample(Events& ev, const std::string& label) {
   check(cu().cuEventSynchronize(ev.stop_.get()), label);
-  float plan_ms = 0, busy_ms = 0;
-  check(cu().cuEventElapsedTime(&plan_ms, ev.start_.get(), ev.stop_.get()), "cuEventElapsedTime");
-  check(cu().cuEventElapsedTime(&busy_ms, ev.begin_.get(), ev.stop_.get()), "cuEventElapsedTime");
-  return {plan_ms, busy_ms};
+  return {elapsed_ms(ev.start_.get(), ev.stop_.get()), elapsed_ms(ev.begin_.get(), ev.stop_.get())};
+}
+
+double Evaluation::elapsed_ms(CUevent from, CUevent to) const {
+  float ms = 0;
+  check(cu().cuEventElapsedTime(&ms, from, to), "cuEventElapsedTime");
+  return ms;
 }
 
 void Evaluation::note_bandwidth(EvalOutcome& o) const {

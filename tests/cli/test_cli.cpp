@@ -49,6 +49,24 @@ TEST_F(Cli, HelpListsSubcommands) {
   for (const char* sub : {"compile", "eval", "doctor", "Exit codes"}) EXPECT_TRUE(has(r.output, sub)) << sub;
 }
 
+// Every subcommand's help fits 100 columns and ends with examples of that command, then the exit codes.
+TEST_F(Cli, EachSubcommandsHelpIsNarrowWithExamples) {
+  for (const char* sub :
+       {"compile", "eval", "ref", "optimize", "bench", "report", "check", "profile", "doctor", "serve"}) {
+    auto r = kagent({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    const std::string first = std::string("Examples:\n  kagent ") + sub;
+    EXPECT_TRUE(has(r.output, first + " ") || has(r.output, first + "\n")) << r.output;
+    EXPECT_TRUE(has(r.output, "Exit codes: 0 ok")) << r.output;
+    size_t start = 0;
+    while (start < r.output.size()) {
+      size_t end = std::min(r.output.find('\n', start), r.output.size());
+      EXPECT_LE(end - start, 100u) << sub << ": " << r.output.substr(start, end - start);
+      start = end + 1;
+    }
+  }
+}
+
 TEST_F(Cli, Version) {
   auto r = kagent({"--version"});
   EXPECT_EQ(r.exit_code, 0);

@@ -118,5 +118,41 @@ class Fp64Sizing(unittest.TestCase):
         self.assertEqual("out" + reference64.SUFFIX, "out@f64")
 
 
+
+def _torch():
+    try:
+        import torch
+
+        return torch
+    except Exception:
+        return None
+
+
+@unittest.skipIf(_torch() is None, "torch is not installed")
+class ToleranceNeeded(unittest.TestCase):
+    """The tolerance (atol = rtol) a reference output would need against its fp64 twin, which the
+    task states where the reference itself would fail (an ill-conditioned operator)."""
+
+    def test_the_worst_element_sets_it(self):
+        torch = _torch()
+        twin = torch.tensor([0.0, 1.0, 100.0, -3.0], dtype=torch.float64)
+        out = torch.tensor([0.5, 1.0, 101.0, -3.0], dtype=torch.float32)
+        # |0.5 - 0| / (1 + 0) = 0.5; |101 - 100| / 101 < 0.01
+        self.assertAlmostEqual(lower_precision.tolerance_needed(torch, out, twin), 0.5)
+
+    def test_matching_infinities_and_nans_need_nothing(self):
+        torch = _torch()
+        inf, nan = float("inf"), float("nan")
+        twin = torch.tensor([inf, nan, 2.0], dtype=torch.float64)
+        out = torch.tensor([inf, nan, 2.0], dtype=torch.float32)
+        self.assertEqual(lower_precision.tolerance_needed(torch, out, twin), 0.0)
+
+    def test_a_nan_the_twin_has_not_cannot_pass(self):
+        torch = _torch()
+        twin = torch.tensor([1.0, 2.0], dtype=torch.float64)
+        self.assertIsNone(lower_precision.tolerance_needed(torch, torch.tensor([float("nan"), 2.0]), twin))
+        self.assertIsNone(lower_precision.tolerance_needed(torch, torch.tensor([float("inf"), 2.0]), twin))
+
+
 if __name__ == "__main__":
     unittest.main()

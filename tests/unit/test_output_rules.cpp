@@ -244,6 +244,29 @@ TEST(PrecisionRule, UnderTf32OnlyBf16IsForbidden) {
                   .fails());
 }
 
+// The reference's own error against fp64 travels with the figures; a NaN the fp64 result has not
+// (an infinite tolerance needed) is null on the wire, as an overflow is.
+TEST(PrecisionFiguresJson, TheReferencesOwnErrorRoundTrips) {
+  OutputPrecision o{"y", {}, ""};
+  o.own = ReferenceError{"fp32", 3.5e-6, 1.2e3, 12.0};
+  OutputPrecision inf{"h", {}, ""};
+  inf.own = ReferenceError{"fp32", 1e-7, 2e-7, INFINITY};
+  PrecisionFigures f{"fp32", {o, inf}};
+  nlohmann::json j = f;
+  EXPECT_EQ(j["outputs"][0]["own"]["tolerance_needed"], 12.0);
+  EXPECT_TRUE(j["outputs"][1]["own"]["tolerance_needed"].is_null());
+  PrecisionFigures back = j.get<PrecisionFigures>();
+  ASSERT_TRUE(back.find("y") && back.find("y")->own);
+  EXPECT_EQ(back.find("y")->own->precision, "fp32");
+  EXPECT_DOUBLE_EQ(back.find("y")->own->rel_l2, 3.5e-6);
+  EXPECT_DOUBLE_EQ(back.find("y")->own->max_abs, 1.2e3);
+  EXPECT_DOUBLE_EQ(back.find("y")->own->tolerance_needed, 12.0);
+  EXPECT_TRUE(std::isinf(back.find("h")->own->tolerance_needed));
+  // Figures of a server without it: no own error.
+  nlohmann::json old = {{"precision", "fp32"}, {"outputs", {{{"tensor", "y"}, {"lower", nlohmann::json::array()}}}}};
+  EXPECT_FALSE(old.get<PrecisionFigures>().find("y")->own);
+}
+
 TEST(PrecisionFiguresJson, RoundTripsWithOverflowAsNull) {
   PrecisionFigures f{"fp32", {figures(3e-4, 2e-3, INFINITY)}};
   f.outputs[0].note = "fp16: overflows or is all zero";

@@ -135,6 +135,43 @@ TEST_F(Prompts, CandidateExampleUsesTheTasksNames) {
 // A floor that a baseline beats is said to be no bound, and tier 3 is never called out of reach
 // then (level1/12, diag(A) @ B on an H100: 134 MB at the measured 2967 GB/s is 0.0452 ms, where
 // torch.compile takes 0.0428 ms, 3.1 TB/s).
+// The reference's own error against fp64 is stated under Correctness; where the reference itself
+// would fail the tolerance against fp64 (level3/48 Mamba2's cumulative sums of exponentials need 12
+// where the tolerance is 1e-4), the task says what that means for a candidate's summation order.
+TEST_F(Prompts, TheReferencesOwnErrorAgainstFp64IsStated) {
+  agent::TimingFacts t = timing(1.0, 0.5);
+  const Tolerance tol{1e-4, 1e-4};
+  EXPECT_EQ(agent::reference_error_text(t, Precision::fp32, tol), "");  // not measured: nothing said
+  OutputPrecision well{"out", {}, ""};
+  well.own = ReferenceError{"fp32", 3.1e-7, 2.4e-6, 3.6e-7};
+  t.reference_precision = PrecisionFigures{"fp32", {well}};
+  const std::string plain = agent::reference_error_text(t, Precision::fp32, tol);
+  EXPECT_NE(plain.find("The reference's own error against its float64 result, on one input set: `out` relative L2 "
+                       "3.1e-07, largest element error 2.4e-06."),
+            std::string::npos)
+      << plain;
+  EXPECT_EQ(plain.find("ill-conditioned"), std::string::npos) << plain;
+
+  OutputPrecision mamba{"y", {}, ""};
+  mamba.own = ReferenceError{"fp32", 2.2e-6, 4.1e9, 12.0};
+  t.reference_precision = PrecisionFigures{"fp32", {well, mamba}};
+  const std::string ill = agent::reference_error_text(t, Precision::fp32, tol);
+  EXPECT_NE(ill.find("`y` relative L2 2.2e-06, largest element error 4.1e+09."), std::string::npos) << ill;
+  EXPECT_NE(ill.find("On `y` (it would need 12) the reference itself is outside the tolerance of the float64 result: "
+                     "at fp32 this operator is ill-conditioned"),
+            std::string::npos)
+      << ill;
+  EXPECT_NE(ill.find("accumulate in float64"), std::string::npos) << ill;
+  // At the CUDA Agent paper's 1e-2 the same reference still needs 12: said too; at 20 it is not.
+  EXPECT_NE(agent::reference_error_text(t, Precision::fp32, {1e-2, 1e-2}).find("ill-conditioned"), std::string::npos);
+  EXPECT_EQ(agent::reference_error_text(t, Precision::fp32, {20, 20}).find("ill-conditioned"), std::string::npos);
+
+  // Through the template: the Correctness section carries it after the precision rule.
+  auto values = agent::task_values(gelu(ref), gelu(ref), t, "a GPU", {}, model_tools::ToolSet{}, "");
+  const std::string& precision = values.at("precision");
+  EXPECT_LT(precision.find("Precision fp32"), precision.find("The reference's own error")) << precision;
+}
+
 TEST_F(Prompts, AFloorThatABaselineBeatsIsNoBound) {
   const Op diag = op_with({tensor("A", {4096}), tensor("B", {4096, 4096})}, {tensor("out", {4096, 4096})}, ref);
   agent::TimingFacts t = timing(0.0861, 0.0428);

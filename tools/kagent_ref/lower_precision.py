@@ -41,6 +41,24 @@ def allowed(precision):
     return ALLOWED.get(precision, ())
 
 
+def tolerance_needed(torch, out, twin):
+    """The smallest t with |out - twin| <= t + t |twin| on every element: the tolerance (atol = rtol)
+    `out` would need to pass against its fp64 `twin`. None where out has a NaN or Inf the twin has not."""
+    a, b = out.reshape(-1), twin.reshape(-1)
+    need = 0.0
+    for start in range(0, a.numel(), _CHUNK):
+        x = a[start:start + _CHUNK].to(torch.float64)
+        y = b[start:start + _CHUNK]
+        d = (x - y).abs()
+        same = (x == y) | (torch.isnan(x) & torch.isnan(y))  # inf == inf, and NaN where the twin has NaN
+        d = torch.where(same, torch.zeros_like(d), d)
+        if not bool(torch.isfinite(d).all()):
+            return None
+        if d.numel():
+            need = max(need, float((d / (1 + y.abs())).max()))
+    return need
+
+
 def errors(torch, out, twin):
     """(relative L2 error, largest absolute error) of `out` against its fp64 `twin`; (None, None)
     where out has a NaN or Inf the twin has not, or the twin is all zero."""
@@ -112,7 +130,7 @@ def _forward(torch, problem, precision, args):
 
 
 def measure(torch, problem, args, outs, named64):
-    """{"precision", "outputs": [{"tensor", "lower": [{"precision", "rel_l2", "max_abs"}], "note"}]}
+    """{"precision", "outputs": [{"tensor", "own": {"precision", "rel_l2", "max_abs"}, "lower": [...], "note"}]}
     for the floating outputs that have an fp64 twin in `named64` ([(name@f64, tensor)])."""
     from .reference64 import SUFFIX
 
@@ -121,6 +139,13 @@ def measure(torch, problem, args, outs, named64):
     figures = {n: {"tensor": n, "lower": [], "note": ""} for n in names if n in twins}
     if not figures:
         return {"precision": problem.precision, "outputs": []}
+    # The reference's own error against fp64 at the precision it is evaluated at: how well
+    # conditioned the operator is (the task states it where it is large).
+    for name, o in zip(names, outs):
+        if name in figures and isinstance(o, torch.Tensor) and o.shape == twins[name].shape:
+            rel, max_abs = errors(torch, o, twins[name])
+            figures[name]["own"] = {"precision": problem.precision, "rel_l2": rel, "max_abs": max_abs,
+                                    "tolerance_needed": tolerance_needed(torch, o, twins[name])}
     runs = [(p, "lower") for p in forbidden(problem.precision)] + [(p, "allowed") for p in allowed(problem.precision)]
     for precision, kind in runs:
         try:

@@ -9,6 +9,7 @@
 
 #include "kagent/agent/agent.hpp"
 #include "kagent/model_tools/tool.hpp"
+#include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/spec/op.hpp"
 
@@ -27,6 +28,9 @@ struct TimingFacts {
   // bytes faster, so the floor at it is a hard bound where a measured one is only a guide. 0: unknown.
   double theoretical_gbs = 0;
   std::optional<DevicePeaks> peaks;  // this GPU's measured roofs: the compute floor and the GPU section's rates
+  // A PyTorch reference's own error against fp64 per output (the server's figures on one input set),
+  // stated under Correctness; nullopt where not measured or the reference has no fp64 result.
+  std::optional<PrecisionFigures> reference_precision;
 };
 
 // The one time that reaches tier 3. Tier 3 takes a candidate faster than eager and at most 0.95x
@@ -51,6 +55,11 @@ std::string baselines_text(const Op& with_signature, const TimingFacts& t);
 // floor they set, each baseline against it, and plainly when tier 3 needs a kernel at or beyond the
 // copy bandwidth. "" when the tensors are not known.
 std::string memory_floor_text(const Op& with_signature, const TimingFacts& t);
+
+// The reference's own error against fp64 per output, and where the reference itself would fail the
+// tolerance against fp64 (an ill-conditioned operator), what that means for a candidate's summation
+// order. "" without figures.
+std::string reference_error_text(const TimingFacts& t, Precision p, const Tolerance& tol);
 
 // The operator's FLOPs (op.flops: PyTorch's FlopCounterMode, or a native op.json's count) at each of
 // this GPU's measured roofs its precision allows (compute_floor.hpp), the floor they set against the

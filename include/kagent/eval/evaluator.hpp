@@ -155,6 +155,10 @@ class Evaluator {
   // A resolved PyTorch reference's eager and torch.compile baselines, measured now (or read from
   // the cache) if not yet.
   const RefBaselines& pytorch_baselines(const ResolvedOp& op);
+  // A resolved PyTorch reference's precision figures (output_rules.hpp: each output's own error
+  // against fp64, and the precisions the problem forbids), from one trial on fresh inputs the first
+  // time; nullopt where the reference has no fp64 twin. For the task's text: no candidate sees them.
+  const std::optional<PrecisionFigures>& reference_precision(const ResolvedOp& op);
 
  private:
   friend class EvalContext;  // a kind's view of the evaluator's means

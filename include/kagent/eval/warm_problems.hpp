@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "kagent/eval/warm_limits.hpp"
+#include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/protocol.hpp"
 #include "kagent/protocol/stats.hpp"
 #include "kagent/reference/ref_server.hpp"
@@ -56,6 +57,10 @@ struct PyTorchReference {
   RefSignature signature;
   std::optional<RefBaselines> baselines;  // measured (or read from the cache) on the first timed evaluation
   uint64_t seed = 0;                      // the model's weights were drawn under it (ModelNew is built under it too)
+  // The server's precision figures (each output's own error against fp64, the forbidden precisions'),
+  // once asked for (Evaluator::reference_precision); figures_asked: asked, whatever the answer.
+  std::optional<PrecisionFigures> figures;
+  bool figures_asked = false;
 };
 
 // What a problem's start needs besides the op (its file and precision).

@@ -34,6 +34,14 @@ struct PrecisionError {
   double rel_l2 = 0, max_abs = 0;
 };
 
+// The reference's own error against fp64 at the precision it is evaluated at, and the tolerance
+// (atol = rtol) it would need to pass against fp64 element by element (infinite: a NaN or Inf the
+// fp64 result has not).
+struct ReferenceError {
+  std::string precision;
+  double rel_l2 = 0, max_abs = 0, tolerance_needed = 0;
+};
+
 // The reference server's figures for one floating output, measured once per load on its first
 // trial: each precision the problem forbids, the precision it allows computed with every operator
 // at it (a tf32 problem's reference with TF32 in SDPA's products too, which its fused fp32 kernels
@@ -43,6 +51,9 @@ struct OutputPrecision {
   std::vector<PrecisionError> lower;
   std::string note;
   std::vector<PrecisionError> allowed{};
+  // The reference itself, at the precision it is evaluated at: how far rounding alone takes it from
+  // fp64 (large where the operator is ill-conditioned, as cumulative sums of exponentials are).
+  std::optional<ReferenceError> own{};
 };
 
 // The figures of a load: the precision the problem is evaluated at and its outputs'.
@@ -91,14 +102,14 @@ std::optional<std::string> normwise_failure(const WholeOutput& w, const Toleranc
 
 // The precision rule's figures for one output.
 struct PrecisionJudgement {
-  bool judged = false;            // an fp64 reference, a non-zero one, and a forbidden precision told apart
-  double candidate = 0;           // the candidate's relative L2 error against fp64
-  double reference = 0;           // the reference's own (before the floor)
+  bool judged = false;   // an fp64 reference, a non-zero one, and a forbidden precision told apart
+  double candidate = 0;  // the candidate's relative L2 error against fp64
+  double reference = 0;  // the reference's own (before the floor)
   // The allowed precision's error where it is above the reference's own: the anchor then, since a
   // candidate may compute every operator at the precision the problem allows. 0: none.
   double allowed = 0;
-  double limit = 0;               // the smallest geometric mean over the forbidden precisions told apart
-  std::string nearest;            // the forbidden precision that sets the limit
+  double limit = 0;     // the smallest geometric mean over the forbidden precisions told apart
+  std::string nearest;  // the forbidden precision that sets the limit
   // Its error: its reference's against fp64, or where smaller the error of an output only stored
   // at it (3/8 of 2^-11 for TF32 and FP16, of 2^-8 for BF16), but at least kPrecisionDistinct x
   // the reference's own.
@@ -117,6 +128,8 @@ std::string precision_failure_text(const WholeOutput& w, const PrecisionJudgemen
 
 void to_json(nlohmann::json& j, const PrecisionError& e);
 void from_json(const nlohmann::json& j, PrecisionError& e);
+void to_json(nlohmann::json& j, const ReferenceError& e);
+void from_json(const nlohmann::json& j, ReferenceError& e);
 void to_json(nlohmann::json& j, const OutputPrecision& p);
 void from_json(const nlohmann::json& j, OutputPrecision& p);
 void to_json(nlohmann::json& j, const PrecisionFigures& f);

@@ -247,7 +247,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MeasureKnobs, warmup_runs, warmu
                                                 per_launch_samples, warmup_credit_gap_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms,
                                                 rse_median, gpu_time_s, stop_reason, warmup_n, busy_s, wall_s,
-                                                warmup_credit_ms)
+                                                warmup_credit_ms, span_s, gap_s, host_wait_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSummary, name, cc_major, cc_minor, sms, l2_bytes, peak_gbs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IpcTensorRef, name, handle, offset, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LaunchTime, kernel, median_ms, share, cupti_ms, library_kernels)

@@ -21,6 +21,13 @@ struct TimingSummary {
   // GPU busy time of the runner's previous timing pass, ended just before this one, counted
   // toward the warm-up's knobs.warmup_ms (clocks already up; MeasureKnobs::warmup_ms), 0 for none.
   double warmup_credit_ms = 0;
+  // Where the sampling phase's wall time went, so that a pass slower than its samples can be
+  // explained: span_s, GPU time by events from the first sample's begin event to the last read
+  // sample's stop event (the samples, their set-up, the re-checks and any idle time between);
+  // gap_s, the GPU time between one sample's stop event and the next one's begin event inside a
+  // group (the harness queues nothing there); host_wait_s, the host's time blocked on the GPU for
+  // samples and re-checks (near the phase's wall time: the GPU is the bound).
+  double span_s = 0, gap_s = 0, host_wait_s = 0;
 };
 
 // Summary of samples in milliseconds (any order). Percentiles by linear interpolation.
