@@ -129,7 +129,8 @@ if want margins; then
   # against fp64. Resumable like precision: MARGINS_FILTER narrows the problems.
   mkdir -p $B
   PM=$B/precision_margins.jsonl
-  step margins 590 python3 benchmarks/precision_margins.py --kernelbench "$KB" --out $PM --resume --budget-s 500 \
+  step margins 590 python3 benchmarks/precision_margins.py --kernelbench "$KB" --out $PM --resume \
+    --budget-s "${MARGINS_BUDGET_S:-500}" \
     --filter "${MARGINS_FILTER:-}"
   cp $PM $OUT/precision_margins.jsonl
 fi

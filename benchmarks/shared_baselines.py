@@ -43,15 +43,21 @@ NOT_EXPORTED = "level1/20_LeakyReLU.py"
 
 
 def last_json(text):
-    rec = {}
-    for line in text.splitlines():
+    """The last JSON object of `kagent eval --json`'s stdout: one candidate's report is one indented
+    object, several candidates' one object per line."""
+    decoder, rec, i = json.JSONDecoder(), {}, 0
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return rec
         try:
-            obj = json.loads(line)
+            obj, end = decoder.raw_decode(text, i)
         except ValueError:
+            i += 1
             continue
         if isinstance(obj, dict):
             rec = obj
-    return rec
+        i = end
 
 
 def row_of(rec):

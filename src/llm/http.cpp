@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kagent/common/error.hpp"
 #include "kagent/common/text.hpp"
@@ -358,6 +359,10 @@ HttpResponse HttpClient::request(const std::string& url, const std::vector<std::
     if (r.status != 0 && !retryable_status(r.status)) return r;
     std::chrono::milliseconds wait = backoff(opt_, attempt);
     if (auto asked = retry_after(r)) wait = std::min(*asked, opt_.backoff_max);
+    // Said each time, so that an unreachable or overloaded endpoint is not seconds of silence.
+    spdlog::warn("{}: {}; trying again in {:.1f} s (attempt {} of {})", url.substr(0, url.find('?')),
+                 r.status != 0 ? fmt::format("HTTP {}", r.status) : r.transport_error,
+                 static_cast<double>(wait.count()) / 1000.0, attempt + 1, max_attempts);
     if (!sleep_unless_cancelled(wait, deadline)) {
       if (cancel_flag().load()) {
         r.cancelled = true;

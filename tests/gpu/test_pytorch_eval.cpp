@@ -27,6 +27,17 @@ namespace fs = std::filesystem;
 namespace {
 
 // out = relu(x) on a small randn input: fast, and negative values make ReLU non-trivial.
+// A 512x512x512 fp32 GEMM: the precision rule's tests round its operands to TF32.
+constexpr const char* kMatmul512 = R"~(import torch
+class Model(torch.nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+def get_inputs():
+    return [torch.rand(512, 512), torch.rand(512, 512)]
+def get_init_inputs():
+    return []
+)~";
+
 constexpr const char* kSmallRelu = R"~(import torch
 class Model(torch.nn.Module):
     def forward(self, x):
@@ -460,15 +471,7 @@ extern "C" __global__ void k(float* out, long long n) {
   EXPECT_EQ(constant.outcome.failure_stage, FailureStage::correctness) << constant.outcome.message;
   EXPECT_TRUE(has(constant.outcome.message, "is the constant 0.5")) << constant.outcome.message;
 
-  const fs::path mm = dir.write("mm.py", R"~(import torch
-class Model(torch.nn.Module):
-    def forward(self, A, B):
-        return torch.matmul(A, B)
-def get_inputs():
-    return [torch.rand(512, 512), torch.rand(512, 512)]
-def get_init_inputs():
-    return []
-)~");
+  const fs::path mm = dir.write("mm.py", kMatmul512);
   // K = 512 in sequence per output; TF32 = each operand rounded to 10 mantissa bits first.
   auto gemm = [&](const char* name, bool tf32) {
     return load_candidate(dir.write(name, fmt::format(R"~(/*kagent
@@ -511,6 +514,42 @@ extern "C" __global__ void mm(const float* A, const float* B, float* out) {{
   EvalReport allowed = ev().evaluate(with_precision(load_op(mm), Precision::tf32), gemm("mm_tf32.cu", true));
   EXPECT_TRUE(allowed.outcome.correct) << failure_stage_name(allowed.outcome.failure_stage) << ": "
                                        << allowed.outcome.message;
+}
+
+// The precision rule holds during timing too: a GEMM that computes in plain fp32 through the trials
+// and rounds its operands to TF32 from its ninth call on (a counter its first launch keeps) passes
+// the trials and fails at stage precision when the outputs are re-checked between timed samples, at
+// a tolerance its elements pass.
+TEST_F(PyTorchEval, Tf32OnlyDuringTimingFailsThePrecisionRuleAtTheRecheck) {
+  Op op = load_op(dir.write("mm.py", kMatmul512));
+  op.tolerance = Tolerance{1e-2, 1e-2};
+  opts.trials = 2;
+  EvalReport r = ev().evaluate(op, load_candidate(dir.write("mm_late_tf32.cu", R"~(/*kagent
+{"launch": [{"kernel": "tick", "grid": [1], "block": [1], "args": []},
+            {"kernel": "mm", "grid": ["cdiv(numel(out), 256)"], "block": [256], "args": ["A", "B", "out"]}]}
+*/
+__device__ unsigned calls;
+extern "C" __global__ void tick() { ++calls; }
+__device__ float operand(float x, bool tf32) {
+  if (!tf32) return x;
+  unsigned u = __float_as_uint(x);
+  return __uint_as_float((u + 0x1000u) & 0xffffe000u);
+}
+extern "C" __global__ void mm(const float* A, const float* B, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 512 * 512) return;
+  const bool tf32 = calls > 8;
+  int r = i / 512, c = i % 512;
+  float acc = 0.f;
+  for (int k = 0; k < 512; ++k) acc = fmaf(operand(A[r * 512 + k], tf32), operand(B[k * 512 + c], tf32), acc);
+  out[i] = acc;
+}
+)~")));
+  EXPECT_FALSE(r.outcome.correct);
+  EXPECT_EQ(r.outcome.failure_stage, FailureStage::precision) << r.outcome.message;
+  EXPECT_TRUE(has(r.outcome.message, "lower precision than fp32")) << r.outcome.message;
+  EXPECT_TRUE(has(r.outcome.message, "timing")) << r.outcome.message;  // said where: during or after timing
+  EXPECT_EQ(r.reward.tier, -1);
 }
 
 TEST_F(PyTorchEval, SharedBaselinesFileIsScoredAgainstAndAnotherMachinesRefused) {

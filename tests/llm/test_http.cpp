@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kagent/llm/http.hpp"
+#include "log_capture.hpp"
 #include "mock_server.hpp"
 
 using namespace kagent::llm;
@@ -244,11 +245,16 @@ TEST_F(HttpTest, ConnectionRefusedIsRetriedThenGivenUp) {
     port = gone.port();
   }
   int retries = 0;
-  HttpResponse r =
-      HttpClient(fast(3)).post("http://127.0.0.1:" + std::to_string(port) + "/", {}, "{}", {}, [&] { ++retries; });
+  kagent::test::LogCapture log;
+  HttpResponse r = HttpClient(fast(3)).post("http://127.0.0.1:" + std::to_string(port) + "/?key=secret", {}, "{}", {},
+                                            [&] { ++retries; });
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(retries, 2);
+  // Each wait is said, so an unreachable endpoint is not seconds of silence; the query is left out.
+  EXPECT_NE(log.text().find("(attempt 2 of 3)"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("(attempt 3 of 3)"), std::string::npos) << log.text();
+  EXPECT_EQ(log.text().find("secret"), std::string::npos) << log.text();
   EXPECT_FALSE(r.transport_error.empty());
   EXPECT_FALSE(r.cancelled);
 }

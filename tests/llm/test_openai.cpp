@@ -9,12 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "kagent/common/error.hpp"
 #include "kagent/llm/provider.hpp"
+#include "log_capture.hpp"
 #include "mock_server.hpp"
 
 namespace kagent::llm {
@@ -147,21 +146,6 @@ ChatRequest request_with_tools() {
   r.temperature = 0.25;
   return r;
 }
-
-// Collects what spdlog writes while it lives, to show that no log line carries the key.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("openai-test-capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 // The message of the kagent::Error a call throws, and its code.
 struct Thrown {
@@ -379,7 +363,7 @@ TEST(OpenAiStream, CutStreamFallsBackToOnePlainRequestAndStopsStreaming) {
     });
   });
   server.start();
-  LogCapture log;
+  test::LogCapture log;
   auto provider = make_provider(config_for(server, /*stream=*/true));
   ChatRequest request = say_hi();
 
@@ -410,7 +394,7 @@ TEST(OpenAiStream, JsonBodyToAStreamRequestFallsBack) {
         "application/json");
   });
   server.start();
-  LogCapture log;
+  test::LogCapture log;
   ChatRequest request = say_hi();
   ChatResponse res = make_provider(config_for(server, /*stream=*/true))->chat(request);
   EXPECT_EQ(res.message.content, "from plain");
@@ -431,7 +415,7 @@ TEST(OpenAiStream, ChunkThatIsNotJsonFallsBack) {
         res, {chunk({{"content", "a"}}), "data: {not json\n\n", chunk(json::object(), "stop"), "data: [DONE]\n\n"});
   });
   server.start();
-  LogCapture log;
+  test::LogCapture log;
   ChatRequest request = say_hi();
   ChatResponse res = make_provider(config_for(server, /*stream=*/true))->chat(request);
   EXPECT_EQ(res.message.content, "plain");
@@ -578,7 +562,7 @@ TEST(OpenAiErrors, UnauthorizedIsAnEnvironmentErrorWithoutTheKey) {
         "application/json");
   });
   server.start();
-  LogCapture log;
+  test::LogCapture log;
   for (bool stream : {false, true}) {
     auto provider = make_provider(config_for(server, stream));
     ChatRequest request = say_hi();
