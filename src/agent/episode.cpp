@@ -54,18 +54,21 @@ ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool flo
       spdlog::warn("the reference's error against float64 was not measured: {}", e.what());
     }
   }
-  // The memory floor at this GPU's measured copy bandwidth and the compute floor at its measured
+  // The memory floor at the best bandwidth measured on this GPU and the compute floor at its measured
   // FP32 and tensor-core rates (cached per GPU and driver), else the memory floor at a datasheet
   // figure, said as such.
   std::string why;
-  if (auto peaks = evaluator.device_peaks(&why); peaks && profile::memory_roof(*peaks).gbs > 0) {
+  const std::optional<DevicePeaks> peaks = evaluator.device_peaks(&why);
+  const std::optional<profile::MemoryRoof> roof =
+      peaks ? std::optional<profile::MemoryRoof>(profile::memory_roof(*peaks)) : std::nullopt;
+  if (roof && roof->gbs > 0) {
     timing.peaks = peaks;
-    timing.bandwidth_gbs = profile::memory_roof(*peaks).gbs;
+    timing.bandwidth_gbs = roof->gbs;
     timing.theoretical_gbs = peaks->theoretical_gbs;
     timing.bandwidth_source = fmt::format(
         "the best bandwidth measured on this GPU, by its {} (the theoretical {:.0f} GB/s, memory clock x bus width, "
         "is the bound no kernel passes)",
-        profile::memory_roof(*peaks).by, peaks->theoretical_gbs);
+        roof->by, peaks->theoretical_gbs);
   } else if (GpuInventory inv = query_gpus(); gpu < static_cast<int>(inv.gpus.size())) {
     timing.bandwidth_gbs = datasheet_bandwidth_gbs(inv.gpus[static_cast<size_t>(gpu)].name);
     timing.theoretical_gbs = timing.bandwidth_gbs;
