@@ -148,10 +148,9 @@ WorkerResult run_compile_worker(const WorkerCompile& request) {
 
   Pipe in, out, err;
   // The CPU-time limit is the wall-clock one: a compile never needs more CPU than it has time.
-  const rlim_t memory = sandbox::kAddressSanitizerBuild ? 0 : static_cast<rlim_t>(limits.memory_bytes);
-  pid_t pid = sandbox::spawn(
-      sandbox::compile_worker_policy(request.visible, memory, static_cast<rlim_t>(limits.seconds.count())),
-      {argv, {}, in.fd[0], out.fd[1], err.fd[1]});
+  pid_t pid = sandbox::spawn(sandbox::compile_worker_policy(request.visible, static_cast<rlim_t>(limits.memory_bytes),
+                                                            static_cast<rlim_t>(limits.seconds.count())),
+                             {argv, {}, in.fd[0], out.fd[1], err.fd[1]});
   in.close_end(0);
   out.close_end(1);
   err.close_end(1);

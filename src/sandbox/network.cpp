@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -27,11 +28,15 @@ std::string no_namespace_warning(int err) {
 }  // namespace
 
 bool cuda_tool_attached() {
+  if (const char* v = std::getenv("KAGENT_RUNNER_NETNS"); v != nullptr && std::string_view(v) == "0") return true;
+  return cuda_tool_injected();
+}
+
+bool cuda_tool_injected() {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view var = *e;
     std::string_view name = variable_name(var);
     std::string_view value = var.substr(std::min(var.size(), name.size() + 1));
-    if (name == "KAGENT_RUNNER_NETNS" && value == "0") return true;
     if (value.empty()) continue;
     if (name == "CUDA_INJECTION64_PATH" || name == "LD_PRELOAD" || name.starts_with("NV_NSIGHT_INJECTION_") ||
         name.starts_with("NV_TPS_"))

@@ -1,5 +1,7 @@
 #include "kagent/sandbox/policy.hpp"
 
+#include "kagent/sandbox/network.hpp"
+
 namespace kagent::sandbox {
 
 SandboxPolicy runner_policy() {
@@ -47,8 +49,11 @@ SandboxPolicy compile_worker_policy(const std::vector<std::string>& toolkit_dirs
   p.visible = toolkit_dirs;
   p.limits.file_bytes = 0;  // it writes no file at all: its cubin goes to a pipe
   p.limits.processes = 64;
-  // NVRTC loads no GPU driver, so its address space is close to the memory it uses.
-  p.limits.address_space_bytes = memory_bytes;
+  // NVRTC loads no GPU driver, so its address space is close to the memory it uses. Not so under
+  // AddressSanitizer (its shadow memory reserves terabytes at start) nor under a CUDA tool that
+  // follows kagent's children (ncu --target-processes all injects its library into the worker,
+  // which then aborts at the limit): there the CPU-time and wall-clock limits bound it alone.
+  p.limits.address_space_bytes = kAddressSanitizerBuild || cuda_tool_injected() ? 0 : memory_bytes;
   p.limits.cpu_seconds = cpu_seconds;
   return p;
 }

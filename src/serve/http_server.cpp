@@ -18,6 +18,7 @@
 #include <boost/beast/http.hpp>
 
 #include "kagent/common/error.hpp"
+#include "kagent/serve/port_holder.hpp"
 
 namespace kagent::serve {
 
@@ -327,6 +328,11 @@ int HttpServer::bind(const std::string& host, int port) {
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(impl_->limits.backlog, ec);
+  if (ec == net::error::address_in_use) {
+    const std::string holder = port_holder(port);
+    throw EnvError(fmt::format("kagent serve: cannot listen on {}:{}: {}{}", host, port, ec.message(),
+                               holder.empty() ? " (another program holds the port)" : ": held by " + holder));
+  }
   if (ec)
     throw EnvError(fmt::format("kagent serve: cannot listen on {}:{}: {} (in use, or not an address of this machine)",
                                host, port, ec.message()));

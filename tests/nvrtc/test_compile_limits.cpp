@@ -15,6 +15,7 @@
 #include "kagent/compile/compile_worker_client.hpp"
 #include "kagent/compile/compiler.hpp"
 #include "kagent/eval/candidate_kinds.hpp"
+#include "kagent/sandbox/network.hpp"
 #include "kagent/sandbox/policy.hpp"
 #include "kagent/sandbox/spawn.hpp"
 #include "test_util.hpp"
@@ -138,10 +139,19 @@ TEST_F(CompileLimitsTest, AWorkerThatCannotStartIsStillTheEnvironments) {
 
 // The worker's policy carries the limits, and a child started under it gets them (lowered only).
 TEST(CompileWorkerPolicy, SetsAddressSpaceAndCpuLimits) {
+  // An AddressSanitizer build, or a CUDA tool following kagent's children, leaves the address space
+  // unbounded (its library or shadow memory would reach the limit).
+  const bool unbounded = sandbox::kAddressSanitizerBuild || sandbox::cuda_tool_injected();
   sandbox::SandboxPolicy p = sandbox::compile_worker_policy({}, rlim_t{1} << 30, 7);
-  EXPECT_EQ(p.limits.address_space_bytes, rlim_t{1} << 30);
+  EXPECT_EQ(p.limits.address_space_bytes, unbounded ? 0 : rlim_t{1} << 30);
   EXPECT_EQ(p.limits.cpu_seconds, 7u);
-  EXPECT_EQ(sandbox::compile_worker_policy({}).limits.address_space_bytes, sandbox::kCompileWorkerMemoryBytes);
+  EXPECT_EQ(sandbox::compile_worker_policy({}).limits.address_space_bytes,
+            unbounded ? 0 : sandbox::kCompileWorkerMemoryBytes);
+  {
+    test::ScopedEnv inj("CUDA_INJECTION64_PATH", "/opt/ncu/libinject.so");
+    EXPECT_EQ(sandbox::compile_worker_policy({}, rlim_t{1} << 30, 7).limits.address_space_bytes, 0u);
+    EXPECT_EQ(sandbox::compile_worker_policy({}, rlim_t{1} << 30, 7).limits.cpu_seconds, 7u);
+  }
 
   sandbox::SandboxPolicy child = sandbox::helper_policy();
   child.restricted = true;

@@ -183,8 +183,8 @@ TEST(ServeCli, TokenFromTheEnvironment) {
   EXPECT_EQ(p.terminate(), 0) << p.output();
 }
 
-// The port is bound exclusively: a second service on it fails with exit 3 naming the address, and
-// the first goes on serving. A token no client could send is a usage error.
+// The port is bound exclusively: a second service on it fails with exit 3 naming the address and
+// the process that holds it, and the first goes on serving. A token no client could send is a usage error.
 TEST(ServeCli, ASecondServiceOnABoundPortFailsAndABadTokenIsRefused) {
   test::TempDir tmp;
   std::filesystem::create_directories(tmp / "root");
@@ -198,6 +198,8 @@ TEST(ServeCli, ASecondServiceOnABoundPortFailsAndABadTokenIsRefused) {
                             60s);
   EXPECT_EQ(second.exit_code, 3) << second.output;
   EXPECT_NE(second.output.find(fmt::format("127.0.0.1:{}", port)), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("held by pid "), std::string::npos) << second.output;  // the first, by name
+  EXPECT_NE(second.output.find("(kagent)"), std::string::npos) << second.output;
   httplib::Client c("127.0.0.1", port);
   auto h = c.Get("/health");
   ASSERT_TRUE(h);

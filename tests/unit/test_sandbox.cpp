@@ -107,26 +107,12 @@ TEST(Sandbox, ScrubbedEnvironmentDropsSecretsKeepsCudaVariables) {
   EXPECT_TRUE(contains(env, "LANG=C"));
   EXPECT_FALSE(contains(env, "LANG=de_DE.UTF-8"));
   EXPECT_TRUE(has_name(env, "PATH"));
-  const std::set<std::string> allowed = {"PATH",
-                                         "LD_LIBRARY_PATH",
-                                         "CUDA_VISIBLE_DEVICES",
-                                         "CUDA_DEVICE_ORDER",
-                                         "CUDA_MODULE_LOADING",
-                                         "NVIDIA_VISIBLE_DEVICES",
-                                         "NVIDIA_DRIVER_CAPABILITIES",
-                                         "TMPDIR",
-                                         "KAGENT_CACHE_DIR",
-                                         "XDG_CACHE_HOME",
-                                         "HOME",
-                                         "SPDLOG_LEVEL",
-                                         "KAGENT_RUNNER_NETNS",
-                                         "LANG",
-                                         "KAGENT_GPU",
+  const std::set<std::string> allowed = {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+                                         "CUDA_MODULE_LOADING", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+                                         "TMPDIR", "KAGENT_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "SPDLOG_LEVEL",
+                                         "KAGENT_RUNNER_NETNS", "LANG", "KAGENT_GPU",
                                          // where the runner finds cuBLASLt and cuDNN (toolkit_library.hpp)
-                                         "CUDA_HOME",
-                                         "KAGENT_LIBRARY_PATH",
-                                         "VIRTUAL_ENV",
-                                         "CONDA_PREFIX"};
+                                         "CUDA_HOME", "KAGENT_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"};
   auto profiler = [](const std::string& n) {
     return n == "LD_PRELOAD" || n == "CUDA_INJECTION64_PATH" || n.rfind("NV_", 0) == 0 || n.rfind("NSYS_", 0) == 0 ||
            n.rfind("NCU_", 0) == 0 || n.rfind("NVTX_", 0) == 0;
@@ -271,6 +257,11 @@ TEST(Sandbox, CudaToolDetection) {
   {
     ScopedEnv off("KAGENT_RUNNER_NETNS", "0");
     EXPECT_TRUE(cuda_tool_attached());
+    EXPECT_FALSE(cuda_tool_injected());  // asked for, not a tool's library
+  }
+  {
+    ScopedEnv inj("LD_PRELOAD", "/opt/x/libpreload.so");
+    EXPECT_TRUE(cuda_tool_injected());
   }
   {
     ScopedEnv on("KAGENT_RUNNER_NETNS", "1");

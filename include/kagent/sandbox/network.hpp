@@ -15,9 +15,10 @@ NetnsResult enter_network_namespace();
 
 // Nsight Compute, Nsight Systems and compute-sanitizer inject a library into CUDA processes that
 // talks to the tool over a (per network namespace) socket: under such a tool the runner must stay
-// in the host's network namespace, or it hangs at its first CUDA call. True when the environment
-// shows one (CUDA_INJECTION64_PATH, LD_PRELOAD, NV_NSIGHT_INJECTION_*, NV_TPS_*), or when
-// KAGENT_RUNNER_NETNS=0 asks for no namespace.
+// in the host's network namespace, or it hangs at its first CUDA call. cuda_tool_injected: the
+// environment shows one (CUDA_INJECTION64_PATH, LD_PRELOAD, NV_NSIGHT_INJECTION_*, NV_TPS_*);
+// cuda_tool_attached: that, or KAGENT_RUNNER_NETNS=0 asking for no namespace.
+bool cuda_tool_injected();
 bool cuda_tool_attached();
 inline constexpr const char* kCudaToolNetnsWarning =
     "runner sandbox: no network namespace, because a CUDA tool (ncu, nsys, compute-sanitizer) is attached or "
