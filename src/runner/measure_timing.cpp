@@ -118,9 +118,9 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     double group_busy_ms = 0;
     size_t counted = 0;
     for (size_t i = 0; i < group && !d.stop; ++i, ++counted) {
-      const Events& ev = evs[slot * group + i];
+      Events& ev = evs[slot * group + i];
       const auto wait0 = Clock::now();
-      const Sample sample = read_sample(evs[slot * group + i], label);
+      const Sample sample = read_sample(ev, label);
       wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - wait0).count();
       if (i > 0) between_ms += elapsed_ms(evs[slot * group + i - 1].stop_.get(), ev.begin_.get());
       last_read = &ev;
