@@ -16,12 +16,9 @@ namespace fs = std::filesystem;
 CLI::Validator op_path() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
+        // A file, or an op's folder (load_op reads its op.json and says when it has none).
         std::error_code ec;
-        if (fs::is_regular_file(value, ec)) return {};
-        if (fs::is_directory(value, ec))
-          return fs::is_regular_file(fs::path(value) / "op.json", ec)
-                     ? std::string()
-                     : fmt::format("{}: a folder without an op.json", value);
+        if (fs::is_regular_file(value, ec) || fs::is_directory(value, ec)) return {};
         // A KernelBench id (level1/19, level1/19_ReLU) under $KAGENT_KERNELBENCH_DIR, as kagent serve
         // takes them under its problems root.
         const char* kb = std::getenv("KAGENT_KERNELBENCH_DIR");

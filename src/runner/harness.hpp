@@ -31,7 +31,7 @@ struct CompareResult {
 class Harness {
  public:
   // When this runner's last timing pass ended and how long it kept the GPU busy (warm-up
-  // included): the next pass's warm-up counts it when it begins within kWarmupCreditGapMs.
+  // included): the next pass's warm-up counts it when it begins within MeasureKnobs::warmup_credit_gap_ms.
   struct LastPass {
     std::chrono::steady_clock::time_point end;
     double busy_ms = 0;
