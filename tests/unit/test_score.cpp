@@ -154,6 +154,37 @@ TEST(Score, AReportWithoutDeviceFactsHasNoDeviceLine) {
   EXPECT_NE(render_report(rep).find("device: NVIDIA H200 (132 SMs"), std::string::npos) << render_report(rep);
 }
 
+// Where a timing pass's sampling went (the GPU span, the GPU time between samples, the host's wait)
+// is in the record and on the report's timing-pass line; a pass without the figures says nothing of them.
+TEST(Score, TheTimingPassLineCarriesTheSamplingSpan) {
+  EvalReport rep;
+  rep.precision = Precision::fp32;
+  rep.compile.ok = true;
+  rep.outcome.correct = true;
+  rep.outcome.device.name = "NVIDIA H200";
+  rep.outcome.device.sms = 132;
+  TimingSummary t;
+  t.n = 1000;
+  t.median_ms = 0.05;
+  t.gpu_time_s = 0.0498;
+  t.busy_s = 0.1087;
+  t.wall_s = 0.1813;
+  rep.outcome.candidate_time = t;
+  EXPECT_EQ(render_report(rep).find("sampling spans"), std::string::npos) << render_report(rep);
+  t.span_s = 0.179;
+  t.gap_s = 0.0036;
+  t.host_wait_s = 0.1361;
+  rep.outcome.candidate_time = t;
+  EXPECT_NE(render_report(rep).find("; sampling spans 179.0 ms of GPU time (3.6 ms between samples), the host waited "
+                                    "136.1 ms"),
+            std::string::npos)
+      << render_report(rep);
+  const TimingSummary back = json(t).get<TimingSummary>();
+  EXPECT_DOUBLE_EQ(back.span_s, 0.179);
+  EXPECT_DOUBLE_EQ(back.gap_s, 0.0036);
+  EXPECT_DOUBLE_EQ(back.host_wait_s, 0.1361);
+}
+
 // results.jsonl as earlier versions wrote it: version 1 (no record_version, device or stop rule)
 // and version 2 still read; a version-2 line is written back exactly as it was.
 TEST(Score, OlderResultsFilesRead) {
