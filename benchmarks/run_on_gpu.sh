@@ -5,7 +5,7 @@
 #   ncu roofline level1 check problems precision margins precision-tests precision-suite tf32-accumulation
 #   shared-baselines multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
-#   mixed spares credit task-floors episodes all
+#   mixed spares credit task-floors recheck episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -336,6 +336,20 @@ if want credit; then
   step credit ${CREDIT_TESTS_LIMIT:-120} bash -c "cd $B && ./tests/kagent_gpu_tests --gtest_filter='${CREDIT_FILTER:-GpuEval.AWarmUp*:GpuEval.MeasureKnobs*}'"
   step credit ${CREDIT_LIMIT:-300} python3 benchmarks/session_throughput.py --kagent $B/kagent --kernelbench "$KB" \
     --only native --native-n ${CREDIT_N:-96} --separate-n 0 --steady-from 24 --ahead-only --compare-credit --out $OUT/credit.json
+fi
+if want recheck; then
+  # The re-check's comparison kernel (src/runner/harness_kernels.cu, compare): this build's against
+  # each harness_kernels.cu named in $COMPARE_SOURCES, side by side on the same data; then the GPU
+  # tests whose verdicts go through it.
+  srcs=()
+  for f in ${COMPARE_SOURCES:-}; do srcs+=(--compare-source "$f"); done
+  step recheck 120 $B/benchmarks/sample_setup --samples 200 "${srcs[@]}"
+  # RECHECK_NCU=1: Nsight Compute's view of this build's comparison kernel (one launch, after five).
+  [ "${RECHECK_NCU:-0}" = 1 ] && step recheck-ncu 180 ncu --kernel-name kagent_compare_f32 --launch-skip 5 \
+    --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --section Occupancy --section InstructionStats --section MemoryWorkloadAnalysis \
+    $B/benchmarks/sample_setup --samples 8
+  step recheck ${RECHECK_TESTS_LIMIT:-300} bash -c "cd $B && ./tests/kagent_gpu_tests --gtest_filter='${RECHECK_FILTER:-GpuEval.*:RefServerTest.*}'"
 fi
 if want rate; then
   # The harness's own cost per evaluation: 96 distinct native vector_add plans (65 us) in one session

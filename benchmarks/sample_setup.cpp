@@ -8,8 +8,12 @@
 // read off. It also times the cuCtxResetPersistingL2Cache call alone, on an idle GPU and with a
 // long kernel queued (whether the call waits for the queue), and the re-check between groups of
 // samples: the harness's own comparison kernel (src/runner/harness_kernels.cu, compiled here as
-// the runner has it) over the output against a reference output.
-// Usage: sample_setup [--gpu N] [--elements N] [--samples N] [--group N]
+// the runner has it) over the output against a reference output, on random data whose reference
+// differs from the output by one ulp in every third element (what an honest candidate's re-check
+// reads), at the grid the runner gives it and at two fixed ones. Each --compare-source FILE (a
+// harness_kernels.cu of another version, its #include of compare_rule.hpp found under this
+// tree's include/) gets the same rows, side by side.
+// Usage: sample_setup [--gpu N] [--elements N] [--samples N] [--group N] [--compare-source FILE]...
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -52,14 +56,28 @@ extern "C" __global__ void spin(long long ticks) {
   long long t0 = clock64();
   while (clock64() - t0 < ticks) {}
 }
+// Uniform in [-1, 1) from a hash of the index: no zeros to speak of, every element's ratio defined.
+extern "C" __global__ void fill_random(float* x, i64 n, unsigned seed) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    x[i] = (h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+// A reference one ulp away from `in` in every third element.
+extern "C" __global__ void nudge(const float* in, float* out, i64 n) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = i % 3 == 0 ? nextafterf(in[i], 2.0f) : in[i];
+}
 )";
 
 // PTX of `src`, or with `arch` ("sm_90") a cubin for that GPU.
 std::string compiled(const char* src, const std::string& arch = "") {
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, src, "sample_setup.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) std::exit(3);
-  const std::string arch_opt = "--gpu-architecture=" + arch, include = std::string("-I") + KAGENT_CUDA_INCLUDE_DIR;
-  std::vector<const char*> opts = {"--std=c++17", include.c_str()};
+  const std::string arch_opt = "--gpu-architecture=" + arch, include = std::string("-I") + KAGENT_CUDA_INCLUDE_DIR,
+                    project = std::string("-I") + KAGENT_PROJECT_INCLUDE_DIR;
+  std::vector<const char*> opts = {"--std=c++17", include.c_str(), project.c_str()};
   if (!arch.empty()) opts.push_back(arch_opt.c_str());
   if (nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data()) != NVRTC_SUCCESS) {
     size_t n = 0;
@@ -102,11 +120,103 @@ struct Row {
   double wall_us = 0, busy_us = 0, plan_us = 0;
 };
 
+// The re-check: the harness's comparison of an output against a reference (as
+// Harness::enqueue_compare queues it: init, compare, read the first mismatch), GPU time by events,
+// median of 25. Random data (fill_random) with the reference one ulp off in every third element.
+void recheck_rows(const DriverApi& cu, CUstream s, CUmodule built_in, int sms, long long elements, size_t bytes,
+                  const std::vector<std::string>& sources, int cc_major, int cc_minor, CUmodule mod) {
+  CUdeviceptr out, ref, stats;
+  check(cu.cuMemAlloc(&out, bytes), "alloc");
+  check(cu.cuMemAlloc(&ref, bytes), "alloc");
+  check(cu.cuMemAlloc(&stats, 32 * 8), "alloc");
+  CUfunction fill, nudge;
+  check(cu.cuModuleGetFunction(&fill, mod, "fill_random"), "fill_random");
+  check(cu.cuModuleGetFunction(&nudge, mod, "nudge"), "nudge");
+  unsigned seed = 12345;
+  void* fill_args[] = {&out, &elements, &seed};
+  check(cu.cuLaunchKernel(fill, static_cast<unsigned>(sms * 8), 1, 1, 256, 1, 1, 0, s, fill_args, nullptr), "fill");
+  void* nudge_args[] = {&out, &ref, &elements};
+  check(cu.cuLaunchKernel(nudge, static_cast<unsigned>(sms * 8), 1, 1, 256, 1, 1, 0, s, nudge_args, nullptr), "nudge");
+  CUevent start, stop;
+  check(cu.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cu.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+
+  struct Source {
+    std::string name;
+    CUmodule module;
+  };
+  std::vector<Source> all = {{"this build's harness", built_in}};
+  for (const std::string& path : sources) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) {
+      fmt::print(stderr, "sample_setup: cannot read {}\n", path);
+      std::exit(2);
+    }
+    std::string text;
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    CUmodule m;
+    const std::string cubin = compiled(text.c_str(), fmt::format("sm_{}{}", cc_major, cc_minor));
+    check(cu.cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData (--compare-source)");
+    all.push_back({path, m});
+  }
+  TextTable t({"harness", "compare registers", "resident blocks/SM", "grid", "re-check us", "GB/s read", "mismatches",
+               "max rel"});
+  for (const Source& src : all) {
+    CUfunction init, cmp, first;
+    check(cu.cuModuleGetFunction(&init, src.module, "kagent_compare_init"), "kagent_compare_init");
+    check(cu.cuModuleGetFunction(&cmp, src.module, "kagent_compare_f32"), "kagent_compare_f32");
+    check(cu.cuModuleGetFunction(&first, src.module, "kagent_read_first_bad_f32"), "kagent_read_first_bad_f32");
+    int regs = 0, resident = 0;
+    check(cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, cmp), "registers");
+    check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, cmp, 256, 0), "occupancy");
+    for (const auto& [label, blocks_per_sm] :
+         std::vector<std::pair<std::string, int>>{{"resident blocks", resident}, {"8 per SM", 8}, {"32 per SM", 32}}) {
+      std::vector<double> v;
+      uint64_t words[22] = {};
+      for (int i = 0; i < 30; ++i) {
+        check(cu.cuEventRecord(start, s), "record");
+        void* init_args[] = {&stats};
+        check(cu.cuLaunchKernel(init, 1, 1, 1, 1, 1, 1, 0, s, init_args, nullptr), "compare init");
+        CUdeviceptr none = 0;
+        double atol = 1e-5, rtol = 1e-5;
+        void* args[] = {&out, &ref, &none, &elements, &atol, &rtol, &stats};
+        const auto grid = static_cast<unsigned>(std::min<long long>((elements + 255) / 256, sms * blocks_per_sm));
+        check(cu.cuLaunchKernel(cmp, grid, 1, 1, 256, 1, 1, 0, s, args, nullptr), "compare");
+        CUdeviceptr value = stats + 21 * 8;
+        void* read_args[] = {&out, &stats, &value};
+        check(cu.cuLaunchKernel(first, 1, 1, 1, 1, 1, 1, 0, s, read_args, nullptr), "read first bad");
+        check(cu.cuEventRecord(stop, s), "record");
+        check(cu.cuEventSynchronize(stop), "sync");
+        float ms = 0;
+        check(cu.cuEventElapsedTime(&ms, start, stop), "elapsed");
+        if (i >= 5) v.push_back(ms * 1e3);
+      }
+      check(cu.cuMemcpyDtoH(words, stats, sizeof words), "read stats");
+      double max_rel = 0;
+      const uint64_t k = words[4];  // ordered_key of max_rel
+      const uint64_t bits = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
+      std::memcpy(&max_rel, &bits, sizeof max_rel);
+      const double us = median(v);
+      t.add_row({src.name, fmt::format("{}", regs), fmt::format("{}", resident),
+                 fmt::format("{} ({})", label, std::min<long long>((elements + 255) / 256, sms * blocks_per_sm)),
+                 fmt::format("{:.1f}", us), fmt::format("{:.0f}", 2.0 * static_cast<double>(bytes) / (us * 1e3)),
+                 fmt::format("{}", words[0]), fmt::format("{:.3g}", max_rel)});
+    }
+  }
+  fmt::print(
+      "\nre-check: the harness's comparison of a {} MiB fp32 output with its reference (random, one ulp off in "
+      "every third element), GPU time per re-check (init, compare, first mismatch), median of 25\n{}\n",
+      bytes >> 20, t.render_markdown());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int gpu = 0, samples = 400, group = 4;
   long long elements = 1LL << 24;
+  std::vector<std::string> compare_sources;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--gpu"))
       gpu = std::atoi(argv[i + 1]);
@@ -116,8 +226,11 @@ int main(int argc, char** argv) {
       samples = std::max(8, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--group"))
       group = std::max(1, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--compare-source"))
+      compare_sources.push_back(argv[i + 1]);
     else {
-      fmt::print(stderr, "usage: sample_setup [--gpu N] [--elements N] [--samples N] [--group N]\n");
+      fmt::print(stderr,
+                 "usage: sample_setup [--gpu N] [--elements N] [--samples N] [--group N] [--compare-source FILE]...\n");
       return 2;
     }
   }
@@ -153,10 +266,7 @@ int main(int argc, char** argv) {
   check(cu.cuModuleLoadData(&harness, harness_cubin.data()), "cuModuleLoadData (harness)");
   int sms = 0;
   check(cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "SMs");
-  CUfunction compare_init, compare_f32, read_first_bad, flush;
-  check(cu.cuModuleGetFunction(&compare_init, harness, "kagent_compare_init"), "kagent_compare_init");
-  check(cu.cuModuleGetFunction(&compare_f32, harness, "kagent_compare_f32"), "kagent_compare_f32");
-  check(cu.cuModuleGetFunction(&read_first_bad, harness, "kagent_read_first_bad_f32"), "kagent_read_first_bad_f32");
+  CUfunction flush;
   check(cu.cuModuleGetFunction(&flush, harness, "kagent_flush"), "kagent_flush");
   CUfunction add, spin;
   check(cu.cuModuleGetFunction(&add, mod, "vector_add"), "vector_add");
@@ -165,8 +275,7 @@ int main(int argc, char** argv) {
   check(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 
   const size_t bytes = static_cast<size_t>(elements) * 4, flush_bytes = static_cast<size_t>(l2) * 2;
-  CUdeviceptr a, b, c, fbuf, sink, stats;
-  check(cu.cuMemAlloc(&stats, 14 * 8), "alloc");
+  CUdeviceptr a, b, c, fbuf, sink;
   check(cu.cuMemAlloc(&a, bytes), "alloc");
   check(cu.cuMemAlloc(&b, bytes), "alloc");
   check(cu.cuMemAlloc(&c, bytes), "alloc");
@@ -273,35 +382,8 @@ int main(int argc, char** argv) {
   };
   const double idle_us = call_us(false), busy_us = call_us(true);
 
-  // The re-check: the harness's comparison of c against b (the runner's, as Harness::enqueue_compare
-  // queues it), GPU time by events, at two grid sizes: 8 blocks per SM (the runner's) and 32.
-  auto recheck_us = [&](long long blocks_per_sm) {
-    std::vector<double> v;
-    for (int i = 0; i < 30; ++i) {
-      check(cu.cuEventRecord(evs[0].start, s), "record");
-      void* init_args[] = {&stats};
-      check(cu.cuLaunchKernel(compare_init, 1, 1, 1, 1, 1, 1, 0, s, init_args, nullptr), "compare init");
-      CUdeviceptr none = 0;
-      double atol = 1e-5, rtol = 1e-5;
-      void* args[] = {&c, &b, &none, &elements, &atol, &rtol, &stats};
-      const auto grid = static_cast<unsigned>(std::min<long long>((elements + 255) / 256, sms * blocks_per_sm));
-      check(cu.cuLaunchKernel(compare_f32, grid, 1, 1, 256, 1, 1, 0, s, args, nullptr), "compare");
-      CUdeviceptr value = stats + 13 * 8;
-      void* read_args[] = {&c, &stats, &value};
-      check(cu.cuLaunchKernel(read_first_bad, 1, 1, 1, 1, 1, 1, 0, s, read_args, nullptr), "read first bad");
-      check(cu.cuEventRecord(evs[0].stop, s), "record");
-      check(cu.cuEventSynchronize(evs[0].stop), "sync");
-      float ms = 0;
-      check(cu.cuEventElapsedTime(&ms, evs[0].start, evs[0].stop), "elapsed");
-      if (i >= 5) v.push_back(ms * 1e3);
-    }
-    return median(v);
-  };
   fmt::print("cuCtxResetPersistingL2Cache call: {:.1f} us on an idle GPU, {:.1f} us with a ~2 ms kernel queued ({})\n",
              idle_us, busy_us, busy_us > 1000 ? "it waits for the queued work" : "it does not wait for queued work");
-  fmt::print(
-      "re-check (the harness's comparison of the {} MiB output with a reference): {:.1f} us of GPU time with 8 "
-      "blocks per SM (the runner's grid), {:.1f} us with 32\n",
-      bytes >> 20, recheck_us(8), recheck_us(32));
+  recheck_rows(cu, s, harness, sms, elements, bytes, compare_sources, cc_major, cc_minor, mod);
   return 0;
 }

@@ -8,7 +8,10 @@ transcript, and prints one row: the floor, the bandwidth it is taken at, eager a
 medians, each over the floor, and whether the text calls tier 3 out of reach. Exit 1 when a baseline
 is faster than the floor the text gives without the text saying so, or when the text calls tier 3
 out of reach although a baseline reaches its time. The task's sentence on the reference's own
-error against fp64 (a PyTorch problem's) is printed beside.
+error against fp64 (a PyTorch problem's) is printed beside, and so are the lines on the reference's
+library calls timed alone (its GEMMs and convolutions): exit 1 also when a problem whose FLOPs the
+task counts (it has a matrix product, convolution or attention) gets no such lines, or one of them
+has no time.
 
     python3 benchmarks/task_floors.py --kagent build/kagent --kernelbench KernelBench level1/12 level1/19
 """
@@ -95,6 +98,15 @@ def main():
             "reference_error": next((ln for ln in text.splitlines()
                                      if ln.startswith("The reference's own error against its float64 result")), ""),
         }
+        lines = text.splitlines()
+        at = next((i for i, ln in enumerate(lines) if ln.startswith("The reference's library calls")), None)
+        library = []
+        if at is not None:
+            for ln in lines[at + 1:]:
+                library.append(ln)
+                if ln.startswith("Together "):
+                    break
+        row["library_calls"] = library
         floor = row["floor_ms"]
         fastest = min((t for t in (row["eager_ms"], row["compile_ms"]) if t), default=None)
         problems = []
@@ -102,6 +114,11 @@ def main():
             problems.append("a baseline beats the floor and the text does not say so")
         if row["out_of_reach"] and fastest and floor and fastest <= floor:
             problems.append("tier 3 called out of reach while a baseline is at or under the floor")
+        counted = any(ln.startswith("Compute floor: the operator's") for ln in lines)
+        if counted and not library:
+            problems.append("FLOPs counted but no library call timed in the task")
+        if any(ln.startswith("- ") and ": not timed;" in ln for ln in library):
+            problems.append("a library call left untimed")
         row["problems"] = problems
         if problems:
             bad.append(pid)
@@ -113,6 +130,8 @@ def main():
         print(f"{'':10} {para}", flush=True)
         if row["reference_error"]:
             print(f"{'':10} {row['reference_error']}", flush=True)
+        for ln in library:
+            print(f"{'':10} {ln}", flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -53,6 +53,15 @@ ProblemFacts problem_facts(Evaluator& evaluator, const Op& op, int gpu, bool flo
     } catch (const Error& e) {
       spdlog::warn("the reference's error against float64 was not measured: {}", e.what());
     }
+    // What cuBLAS and cuDNN take for the reference's own GEMMs and convolutions, stated beside the
+    // floors: a library step or a kernel of one's own is then chosen on numbers.
+    try {
+      timing.library_times = evaluator.library_times(*resolved);
+      if (timing.library_times->calls.empty() && !timing.library_times->note.empty())
+        spdlog::debug("library calls: {}", timing.library_times->note);
+    } catch (const Error& e) {
+      spdlog::warn("the reference's library calls were not timed: {}", e.what());
+    }
   }
   // The memory floor at the best bandwidth measured on this GPU and the compute floor at its measured
   // FP32 and tensor-core rates (cached per GPU and driver), else the memory floor at a datasheet

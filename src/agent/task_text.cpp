@@ -350,7 +350,11 @@ std::string baselines_text(const Op& op, const TimingFacts& t) {
                                  : fmt::format("unavailable ({}): tier 3 is out of reach", t.compile_missing));
   }
   s += "\n";
-  const std::string floor = memory_floor_text(op, t) + compute_floor_text(op, t);
+  std::string floor = memory_floor_text(op, t) + compute_floor_text(op, t);
+  if (t.library_times) {
+    const std::string library = library_times_text(*t.library_times, t.eager_ms);
+    if (!library.empty()) floor += (floor.empty() ? "" : "\n") + library;
+  }
   return floor.empty() ? s : fmt::format("{}\n{}", s, floor);
 }
 

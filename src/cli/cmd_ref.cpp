@@ -1,6 +1,7 @@
 // kagent ref OP: the operator as a candidate sees it (tensor names, shapes, dtypes, scalars, the
 // random numbers forward draws, which candidates get as inputs, with what they are) and
-// its eager and torch.compile times. PyTorch references go through the reference server
+// its eager and torch.compile times, and what cuBLAS and cuDNN take for its own GEMMs and
+// convolutions. PyTorch references go through the reference server
 // (baselines cached on disk; --refresh re-measures); native references list op.json's tensors
 // and time the reference plan in kagent-runner.
 #include <memory>
@@ -97,6 +98,14 @@ int run_python(const Op& op, const RefArgs& a) {
   RefServer server(a.gpu, op.reference);
   RefSignature sig = server.load(op, precision, std::random_device{}());
   RefBaselines b = server.baselines(a.refresh, StopRule{});
+  // What cuBLAS and cuDNN take for the reference's own GEMMs and convolutions (cached as the
+  // baselines are): guidance, so a failure is said and the rest still printed.
+  RefLibraryTimes lib;
+  try {
+    lib = server.library_times(a.refresh);
+  } catch (const Error& e) {
+    lib.note = fmt::format("not timed: {}", e.what());
+  }
   if (!a.export_baselines.empty()) export_baselines(a.export_baselines, op, precision, sig, b);
   const Tolerance tol = with_precision(op, precision).tolerance;
   const nlohmann::json quality = output_quality(sig, tol);
@@ -121,6 +130,7 @@ int run_python(const Op& op, const RefArgs& a) {
                 {"compile", b.compile ? nlohmann::json(*b.compile) : nlohmann::json()},
                 {"compile_error", b.compile_error},
                 {"baselines_cached", b.cached},
+                {"library_calls", lib},
                 {"baselines_exported_to", a.export_baselines}});
     return 0;
   }
@@ -147,6 +157,10 @@ int run_python(const Op& op, const RefArgs& a) {
   fmt::print("torch.compile: {}{}\n", time_text(b.compile),
              b.compile_error.empty() ? "" : "  (" + b.compile_error + ")");
   fmt::print("baselines: {}\n", b.cached ? "from the cache (--refresh re-measures)" : "measured now and cached");
+  if (const std::string text = library_times_text(lib, b.eager.median_ms, lib.calls.size()); !text.empty())
+    fmt::print("\n{}", text);
+  else if (!lib.note.empty())
+    fmt::print("\nlibrary calls: {}\n", lib.note);
   return 0;
 }
 

@@ -289,6 +289,15 @@ const std::optional<PrecisionFigures>& Evaluator::reference_precision(const Reso
   return loaded_->figures;
 }
 
+const RefLibraryTimes& Evaluator::library_times(const ResolvedOp& op) {
+  pytorch_reference(op.op);
+  if (!loaded_->library_times) {
+    GpuLock lock = lock_gpu("timing the reference's library calls");
+    loaded_->library_times = ref_server()->library_times(opt_.refresh_baselines);
+  }
+  return *loaded_->library_times;
+}
+
 namespace {
 
 // The loaded problem's baselines from a shared file (InputError naming the field that differs).

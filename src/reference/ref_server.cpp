@@ -183,7 +183,7 @@ void RefServer::adopt(const fs::path& problem) {
   fs::copy_file(abs, copy, fs::copy_options::overwrite_existing, ec);
   if (ec)
     throw InputError(fmt::format("{}: cannot copy the problem file for its server ({})", abs.string(), ec.message()));
-  copy_json_files(home_cache_ / "baselines", cache_dir_ / "baselines");
+  for (const char* kind : {"baselines", "library_times"}) copy_json_files(home_cache_ / kind, cache_dir_ / kind);
   slot_file_ = copy;
   problem_ = abs;
 }
@@ -302,17 +302,28 @@ RefBaselines RefServer::baselines(bool refresh, const StopRule& rule) {
   b.precision = body.value("precision", "");
   if (auto n = body.find("numerics"); n != body.end() && n->is_object()) b.allow_tf32 = n->value("allow_tf32", false);
   // A spare measured them into its own cache folder: the problem's cache gets them.
-  if (!b.cached && !home_cache_.empty() && plain_key(b.key)) {
-    const fs::path from = cache_dir_ / "baselines" / (b.key + ".json");
-    const fs::path to = home_cache_ / "baselines" / (b.key + ".json");
-    try {
-      fs::create_directories(to.parent_path());
-      write_file_atomic(to, read_text_file(from));  // another server never reads half a file
-    } catch (const std::exception& e) {
-      spdlog::warn("the baselines of {} are measured but not cached: {}", problem_.string(), e.what());
-    }
-  }
+  if (!b.cached) keep_in_problem_cache("baselines", b.key);
   return b;
+}
+
+RefLibraryTimes RefServer::library_times(bool refresh) {
+  nlohmann::json body = call({{"cmd", "library_times"}, {"refresh", refresh}, {"cache_dir", cache_dir_.string()}}, 900s,
+                             "timing the reference's library calls");
+  RefLibraryTimes t = body.get<RefLibraryTimes>();
+  if (!t.cached) keep_in_problem_cache("library_times", body.value("key", ""));
+  return t;
+}
+
+void RefServer::keep_in_problem_cache(const std::string& kind, const std::string& key) const {
+  if (home_cache_.empty() || !plain_key(key)) return;
+  const fs::path from = cache_dir_ / kind / (key + ".json");
+  const fs::path to = home_cache_ / kind / (key + ".json");
+  try {
+    fs::create_directories(to.parent_path());
+    write_file_atomic(to, read_text_file(from));  // another server never reads half a file
+  } catch (const std::exception& e) {
+    spdlog::warn("the {} of {} are measured but not cached: {}", kind, problem_.string(), e.what());
+  }
 }
 
 std::string flops_source_text(const RefSignature& s) {

@@ -31,6 +31,14 @@ CUfunction Harness::kernel(const std::string& name) {
   return kernels_[name] = f;
 }
 
+int Harness::resident_blocks(CUfunction f) {
+  auto it = resident_.find(f);
+  if (it != resident_.end()) return it->second;
+  int n = 0;
+  check(cu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 256, 0), "occupancy of a harness kernel");
+  return resident_[f] = std::max(n, 1);
+}
+
 CUfunction Harness::fn(const char* op, DType t) {
   return kernel(fmt::format("kagent_{}_{}", op, dtype_name(t)));
 }
@@ -50,6 +58,7 @@ void Harness::fill(CUdeviceptr p, int64_t numel, DType t, const InitSpec& init, 
 
 CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t, const Tolerance& tol,
                                CUdeviceptr ref64) {
+  if (!dtype_is_float(t)) ref64 = 0;  // as enqueue_compare does
   enqueue_compare(stats_.get(), out, ref, numel, t, tol, ref64);
   uint64_t w[kCompareWords + 1];
   dev_.sync();
@@ -59,16 +68,19 @@ CompareResult Harness::compare(CUdeviceptr out, CUdeviceptr ref, int64_t numel, 
 
 void Harness::enqueue_compare(CUdeviceptr slot, CUdeviceptr out, CUdeviceptr ref, int64_t numel, DType t,
                               const Tolerance& tol, CUdeviceptr ref64) {
+  if (!dtype_is_float(t)) ref64 = 0;  // only floating outputs have fp64 twins (and compare64 kernels)
   void* init_args[] = {&slot};
   check(cu().cuLaunchKernel(kernel("kagent_compare_init"), 1, 1, 1, 1, 1, 1, 0, dev_.stream(), init_args, nullptr),
         "compare init");
   double atol = tol.atol, rtol = tol.rtol;
   void* args[] = {&out, &ref, &ref64, &numel, &atol, &rtol, &slot};
-  // 8 blocks per SM striding over the elements: each block ends with one atomic per statistic on
-  // the same two cache lines (harness_kernels.cu, compare), so fewer blocks, fewer of them.
-  const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * 8);
-  check(cu().cuLaunchKernel(fn("compare", t), static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, dev_.stream(), args,
-                            nullptr),
+  // The fp64 twin's comparison is a kernel of its own (harness_kernels.cu, compare: registers).
+  CUfunction f = fn(ref64 != 0 ? "compare64" : "compare", t);
+  // One wave of the blocks the SMs hold at once, striding over the elements: each block ends with
+  // one atomic per statistic on the same cache lines (harness_kernels.cu, compare), so no more
+  // blocks than run together, and no second wave whose tail leaves SMs idle.
+  const int64_t blocks = std::clamp<int64_t>((numel + 255) / 256, 1, int64_t(dev_.summary().sms) * resident_blocks(f));
+  check(cu().cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, dev_.stream(), args, nullptr),
         "compare launch");
   CUdeviceptr value = slot + kCompareWords * 8;
   void* read_args[] = {&out, &slot, &value};

@@ -80,11 +80,14 @@ class Harness {
  private:
   CUfunction fn(const char* op, DType t);
   CUfunction kernel(const std::string& name);  // looked up once, then remembered
+  // How many 256-thread blocks of `f` one SM holds at once (its registers decide), asked once.
+  int resident_blocks(CUfunction f);
   void launch(CUfunction f, int64_t numel, void** args);
 
   const Device& dev_;
   Module mod_;
   std::map<std::string, CUfunction> kernels_;
+  std::map<CUfunction, int> resident_;
   DeviceBuffer stats_;  // a compare slot (kCompareSlotBytes), then one double for read()
 };
 

@@ -123,28 +123,99 @@ struct CompareStats {
   u64 sq_referr64;      // sum (ref - ref64)^2
 };
 
-// ref64: the reference computed in float64, or null (integer outputs, native references, or none
-// fitted in the server's memory).
+// The type a T's values are exact in, for the statistics of the values themselves (ranges, zeros,
+// finiteness): float for float and the 16-bit floats, whose FP32 min, max and compare cost a
+// fraction of FP64's, double for the rest. Differences, sums of squares and the element rule are
+// taken in double whatever T is.
 template <typename T>
-__device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, double atol, double rtol,
-                        CompareStats* st) {
-  const bool has64 = ref64 != nullptr;
-  u64 bad = 0, nan_bad = 0, first = ~0ull, by64 = 0, zeros = 0;
-  double max_abs = 0, max_rel = 0, rmin = 1.0 / 0.0, rmax = -1.0 / 0.0, rabs = 0, rminabs = 1.0 / 0.0;
+struct ExactIn {
+  using type = double;
+};
+template <>
+struct ExactIn<float> {
+  using type = float;
+};
+template <>
+struct ExactIn<__half> {
+  using type = float;
+};
+template <>
+struct ExactIn<__nv_bfloat16> {
+  using type = float;
+};
+
+template <typename T>
+__device__ __forceinline__ typename ExactIn<T>::type to_exact(T v) {
+  return to_double(v);
+}
+template <>
+__device__ __forceinline__ float to_exact<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ float to_exact<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ __forceinline__ float to_exact<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+// Minimum, maximum and magnitude of values known not NaN, in their own type: FMNMX or DMNMX.
+template <typename V>
+__device__ __forceinline__ V min_of(V a, V b) {
+  return b < a ? b : a;
+}
+template <typename V>
+__device__ __forceinline__ V max_of(V a, V b) {
+  return b > a ? b : a;
+}
+__device__ __forceinline__ float abs_of(float v) {
+  return fabsf(v);
+}
+__device__ __forceinline__ double abs_of(double v) {
+  return fabs(v);
+}
+
+// ref64: the reference computed in float64 (kHas64), or ignored: integer outputs, native references,
+// none fitted in the server's memory, and every re-check of an output that passes against the
+// reference at its own precision (the runner reads ref64 only for one that does not). Two kernels,
+// not a branch in one, because registers are allocated for a kernel's widest path: the fp64 twin's
+// loads and five more sums would cut how many blocks of the plain comparison an SM holds.
+template <typename T, bool kHas64>
+__device__ void compare(const T* __restrict__ out, const T* __restrict__ ref, const double* __restrict__ ref64, i64 n,
+                        double atol, double rtol, CompareStats* st) {
+  using V = typename ExactIn<T>::type;
+  // Values of a 4-byte (or narrower) type are exact in float, and no double built from them is
+  // subnormal: the guarded division below is exact for them (see there).
+  constexpr bool kNarrow = sizeof(V) == 4;
+  constexpr bool has64 = kHas64;
+  const V inf = V(1.0 / 0.0);
+  // Per thread and per warp, counts fit 32 bits (see the shuffles below); the block sums them in 64.
+  unsigned bad = 0, nan_bad = 0, by64 = 0, zeros = 0;
+  u64 first = ~0ull;
+  double max_abs = 0, max_rel = 0;
+  V rmin = inf, rmax = -inf, rabs = 0, rminabs = inf;
   double max_abs64 = 0, ref_err64 = 0;
-  double omin = 1.0 / 0.0, omax = -1.0 / 0.0, oabs = 0;
+  V omin = inf, omax = -inf, oabs = 0;
   double sq_err = 0, sq_ref = 0, sq_err64 = 0, sq_ref64 = 0, sq_referr64 = 0;
-  auto add = [&](i64 i, double o, double r, double r64) {
-    const int v = kagent::element_verdict(o, r, r64, has64, atol, rtol);
-    if (v == kagent::kElementNanMismatch) ++nan_bad;
-    if (v == kagent::kElementPassesFp64) ++by64;
-    if (isfinite(o)) {
-      omin = fmin(omin, o);
-      omax = fmax(omax, o);
-      oabs = fmax(oabs, fabs(o));
+  // One element. `i` is its index, used only where it fails.
+  auto add = [&](i64 i, V ov, V rv, double r64) {
+    const double o = ov, r = rv;  // exact
+    const bool ofin = isfinite(ov), rfin = isfinite(rv);
+    // Most elements of most checks are finite and within the tolerance of the reference: the
+    // rule's first test (within_tolerance, element_verdict's own) settles them, and element_verdict
+    // runs in full only for the rest.
+    const int v = ofin && rfin && kagent::within_tolerance(o, r, atol, rtol)
+                      ? kagent::kElementPasses
+                      : kagent::element_verdict(o, r, r64, has64, atol, rtol);
+    if (ofin) {
+      omin = min_of(omin, ov);
+      omax = max_of(omax, ov);
+      oabs = max_of(oabs, abs_of(ov));
     }
-    if (isfinite(o) && isfinite(r)) {
-      double d = fabs(o - r);
+    if (ofin && rfin) {
+      const double d = fabs(o - r);
       sq_err += d * d;
       sq_ref += r * r;
       if (has64 && isfinite(r64)) {
@@ -153,67 +224,106 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
         sq_referr64 += (r - r64) * (r - r64);
       }
       max_abs = fmax(max_abs, d);
-      if (r != 0)
-        max_rel = fmax(max_rel, d / fabs(r));
-      else if (d > 0)
+      if (rv != 0) {
+        // A double division costs more than the rest of the element: divide only where d / |r|
+        // can exceed the largest ratio so far. With d enlarged by 2^-40, d(1 + 2^-40) > max_rel |r|
+        // holds for every element whose rounded ratio is above max_rel (each product rounds by at
+        // most 2^-53 of itself, and for narrow types no product is subnormal), so max_rel comes
+        // out exactly as dividing at every element would make it.
+        const double ar = fabs(r);
+        if (!kNarrow || d * (1.0 + 0x1p-40) > max_rel * ar) max_rel = fmax(max_rel, d / ar);
+      } else if (d > 0) {
         max_rel = 1.0 / 0.0;
+      }
     }
     if (has64 && isfinite(r64)) {
-      if (isfinite(o)) max_abs64 = fmax(max_abs64, fabs(o - r64));
-      if (isfinite(r)) ref_err64 = fmax(ref_err64, fabs(r - r64));
+      if (ofin) max_abs64 = fmax(max_abs64, fabs(o - r64));
+      if (rfin) ref_err64 = fmax(ref_err64, fabs(r - r64));
     }
-    if (isfinite(r)) {
-      rmin = fmin(rmin, r);
-      rmax = fmax(rmax, r);
-      rabs = fmax(rabs, fabs(r));
-      rminabs = fmin(rminabs, fabs(r));
+    if (rfin) {
+      rmin = min_of(rmin, rv);
+      rmax = max_of(rmax, rv);
+      const V a = abs_of(rv);
+      rabs = max_of(rabs, a);
+      rminabs = min_of(rminabs, a);
     }
-    if (r == 0) ++zeros;
+    if (rv == 0) ++zeros;
+    if (v == kagent::kElementPassesFp64) ++by64;
     if (v == kagent::kElementFails || v == kagent::kElementNanMismatch) {
       ++bad;
+      if (v == kagent::kElementNanMismatch) ++nan_bad;
       if ((u64)i < first) first = (u64)i;
     }
   };
-  // kLoads elements loaded before any is judged, so that each thread has several loads in flight:
-  // the comparison is a read of two or three arrays (how close it comes to the memory's bandwidth
-  // is in benchmarks/RESULTS.md, not here).
-  constexpr int kLoads = 4;
-  const i64 stride = (i64)gridDim.x * blockDim.x;
-  for (i64 base = blockIdx.x * (i64)blockDim.x + threadIdx.x; base < n; base += kLoads * stride) {
-    double o[kLoads], r[kLoads], r64[kLoads];
+  // The elements in chunks of 16 bytes per array, each chunk one vector load (where the arrays are
+  // 16-byte aligned: the runner's own buffers are; a ModelNew tensor may start anywhere), kChunks
+  // chunks per thread loaded before any is judged so that several loads are in flight; no bounds
+  // check or index arithmetic per element. The elements past the last whole chunk, and every
+  // element of unaligned arrays, one at a time after. The comparison reads two or three arrays
+  // once: how close it comes to the memory's bandwidth is in benchmarks/RESULTS.md, not here.
+  constexpr int kVec = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
+  constexpr int kChunks = kVec >= 8 ? 1 : 2;  // at least 8 elements per array in flight; less code for 1-2 byte types
+  const i64 threads = (i64)gridDim.x * blockDim.x;
+  const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  const bool aligned = ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(ref) |
+                         (kHas64 ? reinterpret_cast<unsigned long long>(ref64) : 0ull)) &
+                        15ull) == 0;
+  i64 tail = 0;  // elements before it are the chunks'
+  if (aligned && sizeof(T) <= 16 && 16 % sizeof(T) == 0) {
+    const i64 chunks = n / kVec;
+    tail = chunks * kVec;
+    const uint4* o4 = reinterpret_cast<const uint4*>(out);
+    const uint4* r4 = reinterpret_cast<const uint4*>(ref);
+    for (i64 c0 = tid; c0 < chunks; c0 += kChunks * threads) {
+      uint4 uo[kChunks], ur[kChunks];
+      double r64[kChunks][kVec];
 #pragma unroll
-    for (int k = 0; k < kLoads; ++k) {
-      const i64 i = base + k * stride;
-      o[k] = i < n ? to_double(out[i]) : 0.0;
-      r[k] = i < n ? to_double(ref[i]) : 0.0;
-      r64[k] = has64 && i < n ? ref64[i] : 0.0;
+      for (int k = 0; k < kChunks; ++k) {
+        const i64 c = c0 + k * threads;
+        if (c < chunks) {
+          uo[k] = o4[c];
+          ur[k] = r4[c];
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) r64[k][j] = kHas64 ? ref64[c * kVec + j] : 0.0;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kChunks; ++k) {
+        const i64 c = c0 + k * threads;
+        if (c >= chunks) break;
+        T o[kVec], r[kVec];
+        memcpy(o, &uo[k], sizeof o);
+        memcpy(r, &ur[k], sizeof r);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) add(c * kVec + j, to_exact(o[j]), to_exact(r[j]), r64[k][j]);
+      }
     }
-#pragma unroll
-    for (int k = 0; k < kLoads; ++k)
-      if (base + k * stride < n) add(base + k * stride, o[k], r[k], r64[k]);
   }
+  for (i64 i = tail + tid; i < n; i += threads) add(i, to_exact(out[i]), to_exact(ref[i]), kHas64 ? ref64[i] : 0.0);
   // One atomic per block and statistic: the warp reduces by shuffles, the block through shared
   // memory. The 21 words share three cache lines, whose L2 slice serializes every atomic on them:
   // one per warp was 13 x 33792 atomics for a 16M-element output on the 4224 blocks of 256 threads
-  // the other harness kernels get on an H200; one per block of the compare's own grid of 8 blocks
-  // per SM (Harness::enqueue_compare) is 13 x 1056.
+  // the other harness kernels get on an H200; the compare's own grid is one wave of the blocks the
+  // SMs hold at once (Harness::enqueue_compare), a few hundred blocks.
   for (int off = 16; off > 0; off >>= 1) {
     bad += __shfl_down_sync(0xffffffffu, bad, off);
     nan_bad += __shfl_down_sync(0xffffffffu, nan_bad, off);
     by64 += __shfl_down_sync(0xffffffffu, by64, off);
     zeros += __shfl_down_sync(0xffffffffu, zeros, off);
+    // A warp's counts stay under 2^32: an output fits in GPU memory (under 2^38 bytes), and a grid
+    // of at least one 256-thread block per SM on a GPU of 16 SMs or more gives a warp under 2^31.
     first = min(first, __shfl_down_sync(0xffffffffu, first, off));
     max_abs = fmax(max_abs, __shfl_down_sync(0xffffffffu, max_abs, off));
     max_rel = fmax(max_rel, __shfl_down_sync(0xffffffffu, max_rel, off));
-    rmin = fmin(rmin, __shfl_down_sync(0xffffffffu, rmin, off));
-    rmax = fmax(rmax, __shfl_down_sync(0xffffffffu, rmax, off));
-    rabs = fmax(rabs, __shfl_down_sync(0xffffffffu, rabs, off));
-    rminabs = fmin(rminabs, __shfl_down_sync(0xffffffffu, rminabs, off));
+    rmin = min_of(rmin, __shfl_down_sync(0xffffffffu, rmin, off));
+    rmax = max_of(rmax, __shfl_down_sync(0xffffffffu, rmax, off));
+    rabs = max_of(rabs, __shfl_down_sync(0xffffffffu, rabs, off));
+    rminabs = min_of(rminabs, __shfl_down_sync(0xffffffffu, rminabs, off));
     max_abs64 = fmax(max_abs64, __shfl_down_sync(0xffffffffu, max_abs64, off));
     ref_err64 = fmax(ref_err64, __shfl_down_sync(0xffffffffu, ref_err64, off));
-    omin = fmin(omin, __shfl_down_sync(0xffffffffu, omin, off));
-    omax = fmax(omax, __shfl_down_sync(0xffffffffu, omax, off));
-    oabs = fmax(oabs, __shfl_down_sync(0xffffffffu, oabs, off));
+    omin = min_of(omin, __shfl_down_sync(0xffffffffu, omin, off));
+    omax = max_of(omax, __shfl_down_sync(0xffffffffu, omax, off));
+    oabs = max_of(oabs, __shfl_down_sync(0xffffffffu, oabs, off));
     sq_err += __shfl_down_sync(0xffffffffu, sq_err, off);
     sq_ref += __shfl_down_sync(0xffffffffu, sq_ref, off);
     sq_err64 += __shfl_down_sync(0xffffffffu, sq_err64, off);
@@ -234,21 +344,22 @@ __device__ void compare(const T* out, const T* ref, const double* ref64, i64 n, 
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
+  u64 bad_sum = bad, nan_sum = nan_bad, by64_sum = by64, zeros_sum = zeros;
   for (int w = 1; w < warps; ++w) {
-    bad += s_count[0][w], nan_bad += s_count[1][w], by64 += s_count[2][w], zeros += s_count[3][w];
+    bad_sum += s_count[0][w], nan_sum += s_count[1][w], by64_sum += s_count[2][w], zeros_sum += s_count[3][w];
     first = min(first, s_count[4][w]);
     max_abs = fmax(max_abs, s_val[0][w]), max_rel = fmax(max_rel, s_val[1][w]);
-    rmin = fmin(rmin, s_val[2][w]), rmax = fmax(rmax, s_val[3][w]);
-    rabs = fmax(rabs, s_val[4][w]), rminabs = fmin(rminabs, s_val[5][w]);
+    rmin = min_of(rmin, V(s_val[2][w])), rmax = max_of(rmax, V(s_val[3][w]));
+    rabs = max_of(rabs, V(s_val[4][w])), rminabs = min_of(rminabs, V(s_val[5][w]));
     max_abs64 = fmax(max_abs64, s_val[6][w]), ref_err64 = fmax(ref_err64, s_val[7][w]);
-    omin = fmin(omin, s_val[8][w]), omax = fmax(omax, s_val[9][w]), oabs = fmax(oabs, s_val[10][w]);
+    omin = min_of(omin, V(s_val[8][w])), omax = max_of(omax, V(s_val[9][w])), oabs = max_of(oabs, V(s_val[10][w]));
     sq_err += s_val[11][w], sq_ref += s_val[12][w], sq_err64 += s_val[13][w];
     sq_ref64 += s_val[14][w], sq_referr64 += s_val[15][w];
   }
-  if (bad) atomicAdd(&st->mismatches, bad);
-  if (nan_bad) atomicAdd(&st->nan_mismatches, nan_bad);
-  if (by64) atomicAdd(&st->passed_by_fp64, by64);
-  if (zeros) atomicAdd(&st->ref_zeros, zeros);
+  if (bad_sum) atomicAdd(&st->mismatches, bad_sum);
+  if (nan_sum) atomicAdd(&st->nan_mismatches, nan_sum);
+  if (by64_sum) atomicAdd(&st->passed_by_fp64, by64_sum);
+  if (zeros_sum) atomicAdd(&st->ref_zeros, zeros_sum);
   if (first != ~0ull) atomicMin(&st->first_bad, first);
   atomicMax(&st->max_abs_key, ordered_key(max_abs));
   atomicMax(&st->max_rel_key, ordered_key(max_rel));
@@ -656,13 +767,16 @@ extern "C" __global__ void __launch_bounds__(256)
   for (; i < n; i += stride) out[i] = in[i];
 }
 
-#define KAGENT_DTYPE_KERNELS(T, NAME)                                                                        \
+// CMP_BLOCKS: the blocks of 256 threads an SM must hold of the plain comparison (its registers
+// capped to fit them, where that spills nothing: fp32, the common output, holds 4 at 64 registers
+// where it would take 66 and 3 blocks; for other types the cap spills, so 1 leaves them uncapped).
+#define KAGENT_DTYPE_KERNELS(T, NAME, CMP_BLOCKS)                                                            \
   extern "C" __global__ void kagent_fill_##NAME(T* out, i64 n, u64 seed, int kind, double a, double b) {     \
     fill<T>(out, n, seed, kind, a, b);                                                                       \
   }                                                                                                          \
-  extern "C" __global__ void kagent_compare_##NAME(const T* out, const T* ref, const double* ref64, i64 n,   \
-                                                   double atol, double rtol, CompareStats* st) {             \
-    compare<T>(out, ref, ref64, n, atol, rtol, st);                                                          \
+  extern "C" __global__ void __launch_bounds__(256, CMP_BLOCKS) kagent_compare_##NAME(                       \
+      const T* out, const T* ref, const double* ref64, i64 n, double atol, double rtol, CompareStats* st) {  \
+    compare<T, false>(out, ref, ref64, n, atol, rtol, st);                                                   \
   }                                                                                                          \
   extern "C" __global__ void kagent_read_##NAME(const T* p, i64 i, double* out) {                            \
     read_element<T>(p, i, out);                                                                              \
@@ -671,13 +785,24 @@ extern "C" __global__ void __launch_bounds__(256)
     read_first_bad<T>(p, st, out);                                                                           \
   }
 
-KAGENT_DTYPE_KERNELS(float, f32)
-KAGENT_DTYPE_KERNELS(double, f64)
-KAGENT_DTYPE_KERNELS(__half, f16)
-KAGENT_DTYPE_KERNELS(__nv_bfloat16, bf16)
-KAGENT_DTYPE_KERNELS(long long, i64)
-KAGENT_DTYPE_KERNELS(int, i32)
-KAGENT_DTYPE_KERNELS(short, i16)
-KAGENT_DTYPE_KERNELS(signed char, i8)
-KAGENT_DTYPE_KERNELS(unsigned char, u8)
-KAGENT_DTYPE_KERNELS(bool, bool)
+// The comparison against the fp64 twin, which only floating outputs have.
+#define KAGENT_FP64_TWIN_KERNELS(T, NAME)                                                                    \
+  extern "C" __global__ void kagent_compare64_##NAME(const T* out, const T* ref, const double* ref64, i64 n, \
+                                                     double atol, double rtol, CompareStats* st) {           \
+    compare<T, true>(out, ref, ref64, n, atol, rtol, st);                                                    \
+  }
+
+KAGENT_DTYPE_KERNELS(float, f32, 4)
+KAGENT_DTYPE_KERNELS(double, f64, 1)
+KAGENT_DTYPE_KERNELS(__half, f16, 1)
+KAGENT_DTYPE_KERNELS(__nv_bfloat16, bf16, 1)
+KAGENT_DTYPE_KERNELS(long long, i64, 1)
+KAGENT_DTYPE_KERNELS(int, i32, 1)
+KAGENT_DTYPE_KERNELS(short, i16, 1)
+KAGENT_DTYPE_KERNELS(signed char, i8, 1)
+KAGENT_DTYPE_KERNELS(unsigned char, u8, 1)
+KAGENT_DTYPE_KERNELS(bool, bool, 1)
+KAGENT_FP64_TWIN_KERNELS(float, f32)
+KAGENT_FP64_TWIN_KERNELS(double, f64)
+KAGENT_FP64_TWIN_KERNELS(__half, f16)
+KAGENT_FP64_TWIN_KERNELS(__nv_bfloat16, bf16)

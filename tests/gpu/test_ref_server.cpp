@@ -242,3 +242,77 @@ TEST_F(RefServerTest, BaselinesAreTimedThenCached) {
   EXPECT_TRUE(cached.cached);
   EXPECT_FALSE(again.baselines(true, StopRule{}).cached) << "--refresh re-measures";
 }
+
+// The reference's library calls timed alone (tools/kagent_ref/library_times.py): a convolution
+// (cuDNN, at PyTorch's algorithm and the fastest one), a linear layer's GEMM called twice with the
+// same arguments (one row, two calls) and a matmul on a transposed operand, each operand's layout
+// said (strides where it is not packed row-major); elementwise work is not listed; a second server reads the cache; the
+// spare path keeps it in the problem's cache.
+TEST_F(RefServerTest, LibraryCallsAreTimedAloneThenCached) {
+  test::ScopedEnv cache("KAGENT_CACHE_DIR", (dir / "cache").string().c_str());
+  Op op = op_for(R"~(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(256, 256)
+
+    def forward(self, x, a, b):
+        y = torch.relu(self.conv(x))
+        h = self.fc(self.fc(a))
+        return y, h, a @ b.t()
+
+def get_inputs():
+    return [torch.randn(8, 16, 64, 64), torch.randn(128, 256), torch.randn(512, 256)]
+
+def get_init_inputs():
+    return []
+)~");
+  RefLibraryTimes t;
+  {
+    RefServer server(0, op.reference);
+    server.load(op, Precision::fp32, 1);
+    t = server.library_times(false);
+  }
+  EXPECT_FALSE(t.cached);
+  EXPECT_TRUE(t.note.empty()) << t.note;
+  std::map<std::string, RefLibraryCall> by_op;
+  for (const auto& c : t.calls) {
+    EXPECT_TRUE(c.median_ms && *c.median_ms > 0) << c.op << " " << c.args;
+    EXPECT_EQ(c.kind == "conv", c.fastest_ms.has_value()) << c.op;
+    by_op[c.op] = c;
+  }
+  ASSERT_EQ(by_op.count("aten.convolution"), 1u) << nlohmann::json(t).dump(1);
+  EXPECT_EQ(by_op["aten.convolution"].library, "cuDNN");
+  EXPECT_TRUE(has(by_op["aten.convolution"].args, "input [8, 16, 64, 64] float32")) << by_op["aten.convolution"].args;
+  EXPECT_TRUE(has(by_op["aten.convolution"].args, "padding [1, 1]")) << by_op["aten.convolution"].args;
+  ASSERT_EQ(by_op.count("aten.addmm"), 1u) << nlohmann::json(t).dump(1);
+  EXPECT_EQ(by_op["aten.addmm"].calls, 2) << "fc twice with the same shapes: one row, two calls";
+  EXPECT_EQ(by_op["aten.addmm"].library, "cuBLAS");
+  // nn.Linear's weight is passed transposed too (weight.t()): its layout is part of the call.
+  EXPECT_TRUE(has(by_op["aten.addmm"].args, "mat2 [256, 256] float32 strides (1, 256)")) << by_op["aten.addmm"].args;
+  ASSERT_EQ(by_op.count("aten.mm"), 1u) << nlohmann::json(t).dump(1);
+  EXPECT_TRUE(has(by_op["aten.mm"].args, "mat2 [256, 512] float32 strides (1, 256)")) << by_op["aten.mm"].args;
+  EXPECT_EQ(t.calls.size(), 3u) << "relu is not a library call: " << nlohmann::json(t).dump(1);
+  double sum = 0;
+  for (const auto& c : t.calls) sum += *c.median_ms * c.calls;
+  EXPECT_NEAR(t.total_ms, sum, 1e-9);
+
+  RefServer again(0, op.reference);
+  again.load(op, Precision::fp32, 2);
+  EXPECT_TRUE(again.library_times(false).cached);
+
+  // A spare measures into its own folder; the problem's cache keeps the result.
+  test::ScopedEnv other("KAGENT_CACHE_DIR", (dir / "cache2").string().c_str());
+  {
+    auto spare = RefServer::spare(0);
+    spare->adopt(op.reference);
+    spare->load(op, Precision::fp32, 3);
+    EXPECT_FALSE(spare->library_times(false).cached);
+  }
+  RefServer third(0, op.reference);
+  third.load(op, Precision::fp32, 4);
+  EXPECT_TRUE(third.library_times(false).cached) << "the spare's measurement reached the problem's cache";
+}

@@ -123,22 +123,30 @@ TEST_F(CompileTest, HarnessKernelsCompileAndThePeakProductDoesNotSpill) {
 }
 
 // The compare kernels are built from the element rule the host shares (compare_rule.hpp, pasted in
-// by CMake: NVRTC has no include path for it) and take the optional fp64 reference: out, ref,
-// ref64, n, atol, rtol, stats.
+// by CMake: NVRTC has no include path for it), one without the fp64 reference and, for floating
+// outputs, one with it (compare64), both taking out, ref, ref64, n, atol, rtol, stats; none spills.
 TEST_F(CompileTest, CompareKernelsUseTheSharedRuleAndTakeTheFp64Reference) {
   const Candidate h = harness_kernels();
   EXPECT_EQ(h.source.find("#include \"kagent/protocol/compare_rule.hpp\""), std::string::npos);
   EXPECT_NE(h.source.find("element_verdict"), std::string::npos);
   auto r = compiler.compile(h, "sm_90a");
   ASSERT_TRUE(r.ok) << r.log;
-  for (const char* dt : {"f32", "f16", "bf16", "f64", "i32", "bool"}) {
-    SCOPED_TRACE(dt);
-    const std::string name = std::string("kagent_compare_") + dt;
-    auto k = std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
-    ASSERT_NE(k, r.kernels.end());
-    EXPECT_EQ(k->param_sizes, (std::vector<uint32_t>{8, 8, 8, 8, 8, 8, 8}));
-    EXPECT_EQ(k->spill_stores, 0);
-  }
+  auto find = [&](const std::string& name) {
+    return std::find_if(r.kernels.begin(), r.kernels.end(), [&](const KernelInfo& ki) { return ki.name == name; });
+  };
+  for (const char* kind : {"compare", "compare64"})
+    for (const char* dt : {"f32", "f16", "bf16", "f64", "i32", "bool"}) {
+      SCOPED_TRACE(std::string(kind) + " " + dt);
+      const auto k = find(fmt::format("kagent_{}_{}", kind, dt));
+      // Only floating outputs have an fp64 twin.
+      if (std::string(kind) == "compare64" && (std::string(dt) == "i32" || std::string(dt) == "bool")) {
+        EXPECT_EQ(k, r.kernels.end());
+        continue;
+      }
+      ASSERT_NE(k, r.kernels.end());
+      EXPECT_EQ(k->param_sizes, (std::vector<uint32_t>{8, 8, 8, 8, 8, 8, 8}));
+      EXPECT_EQ(k->spill_stores, 0);
+    }
 }
 
 TEST_F(CompileTest, ResourceTable) {

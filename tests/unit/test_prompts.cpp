@@ -172,6 +172,80 @@ TEST_F(Prompts, TheReferencesOwnErrorAgainstFp64IsStated) {
   EXPECT_LT(precision.find("Precision fp32"), precision.find("The reference's own error")) << precision;
 }
 
+// The reference's own GEMMs and convolutions timed alone (issue 42, item 10): each distinct call with
+// its arguments, library and count, a convolution at PyTorch's algorithm and cuDNN's fastest, the
+// rows beyond the cap counted with their time, and the sum against eager; through the template in
+// the baselines block, after the floors. The server's JSON (tools/kagent_ref/library_times.py) reads
+// into the same struct, an untimed call included.
+TEST_F(Prompts, TheReferencesLibraryCallsAreTimedInTheTask) {
+  agent::TimingFacts t = timing(1.0, 0.5);
+  const nlohmann::json reply = {
+      {"calls",
+       {{{"kind", "conv"},
+         {"library", "cuDNN"},
+         {"op", "aten.convolution"},
+         {"args", "input [16, 64, 128, 128] float32, weight [128, 64, 3, 3] float32, stride [1, 1]"},
+         {"calls", 1},
+         {"median_ms", 0.41},
+         {"fastest_ms", 0.30}},
+        {{"kind", "gemm"},
+         {"library", "cuBLAS"},
+         {"op", "aten.addmm"},
+         {"args", "self [1024] float32, mat1 [128, 4096] float32, mat2 [4096, 1024] float32 strides (1, 4096)"},
+         {"calls", 3},
+         {"median_ms", 0.05}},
+        {{"kind", "gemm"},
+         {"library", "cuBLAS"},
+         {"op", "aten.mm"},
+         {"args", "late"},
+         {"calls", 2},
+         {"median_ms", nullptr}}}},
+      {"total_ms", 0.56},
+      {"note", "1 of 3 distinct calls untimed: the measurement's 60 s were spent"},
+      {"cached", false}};
+  const RefLibraryTimes lib = reply.get<RefLibraryTimes>();
+  ASSERT_EQ(lib.calls.size(), 3u);
+  EXPECT_FALSE(lib.calls[2].median_ms.has_value());
+  EXPECT_EQ(nlohmann::json(lib).get<RefLibraryTimes>().calls[0].fastest_ms, 0.30);  // round trip
+
+  const std::string text = library_times_text(lib, 0.70);
+  EXPECT_NE(text.find("- aten.convolution (cuDNN) input [16, 64, 128, 128] float32, weight [128, 64, 3, 3] float32, "
+                      "stride [1, 1]: 0.4100 ms as PyTorch runs it, 0.3000 ms fastest; 1 call per forward\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- aten.addmm (cuBLAS) self [1024] float32, mat1 [128, 4096] float32, mat2 [4096, 1024] float32 "
+                      "strides (1, 4096): 0.0500 ms; 3 calls per forward\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- aten.mm (cuBLAS) late: not timed; 2 calls per forward"), std::string::npos) << text;
+  EXPECT_NE(text.find("Together 0.5600 ms per forward against torch eager's 0.7000 ms (80%); the rest is the work"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(1 of 3 distinct calls untimed"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"fastest\" the fastest that PyTorch's benchmark mode finds"), std::string::npos) << text;
+  EXPECT_NE(text.find("so a step's time is near these and can be lower: evaluate one to know it"), std::string::npos)
+      << text;
+  // About eager's time: said as such; more than eager: the flushed L2's doing, not work between the calls.
+  EXPECT_NE(library_times_text(lib, 0.565).find("(99%): eager's time is its library calls"), std::string::npos);
+  EXPECT_NE(library_times_text(lib, 0.5).find("more than eager, since alone each call starts from a flushed L2"),
+            std::string::npos);
+  // The cap counts the rest with their time; no convolution, no word of cuDNN's algorithms.
+  RefLibraryTimes gemms = lib;
+  gemms.calls.erase(gemms.calls.begin());
+  const std::string capped = library_times_text(gemms, std::nullopt, 1);
+  EXPECT_NE(capped.find("- and 1 more distinct call (not timed)"), std::string::npos) << capped;
+  EXPECT_EQ(capped.find("\"fastest\""), std::string::npos) << capped;
+  EXPECT_EQ(capped.find("eager"), std::string::npos) << capped;
+  EXPECT_EQ(library_times_text(RefLibraryTimes{}, 0.7), "");  // no library call: nothing said
+
+  // Through the template: in the baselines block after the floors; absent when not measured.
+  EXPECT_EQ(agent::baselines_text(gelu(ref), t).find("library calls"), std::string::npos);
+  t.library_times = lib;
+  const std::string block = agent::baselines_text(gelu(ref), t);
+  EXPECT_NE(block.find("The reference's library calls, each timed alone"), std::string::npos) << block;
+  EXPECT_LT(block.find("torch eager"), block.find("The reference's library calls")) << block;
+}
+
 TEST_F(Prompts, AFloorThatABaselineBeatsIsNoBound) {
   const Op diag = op_with({tensor("A", {4096}), tensor("B", {4096, 4096})}, {tensor("out", {4096, 4096})}, ref);
   agent::TimingFacts t = timing(0.0861, 0.0428);

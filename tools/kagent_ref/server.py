@@ -35,6 +35,12 @@ release:   {}  the last trial's tensors (and load's) let go and torch's cached b
 baselines: {"cache_dir": path, "refresh": bool, "stop_rule": {...}}
            -> {"eager": summary, "compile": summary|null, "compile_error": str|null, "cached": bool, "key",
                "precision", "numerics": {"allow_tf32", ...}, "gpu_name", "torch", "protocol"}
+library_times: {"cache_dir": path, "refresh": bool}  the reference's matrix products, convolutions and
+           attention calls, each timed alone on its own arguments (library_times.py); cached as the
+           baselines are, under their own protocol
+           -> {"calls": [{"kind": "gemm"|"conv"|"attention", "library", "op", "args", "calls",
+               "median_ms"|null, "fastest_ms" (a convolution's, cuDNN's fastest algorithm)}],
+               "total_ms", "note": str|null, "cached": bool, "key"}
 
 The precision's numerics (numerics.py: TF32 off for fp32, on for tf32) are set at load, before the
 reference runs and before the baselines are timed, and are part of the baseline cache key.
@@ -51,6 +57,8 @@ from . import __version__, flops, lower_precision
 # Bump when how baselines are measured changes. v2: the precision's numerics are pinned (TF32 off
 # for fp32) and part of the key; v1 baselines ran fp32 convolutions on TF32 tensor cores.
 PROTOCOL = "kagent-ref-baselines-v2"
+# Bump when how the library calls are timed changes.
+LIBRARY_PROTOCOL = "kagent-ref-library-times-v1"
 
 
 def _release_cached_memory():
@@ -62,6 +70,15 @@ def _release_cached_memory():
     if torch.cuda.is_available():
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+
+
+def _write_atomic(path, value):
+    """JSON to `path` through a temporary of this process's: concurrent servers never read half a file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(value, f)
+    os.replace(tmp, path)
 
 
 def phase(text):
@@ -206,16 +223,45 @@ class Server:
                   "protocol": PROTOCOL}
         del cm, timer
         _release_cached_memory()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(result, f)
-        os.replace(tmp, path)  # atomic: concurrent servers never read half a file
+        _write_atomic(path, result)
+        return result
+
+    def library_times(self, req):
+        import torch
+
+        from . import library_times
+        from .numerics import baseline_key
+        from .timing import Timer
+
+        if self.problem is None:
+            raise RuntimeError("library_times before load")
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no GPU: timing library calls needs one")
+        p = self.problem
+        if self.args is None:  # released since load: the same inputs again
+            self.args = p.inputs(self.seed)
+        flags = p.pin_numerics()  # the precision's numerics: an fp32 problem's GEMMs and convolutions without TF32
+        key = baseline_key(LIBRARY_PROTOCOL, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
+                           torch.__version__, None)
+        path = os.path.join(req["cache_dir"], "library_times", key + ".json")
+        if not req.get("refresh") and os.path.exists(path):
+            with open(path) as f:
+                cached = json.load(f)
+            cached["cached"] = True
+            return cached
+        phase("timing the reference's library calls")
+        timer = Timer(p.device)
+        result = library_times.measure(torch, lambda: p.call(p.model, self.args), timer)
+        result.update({"key": key, "cached": False})
+        del timer
+        _release_cached_memory()
+        _write_atomic(path, result)
         return result
 
     def handle(self, req):
         return jsonlines.dispatch(req, {"load": self.load, "baselines": self.baselines, "trial": self.trial,
-                                        "warm": self.warm, "release": self.release})
+                                        "warm": self.warm, "release": self.release,
+                                        "library_times": self.library_times})
 
 
 def main():

@@ -11,6 +11,7 @@
 #include "kagent/model_tools/tool.hpp"
 #include "kagent/protocol/output_rules.hpp"
 #include "kagent/protocol/protocol.hpp"
+#include "kagent/reference/library_times.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent::agent {
@@ -31,6 +32,9 @@ struct TimingFacts {
   // A PyTorch reference's own error against fp64 per output (the server's figures on one input set),
   // stated under Correctness; nullopt where not measured or the reference has no fp64 result.
   std::optional<PrecisionFigures> reference_precision;
+  // A PyTorch reference's GEMM, convolution and attention calls, each timed alone, stated under the
+  // baselines: what a library step would cost for them. nullopt where not measured.
+  std::optional<RefLibraryTimes> library_times;
 };
 
 // The one time that reaches tier 3. Tier 3 takes a candidate faster than eager and at most 0.95x

@@ -159,6 +159,10 @@ class Evaluator {
   // against fp64, and the precisions the problem forbids), from one trial on fresh inputs the first
   // time; nullopt where the reference has no fp64 twin. For the task's text: no candidate sees them.
   const std::optional<PrecisionFigures>& reference_precision(const ResolvedOp& op);
+  // A resolved PyTorch reference's GEMM, convolution and attention calls, each timed alone
+  // (library_times.hpp), measured under the GPU lock the first time (or read from the cache). For
+  // the task's text: the choice between a library step and a kernel of one's own.
+  const RefLibraryTimes& library_times(const ResolvedOp& op);
 
  private:
   friend class EvalContext;  // a kind's view of the evaluator's means

@@ -61,6 +61,8 @@ struct PyTorchReference {
   // once asked for (Evaluator::reference_precision); figures_asked: asked, whatever the answer.
   std::optional<PrecisionFigures> figures;
   bool figures_asked = false;
+  // The reference's library calls timed alone (Evaluator::library_times), once asked for.
+  std::optional<RefLibraryTimes> library_times;
 };
 
 // What a problem's start needs besides the op (its file and precision).

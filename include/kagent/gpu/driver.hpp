@@ -11,18 +11,63 @@ namespace kagent {
 // X(name) for every driver function kagent uses. cuda.h maps many names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2); the loader resolves the symbol that the header maps to, so the
 // table always matches the toolkit's declarations.
-#define KAGENT_DRIVER_FUNCTIONS(X)                                                                                     \
-  X(cuInit)                                                                                                            \
-  X(cuDriverGetVersion)                                                                                                \
-  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                    \
-      X(cuGetErrorString) X(cuGetErrorName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                   \
-          X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuCtxResetPersistingL2Cache) X(cuCtxGetLimit) X(cuMemGetInfo)       \
-              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetParamInfo) X(cuFuncSetAttribute) \
-                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyDtoH) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoD)   \
-                      X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) \
-                          X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                   \
-                              X(cuEventSynchronize) X(cuEventElapsedTime) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) \
-                                  X(cuMemGetAddressRange) X(cuDeviceGetUuid) X(cuOccupancyMaxActiveClusters) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+// One function per line, which clang-format does not keep for this macro.
+// clang-format off
+#define KAGENT_DRIVER_FUNCTIONS(X)                \
+  X(cuInit)                                       \
+  X(cuDriverGetVersion)                           \
+  X(cuDeviceGetCount)                             \
+  X(cuDeviceGet)                                  \
+  X(cuDeviceGetName)                              \
+  X(cuDeviceGetAttribute)                         \
+  X(cuDeviceTotalMem)                             \
+  X(cuGetErrorString)                             \
+  X(cuGetErrorName)                               \
+  X(cuDevicePrimaryCtxRetain)                     \
+  X(cuDevicePrimaryCtxRelease)                    \
+  X(cuCtxSetCurrent)                              \
+  X(cuCtxSynchronize)                             \
+  X(cuCtxResetPersistingL2Cache)                  \
+  X(cuCtxGetLimit)                                \
+  X(cuMemGetInfo)                                 \
+  X(cuModuleLoadData)                             \
+  X(cuModuleUnload)                               \
+  X(cuModuleGetFunction)                          \
+  X(cuFuncGetParamInfo)                           \
+  X(cuFuncSetAttribute)                           \
+  X(cuFuncGetAttribute)                           \
+  X(cuLaunchKernel)                               \
+  X(cuMemAlloc)                                   \
+  X(cuMemFree)                                    \
+  X(cuMemAllocHost)                               \
+  X(cuMemFreeHost)                                \
+  X(cuMemcpyDtoH)                                 \
+  X(cuMemcpyDtoHAsync)                            \
+  X(cuMemcpyHtoD)                                 \
+  X(cuMemcpyDtoDAsync)                            \
+  X(cuMemsetD8Async)                              \
+  X(cuMemsetD32Async)                             \
+  X(cuStreamCreate)                               \
+  X(cuStreamDestroy)                              \
+  X(cuStreamSynchronize)                          \
+  X(cuEventCreate)                                \
+  X(cuEventDestroy)                               \
+  X(cuEventRecord)                                \
+  X(cuEventSynchronize)                           \
+  X(cuEventElapsedTime)                           \
+  X(cuIpcOpenMemHandle)                           \
+  X(cuIpcCloseMemHandle)                          \
+  X(cuMemGetAddressRange)                         \
+  X(cuDeviceGetUuid)                              \
+  X(cuOccupancyMaxActiveClusters)                 \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)  \
+  X(cuStreamBeginCapture)                         \
+  X(cuStreamEndCapture)                           \
+  X(cuGraphInstantiate)                           \
+  X(cuGraphLaunch)                                \
+  X(cuGraphExecDestroy)                           \
+  X(cuGraphDestroy)
+// clang-format on
 
 struct DriverApi {
 #define KAGENT_DRIVER_SLOT(name) decltype(&::name) name = nullptr;

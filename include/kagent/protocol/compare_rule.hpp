@@ -33,6 +33,13 @@ KAGENT_HD double rule_abs(double x) {
   return x < 0 ? -x : x;
 }
 
+// The first test of element_verdict, for finite c and r: within the tolerance of the reference at
+// the op's precision. The comparison kernel takes it first and asks element_verdict only for an
+// element it does not pass.
+KAGENT_HD bool within_tolerance(double c, double r, double atol, double rtol) {
+  return rule_abs(c - r) <= atol + rtol * rule_abs(r);
+}
+
 // c: the candidate's element; r: the reference's at the op's precision; r64: the reference computed
 // in float64 (has64 false when there is none). An element passes when
 //   |c - r| <= atol + rtol |r|                         (today's rule), or
@@ -44,7 +51,7 @@ KAGENT_HD double rule_abs(double x) {
 KAGENT_HD int element_verdict(double c, double r, double r64, bool has64, double atol, double rtol) {
   if (!rule_is_finite(c) || !rule_is_finite(r))
     return ((rule_is_nan(c) && rule_is_nan(r)) || c == r) ? kElementPasses : kElementNanMismatch;
-  if (rule_abs(c - r) <= atol + rtol * rule_abs(r)) return kElementPasses;
+  if (within_tolerance(c, r, atol, rtol)) return kElementPasses;
   if (has64 && rule_is_finite(r64)) {
     const double d64 = rule_abs(c - r64);
     if (d64 <= atol + rtol * rule_abs(r64) || d64 <= rule_abs(r - r64)) return kElementPassesFp64;

@@ -14,6 +14,7 @@
 
 #include "kagent/protocol/child_client.hpp"
 #include "kagent/protocol/stats.hpp"
+#include "kagent/reference/library_times.hpp"
 #include "kagent/spec/op.hpp"
 
 namespace kagent {
@@ -93,6 +94,9 @@ class RefServer {
   // InputError with the traceback's last lines; out of GPU memory is EnvError.
   RefSignature load(const Op& op, Precision precision, uint64_t seed);
   RefBaselines baselines(bool refresh, const StopRule& rule);
+  // The reference's GEMM, convolution and attention calls, each timed alone (library_times.hpp);
+  // cached beside the baselines. Runs kernels: the caller holds the GPU lock.
+  RefLibraryTimes library_times(bool refresh);
   // Makes a trial's inputs under `seed`, runs the reference on them (and in float64 where that
   // fits) and returns {"tensors": the tensors as CUDA IPC references (IpcTensorRef JSON, signature
   // order, then the outputs' fp64 twins "NAME@f64"), "fp64_note": why there are no twins, or null,
@@ -139,8 +143,11 @@ class RefServer {
   };
   int gpu_;
   std::filesystem::path problem_, cache_dir_;
-  OwnedDir owned_;                    // a spare's folder (its slot and cache), else empty
-  std::filesystem::path slot_file_;   // a spare's copy of its problem file
+  OwnedDir owned_;                   // a spare's folder (its slot and cache), else empty
+  std::filesystem::path slot_file_;  // a spare's copy of its problem file
+  // A spare's measurement (`kind` "baselines" or "library_times", file `key`.json) copied from its own
+  // cache folder into its problem's, where a later server for the problem finds it.
+  void keep_in_problem_cache(const std::string& kind, const std::string& key) const;
   std::filesystem::path home_cache_;  // a spare's problem's own cache folder (cache_dir_for)
   ChildClient client_;
 };
