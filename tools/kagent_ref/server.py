@@ -179,27 +179,40 @@ class Server:
             reply["draws"] = {"seed": self.problem.draw_seed, "rng_after": self.problem.rng_after}
         return reply
 
-    def baselines(self, req):
+    def _timed(self, req, protocol, folder, stop_rule, what):
+        """The loaded problem made ready for a timed measurement (its inputs remade after a release,
+        the precision's numerics pinned: eager, torch.compile's inductor and the libraries read the
+        same switches as the reference) and where that measurement is cached under `folder`:
+        (problem, numerics flags, key, path, the cached result or None)."""
         import torch
 
         from .numerics import baseline_key
-        from .timing import Timer
 
         if self.problem is None:
-            raise RuntimeError("baselines before load")
+            raise RuntimeError(f"{folder} before load")
         if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no GPU: baselines need one")
+            raise RuntimeError(f"torch sees no GPU: {what} need one")
         p = self.problem
         if self.args is None:  # released since load: the same inputs again
             self.args = p.inputs(self.seed)
-        flags = p.pin_numerics()  # eager and torch.compile (inductor reads the same switches) as the reference
-        key = baseline_key(PROTOCOL, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
-                           torch.__version__, req.get("stop_rule"))
-        path = os.path.join(req["cache_dir"], "baselines", key + ".json")
+        flags = p.pin_numerics()
+        key = baseline_key(protocol, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
+                           torch.__version__, stop_rule)
+        path = os.path.join(req["cache_dir"], folder, key + ".json")
+        cached = None
         if not req.get("refresh") and os.path.exists(path):
             with open(path) as f:
                 cached = json.load(f)
             cached["cached"] = True
+        return p, flags, key, path, cached
+
+    def baselines(self, req):
+        import torch
+
+        from .timing import Timer
+
+        p, flags, key, path, cached = self._timed(req, PROTOCOL, "baselines", req.get("stop_rule"), "baselines")
+        if cached is not None:
             cached["protocol"] = PROTOCOL  # the key has it
             return cached
 
@@ -230,24 +243,11 @@ class Server:
         import torch
 
         from . import library_times
-        from .numerics import baseline_key
         from .timing import Timer
 
-        if self.problem is None:
-            raise RuntimeError("library_times before load")
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no GPU: timing library calls needs one")
-        p = self.problem
-        if self.args is None:  # released since load: the same inputs again
-            self.args = p.inputs(self.seed)
-        flags = p.pin_numerics()  # the precision's numerics: an fp32 problem's GEMMs and convolutions without TF32
-        key = baseline_key(LIBRARY_PROTOCOL, p.source_hash, p.precision, flags, torch.cuda.get_device_name(p.device),
-                           torch.__version__, None)
-        path = os.path.join(req["cache_dir"], "library_times", key + ".json")
-        if not req.get("refresh") and os.path.exists(path):
-            with open(path) as f:
-                cached = json.load(f)
-            cached["cached"] = True
+        # Under fp32 the GEMMs and convolutions run without TF32, as the reference's do.
+        p, _, key, path, cached = self._timed(req, LIBRARY_PROTOCOL, "library_times", None, "library timings")
+        if cached is not None:
             return cached
         phase("timing the reference's library calls")
         timer = Timer(p.device)
