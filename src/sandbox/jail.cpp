@@ -192,8 +192,9 @@ JailStart start_jail(const JailSpec& spec, const SpawnRequest& request, int repo
   p.cap_last = capability_last();
   p.cwd = !spec.working_directory.empty() ? spec.working_directory : p.ns.mount ? "/" : "";
   p.parent = getpid();
-  p.uid_map = fmt::format("{} {} 1", getuid(), getuid());
-  p.gid_map = fmt::format("{} {} 1", getgid(), getgid());
+  IdMaps maps = identity_id_maps();
+  p.uid_map = std::move(maps.uid_map);
+  p.gid_map = std::move(maps.gid_map);
   if (p.ns.pid && spec.max_processes > 0 && pid_limit_support().per_namespace)
     p.pid_max = pid_max_text(spec.max_processes);
 

@@ -47,9 +47,8 @@ bool cuda_tool_injected() {
 
 NetnsResult enter_network_namespace() {
   NetnsResult result;
-  // Saved before unshare: inside a fresh user namespace they read as the overflow id.
-  const uid_t uid = getuid();
-  const gid_t gid = getgid();
+  // Taken before unshare: inside a fresh user namespace the ids read as the overflow id.
+  const IdMaps maps = identity_id_maps();
   if (unshare(CLONE_NEWNET) == 0) {
     result.entered = true;
     return result;
@@ -66,8 +65,7 @@ NetnsResult enter_network_namespace() {
   }
   // The network namespace exists and is ours now, whatever happens to the id maps below.
   result.entered = true;
-  std::string uid_map = fmt::format("{} {} 1", uid, uid), gid_map = fmt::format("{} {} 1", gid, gid);
-  if (!write_id_maps(uid_map.c_str(), gid_map.c_str())) {
+  if (!write_id_maps(maps.uid_map.c_str(), maps.gid_map.c_str())) {
     result.warning = fmt::format(
         "runner sandbox: network namespace entered, but the id map failed ({}); files may show as owned by nobody",
         std::strerror(errno));

@@ -14,9 +14,8 @@
 namespace kagent::sandbox {
 
 std::string enter_private_view(const std::vector<std::string>& visible) {
-  // Saved before unshare: inside a fresh user namespace they read as the overflow id.
-  const uid_t uid = getuid();
-  const gid_t gid = getgid();
+  // Taken before unshare: inside a fresh user namespace the ids read as the overflow id.
+  const IdMaps maps = identity_id_maps();
   // Read while the host's /proc is still visible.
   const int cap_last = capability_last();
   bool own_user = true;
@@ -28,8 +27,8 @@ std::string enter_private_view(const std::vector<std::string>& visible) {
     own_user = false;
   }
   if (own_user) {
-    std::string um = fmt::format("{} {} 1", uid, uid), gm = fmt::format("{} {} 1", gid, gid);
-    if (!write_id_maps(um.c_str(), gm.c_str())) return fmt::format("id maps: {}", std::strerror(errno));
+    if (!write_id_maps(maps.uid_map.c_str(), maps.gid_map.c_str()))
+      return fmt::format("id maps: {}", std::strerror(errno));
   }
   FilesystemView view;
   for (const auto& v : visible) view.add_read_only(v);

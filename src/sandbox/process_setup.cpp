@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace kagent::sandbox {
 
@@ -92,6 +93,11 @@ bool write_proc_file(const char* path, std::string_view text) {
   close(fd);
   errno = saved;
   return n == static_cast<ssize_t>(text.size());
+}
+
+IdMaps identity_id_maps() {
+  const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
+  return {uid + " " + uid + " 1", gid + " " + gid + " 1"};
 }
 
 bool write_id_maps(const char* uid_map, const char* gid_map) {

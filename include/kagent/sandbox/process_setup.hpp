@@ -5,6 +5,7 @@
 // a forked child may only make raw system calls until it executes its program.
 #include <sys/resource.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -81,7 +82,14 @@ bool write_proc_file(const char* path, std::string_view text);
 
 // Maps the caller's outside uid/gid to the same ids inside a fresh user namespace ("setgroups
 // deny" first, as an unprivileged writer needs; its absence on old kernels is fine). The maps
-// are prepared by the parent ("UID UID 1").
+// are prepared before (identity_id_maps): a child between clone and exec must not allocate.
 bool write_id_maps(const char* uid_map, const char* gid_map);
+
+// The uid and gid maps ("ID ID 1") that keep the caller's ids inside a user namespace it makes.
+// Take them before entering it: inside, getuid() reads as the overflow id.
+struct IdMaps {
+  std::string uid_map, gid_map;
+};
+IdMaps identity_id_maps();
 
 }  // namespace kagent::sandbox
