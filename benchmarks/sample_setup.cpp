@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/files.hpp"
 #include "kagent/common/text_table.hpp"
 #include "kagent/gpu/driver.hpp"
 
@@ -147,15 +148,13 @@ void recheck_rows(const DriverApi& cu, CUstream s, CUmodule built_in, int sms, l
   };
   std::vector<Source> all = {{"this build's harness", built_in}};
   for (const std::string& path : sources) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) {
-      fmt::print(stderr, "sample_setup: cannot read {}\n", path);
+    std::string text;
+    try {
+      text = read_text_file(path);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "sample_setup: {}\n", e.what());
       std::exit(2);
     }
-    std::string text;
-    char buf[65536];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-    std::fclose(f);
     CUmodule m;
     const std::string cubin = compiled(text.c_str(), fmt::format("sm_{}{}", cc_major, cc_minor));
     check(cu.cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData (--compare-source)");
