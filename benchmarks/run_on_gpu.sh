@@ -5,7 +5,7 @@
 #   ncu roofline level1 check problems precision margins precision-tests precision-suite tf32-accumulation
 #   shared-baselines multigpu library before-after warm-tests
 #   modelnew modelnew-bench containment concurrent draws serve house floors preset throughput timeline ahead rate
-#   mixed spares credit task-floors recheck episodes all
+#   mixed spares credit task-floors recheck gpu-tests episodes all
 #   (default all; several modes run in this script's order; multigpu needs a machine with
 #   two GPUs; before-after needs the older tree in build-before/src, see below)
 # KernelBench problems come from $KAGENT_KERNELBENCH_DIR (default ../shared/kernelbench); the
@@ -350,6 +350,10 @@ if want recheck; then
     --section Occupancy --section InstructionStats --section MemoryWorkloadAnalysis \
     $B/benchmarks/sample_setup --samples 8
   step recheck ${RECHECK_TESTS_LIMIT:-300} bash -c "cd $B && ./tests/kagent_gpu_tests --gtest_filter='${RECHECK_FILTER:-GpuEval.*:RefServerTest.*}'"
+fi
+if want gpu-tests; then
+  # The GPU tests $GPU_TESTS_FILTER names (a gtest filter), in one process, in the order they are written.
+  step gpu-tests ${GPU_TESTS_LIMIT:-300} bash -c "cd $B && ./tests/kagent_gpu_tests --gtest_filter='${GPU_TESTS_FILTER:-*}'"
 fi
 if want rate; then
   # The harness's own cost per evaluation: 96 distinct native vector_add plans (65 us) in one session

@@ -11,7 +11,7 @@ out of reach although a baseline reaches its time. The task's sentence on the re
 error against fp64 (a PyTorch problem's) is printed beside, and so are the lines on the reference's
 library calls timed alone (its GEMMs and convolutions): exit 1 also when a problem whose FLOPs the
 task counts (it has a matrix product, convolution or attention) gets no such lines, or one of them
-has no time.
+has no time, or a GEMM or convolution line has neither kagent's own step's time nor why it has none.
 
     python3 benchmarks/task_floors.py --kagent build/kagent --kernelbench KernelBench level1/12 level1/19
 """
@@ -119,6 +119,12 @@ def main():
             problems.append("FLOPs counted but no library call timed in the task")
         if any(ln.startswith("- ") and ": not timed;" in ln for ln in library):
             problems.append("a library call left untimed")
+        # Each GEMM and convolution shown has kagent's own step timed beside it, or says why none.
+        calls = [ln for ln in library if ln.startswith("- aten.") and ("(cuBLAS)" in ln or "(cuDNN)" in ln)]
+        if any("kagent's " not in ln and "step expresses it" not in ln for ln in calls):
+            problems.append("a GEMM or convolution without kagent's step time")
+        if any("step failed" in ln for ln in calls):
+            problems.append("kagent's step failed for a call")
         row["problems"] = problems
         if problems:
             bad.append(pid)

@@ -292,8 +292,13 @@ const std::optional<PrecisionFigures>& Evaluator::reference_precision(const Reso
 const RefLibraryTimes& Evaluator::library_times(const ResolvedOp& op) {
   pytorch_reference(op.op);
   if (!loaded_->library_times) {
-    GpuLock lock = lock_gpu("timing the reference's library calls");
-    loaded_->library_times = ref_server()->library_times(opt_.refresh_baselines);
+    RefLibraryTimes t;
+    {
+      GpuLock lock = lock_gpu("timing the reference's library calls");
+      t = ref_server()->library_times(opt_.refresh_baselines);
+    }
+    time_library_steps(t, loaded_->signature.allow_tf32);
+    loaded_->library_times = std::move(t);
   }
   return *loaded_->library_times;
 }

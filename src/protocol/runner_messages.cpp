@@ -14,6 +14,7 @@ void to_json(nlohmann::json& j, const RunnerResult& r) {
   if (r.restart) j["restart"] = true;  // child_client.cpp reads this key itself
   if (r.outcome) j["outcome"] = *r.outcome;
   if (r.peaks) j["peaks"] = *r.peaks;
+  if (r.step_times) j["step_times"] = *r.step_times;
 }
 
 void from_json(const nlohmann::json& j, RunnerResult& r) {
@@ -25,8 +26,10 @@ void from_json(const nlohmann::json& j, RunnerResult& r) {
   r.restart = j.value("restart", false);
   r.outcome.reset();
   r.peaks.reset();
+  r.step_times.reset();
   if (auto o = j.find("outcome"); o != j.end()) r.outcome = o->get<EvalOutcome>();
   if (auto p = j.find("peaks"); p != j.end()) r.peaks = p->get<DevicePeaks>();
+  if (auto s = j.find("step_times"); s != j.end()) r.step_times = s->get<std::vector<LibraryStepTime>>();
 }
 
 void to_json(nlohmann::json& j, RunnerNeed n) {
@@ -125,6 +128,38 @@ void from_json(const nlohmann::json& j, CopyRequest& r) {
   r.gpu = j.at("gpu").get<int>();
   r.from = j.at("from").get<std::vector<IpcTensorRef>>();
   r.to = j.at("to").get<std::vector<IpcTensorRef>>();
+}
+
+void to_json(nlohmann::json& j, const LibraryStepTime& t) {
+  j = {{"median_ms", t.median_ms ? nlohmann::json(*t.median_ms) : nlohmann::json()},
+       {"samples", t.samples},
+       {"step", t.step},
+       {"error", t.error}};
+}
+
+void from_json(const nlohmann::json& j, LibraryStepTime& t) {
+  t.median_ms.reset();
+  if (auto m = j.find("median_ms"); m != j.end() && m->is_number()) t.median_ms = m->get<double>();
+  t.samples = j.value("samples", 0);
+  t.step = j.value("step", "");
+  t.error = j.value("error", "");
+}
+
+void to_json(nlohmann::json& j, const LibraryStepsRequest& r) {
+  j = {{"cmd", "library_steps"}, {"version", r.version},
+       {"gpu", r.gpu},           {"harness_cubin_path", r.harness_cubin_path},
+       {"tf32", r.tf32},         {"stop_rule", r.stop_rule},
+       {"plans", r.plans}};
+}
+
+void from_json(const nlohmann::json& j, LibraryStepsRequest& r) {
+  require_version(j, kRunnerMessageVersion, "kagent's library_steps request", "kagent-runner");
+  r.version = kRunnerMessageVersion;
+  r.gpu = j.at("gpu").get<int>();
+  r.harness_cubin_path = j.at("harness_cubin_path").get<std::string>();
+  r.tf32 = j.at("tf32").get<bool>();
+  j.at("stop_rule").get_to(r.stop_rule);
+  r.plans = j.at("plans").get<std::vector<nlohmann::json>>();
 }
 
 }  // namespace kagent

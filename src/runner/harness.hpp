@@ -55,6 +55,8 @@ class Harness {
   double read(CUdeviceptr p, int64_t index, DType t);
   // Reads `bytes` (a multiple of 16) at p: the L2 flush (see kagent_flush).
   void flush(CUdeviceptr p, size_t bytes);
+  // The harness kernels' module (a plan of library steps only needs one and asks it for no kernel).
+  const Module& module() const { return mod_; }
   // An empty kernel on the stream: a boundary CUPTI sees (see kagent_mark).
   void mark();
   // c = a b for row-major n x n FP32 matrices, n a multiple of 128 (kagent_peak_sgemm): the

@@ -20,6 +20,7 @@
 #include "kagent/gpu/devices.hpp"
 #include "kagent/protocol/runner_messages.hpp"
 #include "kagent/sandbox/network.hpp"
+#include "library_step_times.hpp"
 #include "peaks.hpp"
 
 using namespace kagent;
@@ -212,6 +213,35 @@ bool handle_peaks(State& s, const nlohmann::json& req, RunnerResult& out) {
   return true;
 }
 
+// {"cmd": "library_steps", ...}: a reference's library calls as kagent's plan steps, each timed
+// alone (library_step_times.hpp). A step's own failure is its entry's error; a sticky CUDA error
+// ends the runner.
+bool handle_library_steps(State& s, const nlohmann::json& req, RunnerResult& out) {
+  LibraryStepsRequest rq;
+  try {
+    rq = req.get<LibraryStepsRequest>();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("bad library_steps request: {}", e.what());
+    return true;
+  }
+  bool keep_going = true;
+  if (!prepare(s, rq.gpu, rq.harness_cubin_path, out, keep_going)) return keep_going;
+  try {
+    out.step_times = time_library_steps(*s.device, *s.harness, rq);
+    out.ok = true;
+  } catch (const CudaError& e) {
+    out.ok = false;
+    out.error = fmt::format("timing library steps: {}", e.what());
+    out.restart = e.sticky();
+    return !e.sticky();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    out.error = fmt::format("timing library steps: {}", e.what());
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -264,12 +294,13 @@ int main(int argc, char** argv) {
       out["ok"] = true;
       reply(out);
       break;
-    } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare" || cmd == "copy") {
+    } else if (cmd == "evaluate" || cmd == "peaks" || cmd == "compare" || cmd == "copy" || cmd == "library_steps") {
       RunnerResult result;
-      keep_going = cmd == "evaluate" ? handle_evaluate(state, req, result)
-                   : cmd == "peaks"  ? handle_peaks(state, req, result)
-                   : cmd == "copy"   ? handle_copy(state, req, result)
-                                     : handle_compare(state, req, result);
+      keep_going = cmd == "evaluate"        ? handle_evaluate(state, req, result)
+                   : cmd == "peaks"         ? handle_peaks(state, req, result)
+                   : cmd == "copy"          ? handle_copy(state, req, result)
+                   : cmd == "library_steps" ? handle_library_steps(state, req, result)
+                                            : handle_compare(state, req, result);
       out.update(nlohmann::json(result));
     } else {
       out["ok"] = false;

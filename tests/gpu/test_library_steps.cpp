@@ -5,6 +5,8 @@
 // write an input is refused before the GPU. Skips without a GPU, or without cuBLASLt/cuDNN.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "gpu_test.hpp"
 #include "kagent/common/error.hpp"
 #include "kagent/gpu/libraries.hpp"
@@ -44,8 +46,10 @@ TEST_F(LibrarySteps, GraphReplayGivesTheSameResultInTheSameTime) {
   expect_correct(graph);
   ASSERT_TRUE(eager.outcome.candidate_time && graph.outcome.candidate_time);
   const double e = eager.outcome.candidate_time->median_ms, g = graph.outcome.candidate_time->median_ms;
-  // One step: a graph saves at most a launch's overhead; the kernel time is the same.
-  EXPECT_NEAR(g / e, 1.0, 0.15) << "eager " << e << " ms, graph " << g << " ms";
+  // One step: the kernel time is the same, and a graph launch differs from the library's own launch
+  // by at most a launch's overhead, a few microseconds either way: of a 12 us step, 17% (an H200,
+  // graph 14.4 us against 12.4 us), so the bound is relative plus 5 us.
+  EXPECT_LE(std::abs(g - e), 0.15 * e + 0.005) << "eager " << e << " ms, graph " << g << " ms";
 }
 
 TEST_F(LibrarySteps, AnOutputLeftPartlyUnwrittenFailsOnThePoison) {

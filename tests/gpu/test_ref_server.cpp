@@ -4,9 +4,13 @@
 // with the reason otherwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 
 #include "kagent/common/error.hpp"
+#include "kagent/compile/cache.hpp"
+#include "kagent/eval/evaluator.hpp"
 #include "kagent/reference/ref_server.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
@@ -315,4 +319,70 @@ def get_init_inputs():
   RefServer third(0, op.reference);
   third.load(op, Precision::fp32, 4);
   EXPECT_TRUE(third.library_times(false).cached) << "the spare's measurement reached the problem's cache";
+}
+
+// kagent's own plan step for each of the reference's GEMMs and convolutions, timed by the runner on
+// buffers of the call's shapes: the plan Python wrote parses and runs (nn.Linear's addmm as trans_b with
+// the bias epilogue, mm with a transposed operand, a convolution with its bias), the times are near
+// PyTorch's for the same call, a plan the step refuses is that call's error only, and a second
+// evaluator reads the times from the cache.
+TEST_F(RefServerTest, KagentsOwnStepsAreTimedForTheReferencesCalls) {
+  test::ScopedEnv env("KAGENT_CACHE_DIR", (dir / "cache").string().c_str());
+  Op op = op_for(R"~(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 128, 3, padding=1)
+        self.fc = nn.Linear(2048, 2048)
+
+    def forward(self, x, a, b):
+        return torch.relu(self.conv(x)), self.fc(a), a @ b.t()
+
+def get_inputs():
+    return [torch.randn(16, 64, 128, 128), torch.randn(2048, 2048), torch.randn(1024, 2048)]
+
+def get_init_inputs():
+    return []
+)~");
+  RefLibraryTimes t;
+  {
+    RefServer server(0, op.reference);
+    server.load(op, Precision::fp32, 1);
+    t = server.library_times(false);
+  }
+  ASSERT_EQ(t.calls.size(), 3u) << nlohmann::json(t).dump(1);
+  for (const auto& c : t.calls) EXPECT_TRUE(c.plan.is_object()) << c.op << ": " << c.plan_note;
+  // A plan that reads past its buffer: refused by the step's own check, naming the key; the rest run.
+  RefLibraryCall bad = t.calls[0].kind == "gemm" ? t.calls[0] : t.calls[1];
+  bad.plan["launch"][0]["gemm"]["m"] = 1 << 20;
+  t.calls.insert(t.calls.begin(), bad);
+
+  EvalOptions opts;
+  opts.runner_path = (test::binary_dir() / "kagent-runner").string();
+  auto cache = std::make_shared<CompileCache>(dir / "compile-cache");
+  Evaluator ev(opts, cache);
+  ev.time_library_steps(t, false);
+  EXPECT_FALSE(t.calls[0].step_ms.has_value());
+  EXPECT_TRUE(has(t.calls[0].step_error, "launch[0].gemm.a")) << t.calls[0].step_error;
+  for (size_t i = 1; i < t.calls.size(); ++i) {
+    const RefLibraryCall& c = t.calls[i];
+    ASSERT_TRUE(c.step_ms && *c.step_ms > 0) << c.op << ": " << c.step_error;
+    EXPECT_TRUE(has(c.step, c.kind == "conv" ? "cuDNN" : "cuBLASLt")) << c.step;
+    EXPECT_TRUE(has(c.step, "IEEE fp32") || c.kind == "conv") << c.step;
+    // The same work: within a factor of 3 of PyTorch's call (the conv against its fastest engine).
+    const double pytorch = std::min(*c.median_ms, c.fastest_ms.value_or(*c.median_ms));
+    EXPECT_LT(*c.step_ms, 3 * pytorch) << c.op << " " << c.args << " " << c.step;
+    EXPECT_GT(*c.step_ms, pytorch / 3) << c.op << " " << c.args << " " << c.step;
+  }
+  const std::string text = library_times_text(t, std::nullopt, 8);
+  EXPECT_TRUE(has(text, "kagent's gemm step")) << text;
+  EXPECT_TRUE(has(text, "kagent's conv step")) << text;
+
+  RefLibraryTimes again = t;
+  for (auto& c : again.calls) c.step_ms.reset();
+  Evaluator second(opts, cache);
+  second.time_library_steps(again, false);
+  for (size_t i = 1; i < t.calls.size(); ++i) EXPECT_EQ(again.calls[i].step_ms, t.calls[i].step_ms) << "cached";
 }

@@ -238,6 +238,39 @@ TEST_F(Prompts, TheReferencesLibraryCallsAreTimedInTheTask) {
   EXPECT_EQ(capped.find("eager"), std::string::npos) << capped;
   EXPECT_EQ(library_times_text(RefLibraryTimes{}, 0.7), "");  // no library call: nothing said
 
+  // kagent's own steps for the same calls, timed: each beside its call, their sum against PyTorch's
+  // for the same calls (a convolution's at its fastest), and no "evaluate one to know it".
+  RefLibraryTimes stepped = lib;
+  stepped.calls[0].plan = {{"scratch", nlohmann::json::object()}, {"launch", nlohmann::json::array()}};
+  stepped.calls[0].step_ms = 0.25;
+  stepped.calls[0].step = "cuDNN convolution";
+  stepped.calls[1].step_error = "library step 1: plan key launch[0].gemm.a: 'a' is too small\nsecond line";
+  stepped.calls[2].plan_note = "addbmm sums its products over the batch: no one gemm step";
+  const RefLibraryTimes round = nlohmann::json(stepped).get<RefLibraryTimes>();
+  EXPECT_EQ(round.calls[0].step_ms, 0.25);
+  EXPECT_EQ(round.calls[0].plan, stepped.calls[0].plan);
+  EXPECT_EQ(round.calls[1].step_error, stepped.calls[1].step_error);
+  EXPECT_EQ(round.calls[2].plan_note, stepped.calls[2].plan_note);
+  const std::string with_steps = library_times_text(stepped, 0.70);
+  EXPECT_NE(with_steps.find("0.4100 ms as PyTorch runs it, 0.3000 ms fastest; kagent's conv step 0.2500 ms; 1 call"),
+            std::string::npos)
+      << with_steps;
+  EXPECT_NE(with_steps.find("0.0500 ms; kagent's gemm step failed (library step 1: plan key launch[0].gemm.a: 'a' "
+                            "is too small); 3 calls"),
+            std::string::npos)
+      << with_steps;
+  EXPECT_NE(with_steps.find("not timed; no one gemm step expresses it (addbmm sums its products over the batch: no "
+                            "one gemm step); 2 calls"),
+            std::string::npos)
+      << with_steps;
+  EXPECT_NE(with_steps.find("kagent's steps: 0.2500 ms per forward against 0.3000 ms for the same calls as PyTorch "
+                            "runs them at its fastest (1 of the 3 distinct calls)."),
+            std::string::npos)
+      << with_steps;
+  EXPECT_NE(with_steps.find("and what kagent's own plan step for the same call takes"), std::string::npos)
+      << with_steps;
+  EXPECT_EQ(with_steps.find("evaluate one to know it"), std::string::npos) << with_steps;
+
   // Through the template: in the baselines block after the floors; absent when not measured.
   EXPECT_EQ(agent::baselines_text(gelu(ref), t).find("library calls"), std::string::npos);
   t.library_times = lib;

@@ -167,3 +167,35 @@ TEST(RunnerMessages, AnotherVersionIsRefusedNamingTheMessageAndBothVersions) {
   const std::string unversioned = refusal<RunnerResult>(RunnerResult{}, nullptr);
   EXPECT_TRUE(has(unversioned, "no version")) << unversioned;
 }
+
+TEST(RunnerMessages, ALibraryStepsRequestAndItsReplyRoundTrip) {
+  LibraryStepsRequest rq;
+  rq.gpu = 1;
+  rq.harness_cubin_path = "/tmp/h.cubin";
+  rq.tf32 = true;
+  rq.stop_rule.max_samples = 7;
+  rq.plans = {{{"scratch", nlohmann::json::object()}, {"launch", {{{"gemm", {{"m", 4}}}}}}}};
+  const nlohmann::json j = rq;
+  EXPECT_EQ(j.at("cmd"), "library_steps");  // the runner dispatches on it
+  const LibraryStepsRequest back = j.get<LibraryStepsRequest>();
+  EXPECT_EQ(back.gpu, 1);
+  EXPECT_EQ(back.harness_cubin_path, rq.harness_cubin_path);
+  EXPECT_TRUE(back.tf32);
+  EXPECT_EQ(back.stop_rule.max_samples, 7);
+  EXPECT_EQ(back.plans, rq.plans);
+  EXPECT_TRUE(has(refusal<LibraryStepsRequest>(j, 99), "kagent's library_steps request"));
+
+  RunnerResult r;
+  r.ok = true;
+  r.step_times = std::vector<LibraryStepTime>{{0.125, 12, "cuBLASLt gemm 4x4x4 f32 (IEEE fp32)", ""},
+                                              {std::nullopt, 0, "", "plan key launch[0].gemm.a: too small"}};
+  const RunnerResult rb = nlohmann::json(r).get<RunnerResult>();
+  ASSERT_TRUE(rb.step_times.has_value());
+  ASSERT_EQ(rb.step_times->size(), 2u);
+  EXPECT_EQ((*rb.step_times)[0].median_ms, 0.125);
+  EXPECT_EQ((*rb.step_times)[0].samples, 12);
+  EXPECT_EQ((*rb.step_times)[0].step, "cuBLASLt gemm 4x4x4 f32 (IEEE fp32)");
+  EXPECT_FALSE((*rb.step_times)[1].median_ms.has_value());
+  EXPECT_EQ((*rb.step_times)[1].error, "plan key launch[0].gemm.a: too small");
+  EXPECT_FALSE(nlohmann::json(RunnerResult{}).get<RunnerResult>().step_times.has_value());
+}

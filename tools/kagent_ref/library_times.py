@@ -9,9 +9,12 @@ sample, CUDA events, the median) under a short stopping rule, and a convolution 
 cuDNN's benchmark mode on: cuDNN then times its algorithms and runs the fastest, as a plan's conv
 step picks its own. Then it returns the call's result and forward goes on. Calls with the same
 arguments (shapes, dtypes, strides, settings) are timed once and counted. torch is passed in, so the
-naming, counting and budget run in tests without it."""
+naming, counting and budget run in tests without it. Each GEMM and convolution also carries the call
+as kagent's own plan step (library_steps.py), which kagent-runner times beside it."""
 
 import time
+
+from . import library_steps
 
 # aten operator (the overload packet's name) -> what it is
 KINDS = {
@@ -78,15 +81,17 @@ class Recorder:
         self.entries = {}
         self.untimed = 0
 
-    def call(self, op, kind, args_text, time_call):
+    def call(self, op, kind, args_text, time_call, step=None):
         """`time_call()` -> {"median_ms": ..., "fastest_ms": ... (a convolution's)}: run only for a call
-        not seen before, while the budget lasts."""
+        not seen before, while the budget lasts. `step`: the call as kagent's plan step
+        (library_steps.plan_for), kept with the call's first sight."""
         key = (op, args_text)
         e = self.entries.get(key)
         if e is not None:
             e["calls"] += 1
             return
         e = {"kind": kind, "library": LIBRARY[kind], "op": op, "args": args_text, "calls": 1, "median_ms": None}
+        e.update(step or {})
         self.entries[key] = e
         if self.clock() - self.t0 > self.budget_s:
             self.untimed += 1
@@ -137,8 +142,12 @@ def measure(torch, run, timer, budget_s=BUDGET_S):
             if kind is not None:
                 names = [a.name for a in func._schema.arguments]
                 op = "aten." + str(func).split(".")[1]
+                out = func(*args, **kwargs)
+                bound = dict(zip(names, args))
+                bound.update(kwargs)
                 rec.call(op, kind, describe(names, args, kwargs, is_tensor),
-                         lambda: time_call(kind, func, args, kwargs))
+                         lambda: time_call(kind, func, args, kwargs), library_steps.plan_for(kind, op, bound, out))
+                return out
             return func(*args, **kwargs)
 
     try:

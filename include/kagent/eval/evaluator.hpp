@@ -163,6 +163,12 @@ class Evaluator {
   // (library_times.hpp), measured under the GPU lock the first time (or read from the cache). For
   // the task's text: the choice between a library step and a kernel of one's own.
   const RefLibraryTimes& library_times(const ResolvedOp& op);
+  // Each call of `t` that has a plan step (RefLibraryCall::plan) and a PyTorch time gets kagent's own
+  // step timed alone by the runner (step_ms, step, or step_error), with TF32 where `tf32` (the
+  // reference's numerics). Cached per GPU, driver, kagent version and plans under the compile
+  // cache's folder; --refresh-baselines measures again. A runner failure is each call's step_error,
+  // not an exception. Needs the GPU (EnvError without one).
+  void time_library_steps(RefLibraryTimes& t, bool tf32);
 
  private:
   friend class EvalContext;  // a kind's view of the evaluator's means

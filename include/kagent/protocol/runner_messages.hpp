@@ -19,7 +19,15 @@ namespace kagent {
 // Bump when a message below changes shape.
 inline constexpr int kRunnerMessageVersion = 1;
 
-// The runner's reply to "evaluate" and "peaks": {"id": N, "version": 1, "ok": bool, ...}.
+// One plan of a "library_steps" request timed (LibraryStepsRequest): the median, or why not.
+struct LibraryStepTime {
+  std::optional<double> median_ms;  // nullopt: not timed (`error` says why)
+  int samples = 0;
+  std::string step;   // what ran: "cuBLASLt gemm 128x64x256 f32 (IEEE fp32), epilogue bias"
+  std::string error;  // the plan or the library refused it, or it failed
+};
+
+// The runner's reply to "evaluate", "peaks" and "library_steps": {"id": N, "version": 1, "ok": bool, ...}.
 struct RunnerResult {
   int version = kRunnerMessageVersion;
   bool ok = false;
@@ -28,6 +36,7 @@ struct RunnerResult {
   bool restart = false;                // a sticky CUDA error: the runner exits after this reply
   std::optional<EvalOutcome> outcome;  // "evaluate", when ok
   std::optional<DevicePeaks> peaks;    // "peaks", when ok
+  std::optional<std::vector<LibraryStepTime>> step_times;  // "library_steps", when ok: one per plan
 };
 
 // What the runner can ask kagent for in the middle of a request. Written by name.
@@ -85,6 +94,21 @@ struct CopyRequest {
   std::vector<IpcTensorRef> from, to;
 };
 
+// kagent -> the runner: {"cmd": "library_steps", "version": 1, "gpu": N, ...}: each plan (a whole
+// launch plan, one gemm or conv step on scratch buffers of fixed shapes: what a reference's library
+// call is as kagent's own step) run and timed alone by the baselines' protocol: L2 flushed before
+// each sample, CUDA events, the median under `stop_rule`. Scratch is filled with uniform values in
+// (-1, 1). With `tf32`, the steps compute as the reference's calls do when its precision allows TF32.
+// The reply is a RunnerResult with step_times, one per plan in order.
+struct LibraryStepsRequest {
+  int version = kRunnerMessageVersion;
+  int gpu = 0;
+  std::string harness_cubin_path;
+  bool tf32 = false;
+  StopRule stop_rule;
+  std::vector<nlohmann::json> plans;
+};
+
 // The readers throw EnvError for another version (naming the message and both versions) and
 // nlohmann's errors for missing fields.
 void to_json(nlohmann::json& j, const RunnerResult& r);
@@ -99,5 +123,9 @@ void to_json(nlohmann::json& j, const CompareRequest& r);
 void from_json(const nlohmann::json& j, CompareRequest& r);
 void to_json(nlohmann::json& j, const CopyRequest& r);
 void from_json(const nlohmann::json& j, CopyRequest& r);
+void to_json(nlohmann::json& j, const LibraryStepTime& t);
+void from_json(const nlohmann::json& j, LibraryStepTime& t);
+void to_json(nlohmann::json& j, const LibraryStepsRequest& r);
+void from_json(const nlohmann::json& j, LibraryStepsRequest& r);
 
 }  // namespace kagent
