@@ -147,6 +147,9 @@ def main():
     ap.add_argument("--ahead-only", action="store_true", help="native: only the rows built ahead")
     ap.add_argument("--compare-credit", action="store_true",
                     help="native: also the built-ahead rows with --warmup-credit-gap-ms 0, side by side")
+    ap.add_argument("--compare-count-setup", action="store_true",
+                    help="native: also the training row built ahead with --count-setup false (its GPU time floor "
+                         "counting the timed spans only, as before the preset counted set-up), side by side")
     ap.add_argument("--out")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -173,6 +176,9 @@ def main():
                   VECTOR_ADD, training + serial)
         b.row("native", "session, training, built ahead", gen.vector_add_set(d, a.native_n, tag="f"), VECTOR_ADD,
               training)
+        if a.compare_count_setup:
+            b.row("native", "session, training, built ahead, set-up not counted",
+                  gen.vector_add_set(d, a.native_n, tag="i"), VECTOR_ADD, training + ("--count-setup", "false"))
         if a.compare_credit:  # the same rows with the warm-up's credit off: a full warm-up every pass
             off = ("--warmup-credit-gap-ms", "0")
             b.row("native", "session, default, built ahead, no warm-up credit", gen.vector_add_set(d, a.native_n, tag="g"),

@@ -45,6 +45,10 @@ void add_measure_flags(CLI::App* sub, MeasureFlags* m) {
   sub->add_option("--max-gpu-s", s.max_gpu_s, "Timed GPU seconds at most (default 2)")
       ->check(CLI::PositiveNumber)
       ->group(g);
+  sub->add_option("--count-setup", s.count_setup,
+                  "Count each sample's set-up (inputs restored, outputs poisoned, L2 flushed) toward --min-gpu-s "
+                  "and --max-gpu-s: true or false (default false; the training preset's true)")
+      ->group(g);
   sub->add_option("--max-wall-s", s.max_wall_s, "Wall seconds of timing at most (default 10)")
       ->check(CLI::PositiveNumber)
       ->group(g);

@@ -281,9 +281,26 @@ void from_json(const nlohmann::json& j, EvalOutcome& o) {
   o.metrics_replay = j.value("metrics_replay", "");
 }
 
+void to_json(nlohmann::json& j, const StopRule& r) {
+  j = {{"min_samples", r.min_samples}, {"min_gpu_s", r.min_gpu_s}, {"target_rse", r.target_rse},
+       {"max_samples", r.max_samples}, {"max_gpu_s", r.max_gpu_s}, {"max_wall_s", r.max_wall_s},
+       {"count_setup", r.count_setup}};
+}
+
+void from_json(const nlohmann::json& j, StopRule& r) {
+  j.at("min_samples").get_to(r.min_samples);
+  j.at("min_gpu_s").get_to(r.min_gpu_s);
+  j.at("target_rse").get_to(r.target_rse);
+  j.at("max_samples").get_to(r.max_samples);
+  j.at("max_gpu_s").get_to(r.max_gpu_s);
+  j.at("max_wall_s").get_to(r.max_wall_s);
+  r.count_setup = j.value("count_setup", false);
+}
+
 std::string stop_rule_text(const StopRule& r) {
-  return fmt::format(">= {} samples and >= {} s GPU time, RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall",
-                     r.min_samples, r.min_gpu_s, 100 * r.target_rse, r.max_samples, r.max_gpu_s, r.max_wall_s);
+  return fmt::format(">= {} samples and >= {} s GPU time{}, RSE <= {:.2f}%; caps {} samples, {} s GPU, {} s wall",
+                     r.min_samples, r.min_gpu_s, r.count_setup ? " (each sample's set-up included)" : "",
+                     100 * r.target_rse, r.max_samples, r.max_gpu_s, r.max_wall_s);
 }
 
 void note_bandwidth(EvalOutcome& o, const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs) {

@@ -81,11 +81,12 @@ double relative_se_of_median(const std::vector<double>& samples_ms) {
   return s.rse_median;
 }
 
-StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule) {
+StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule, double busy_s) {
   const TimingSummary s = summarize(samples_ms);
+  const double gpu_s = rule.count_setup && busy_s >= 0 ? busy_s : s.gpu_time_s;
 
   // Converged takes precedence over a cap reached at the same sample: the number is good.
-  if (s.n >= rule.min_samples && s.gpu_time_s >= rule.min_gpu_s && s.n >= 2) {
+  if (s.n >= rule.min_samples && gpu_s >= rule.min_gpu_s && s.n >= 2) {
     const double sem_over_mean = s.mean_ms > 0 ? s.stdev_ms / std::sqrt(static_cast<double>(s.n)) / s.mean_ms
                                                : (s.stdev_ms == 0 ? 0.0 : INFINITY);
     if (s.rse_median <= rule.target_rse || sem_over_mean <= rule.target_rse) {
@@ -93,7 +94,7 @@ StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, c
     }
   }
   if (s.n >= rule.max_samples) return {true, "max samples"};
-  if (s.gpu_time_s >= rule.max_gpu_s) return {true, "max GPU time"};
+  if (gpu_s >= rule.max_gpu_s) return {true, "max GPU time"};
   if (wall_s >= rule.max_wall_s) return {true, "max wall time"};
   return {false, ""};
 }

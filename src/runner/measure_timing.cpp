@@ -129,7 +129,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
       group_busy_ms += sample.busy_ms;
       // A cap reached inside a group stops at that sample; the group's later samples ran but are
       // not counted, so the samples a stop rule sees are those it would have seen one at a time.
-      if (i + 1 < group) d = should_stop(samples, wall_s(), rq_.stop_rule);
+      if (i + 1 < group) d = should_stop(samples, wall_s(), rq_.stop_rule, busy_ms / 1000.0);
     }
     ran += group;
     per_sample_ms = group_busy_ms / static_cast<double>(std::max<size_t>(counted, 1));
@@ -148,7 +148,7 @@ TimingSummary Evaluation::time_plan(PlanExecutor& plan, const std::vector<Guarde
     }
     --queued;
     slot = (slot + 1) % kGroupSlots;
-    if (!d.stop) d = should_stop(samples, wall_s(), rq_.stop_rule);
+    if (!d.stop) d = should_stop(samples, wall_s(), rq_.stop_rule, busy_ms / 1000.0);
     if (d.stop) break;  // groups queued ahead still run; their samples are not counted
     if (queued == 0) queue_group();
   }

@@ -51,6 +51,7 @@ void read_measure(const Json& j, const std::string& field, judge::CandidateReque
   if (auto v = f.number("max_gpu_s", 0, 3600, true)) s.max_gpu_s = *v;
   if (auto v = f.number("max_wall_s", 0, 3600, true)) s.max_wall_s = *v;
   if (auto v = f.number("target_rse", 0, 1)) s.target_rse = *v;
+  if (auto v = f.boolean("count_setup")) s.count_setup = *v;
   if (auto v = f.integer("warmup_samples", 0, kMaxCount)) k.warmup_runs = *v;
   if (auto v = f.number("warmup_ms", 0, 3.6e6)) k.warmup_ms = *v;
   if (auto v = f.number("warmup_credit_gap_ms", 0, 3.6e6)) k.warmup_credit_gap_ms = *v;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kagent/protocol/protocol.hpp"
 #include "kagent/protocol/stats.hpp"
 
 namespace kagent {
@@ -159,6 +160,33 @@ TEST(ShouldStop, NotBeforeMinGpuTimeEvenIfConverged) {
   const StopDecision d = should_stop(std::vector<double>(100, 1.0), 0.5, rule);
   EXPECT_TRUE(d.stop);
   EXPECT_EQ(d.reason, "converged");
+}
+
+TEST(ShouldStop, ARuleThatCountsSetUpReachesItsGpuTimeByBusyTime) {
+  StopRule rule;
+  rule.count_setup = true;
+  // 1 ms timed, 2 ms busy each: 0.1 s after 50 samples, not 100.
+  EXPECT_FALSE(should_stop(std::vector<double>(49, 1.0), 0.5, rule, 0.098).stop);
+  EXPECT_EQ(should_stop(std::vector<double>(50, 1.0), 0.5, rule, 0.1).reason, "converged");
+  // Its cap too: 2 s of busy time after 1000 ms of spans.
+  rule.min_samples = 5000;
+  rule.max_samples = 5000;
+  EXPECT_EQ(should_stop(std::vector<double>(1000, 1.0), 0.5, rule, 2.0).reason, "max GPU time");
+  // Without busy times (a caller that has none), the spans count.
+  rule = StopRule{};
+  rule.count_setup = true;
+  EXPECT_FALSE(should_stop(std::vector<double>(50, 1.0), 0.5, rule).stop);
+  // A rule that does not count set-up ignores them.
+  EXPECT_FALSE(should_stop(std::vector<double>(50, 1.0), 0.5, StopRule{}, 0.1).stop);
+  // The rule's JSON: count_setup round-trips, and a rule written before it reads as false.
+  rule.count_setup = true;
+  EXPECT_TRUE(nlohmann::json(rule).get<StopRule>().count_setup);
+  nlohmann::json old = nlohmann::json(rule);
+  old.erase("count_setup");
+  EXPECT_FALSE(old.get<StopRule>().count_setup);
+  old.erase("min_samples");
+  EXPECT_THROW(old.get<StopRule>(), nlohmann::json::exception) << "the other fields stay required";
+  EXPECT_NE(stop_rule_text(rule).find("GPU time (each sample's set-up included)"), std::string::npos);
 }
 
 TEST(ShouldStop, StopsOnConvergenceWithSmallNoise) {

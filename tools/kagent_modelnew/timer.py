@@ -110,9 +110,12 @@ class Timer:
         rule = dict(stats.DEFAULT_RULE, **(rule or {}))
         t0 = _monotonic()
         samples = []
+        busy_ms = 0.0
         while True:
-            samples.append(self.sample(after_each)[0])
-            reason = stats.should_stop(samples, _monotonic() - t0, rule)
+            timed_ms, sample_busy_ms = self.sample(after_each)
+            samples.append(timed_ms)
+            busy_ms += sample_busy_ms
+            reason = stats.should_stop(samples, _monotonic() - t0, rule, busy_ms / 1000.0)
             if reason:
                 break
         s = stats.summarize(samples)

@@ -45,9 +45,12 @@ class Timer:
                 runs += 1
             t0 = time.monotonic()
             samples = []
+            busy_ms = 0.0
             while True:
-                samples.append(sample()[0])
-                reason = stats.should_stop(samples, time.monotonic() - t0, rule)
+                timed_ms, sample_busy_ms = sample()
+                samples.append(timed_ms)
+                busy_ms += sample_busy_ms
+                reason = stats.should_stop(samples, time.monotonic() - t0, rule, busy_ms / 1000.0)
                 if reason:
                     break
         s = stats.summarize(samples)

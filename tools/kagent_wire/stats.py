@@ -11,6 +11,9 @@ DEFAULT_RULE = {
     "max_samples": 1000,
     "max_gpu_s": 2.0,
     "max_wall_s": 10.0,
+    # min_gpu_s and max_gpu_s count each sample's whole GPU busy time (set-up included) where the
+    # caller passes it (busy_s); the training preset's.
+    "count_setup": False,
 }
 
 
@@ -59,10 +62,13 @@ def summarize(samples_ms):
     }
 
 
-def should_stop(samples_ms, wall_s, rule):
-    """Returns the reason to stop, or None to keep sampling."""
+def should_stop(samples_ms, wall_s, rule, busy_s=None):
+    """Returns the reason to stop, or None to keep sampling. GPU time: the samples' sum, or `busy_s`
+    (their GPU busy time, set-up included) where the rule counts set-up and busy_s is given."""
     n = len(samples_ms)
     gpu_s = sum(samples_ms) / 1000.0
+    if rule.get("count_setup") and busy_s is not None:
+        gpu_s = busy_s
     if n >= rule["min_samples"] and gpu_s >= rule["min_gpu_s"] and n >= 2:
         mean = sum(samples_ms) / n
         sem_rel = _stdev(samples_ms) / math.sqrt(n) / mean if mean > 0 else math.inf

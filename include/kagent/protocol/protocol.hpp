@@ -242,7 +242,9 @@ struct EvalOutcome {
 };
 
 // Plain records: nlohmann's macro writes their JSON with the field names as keys.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StopRule, min_samples, min_gpu_s, target_rse, max_samples, max_gpu_s, max_wall_s)
+// Every field is required but count_setup, which a rule written before it lacks (false).
+void to_json(nlohmann::json& j, const StopRule& r);
+void from_json(const nlohmann::json& j, StopRule& r);
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MeasureKnobs, warmup_runs, warmup_ms, check_every, cupti_samples,
                                                 per_launch_samples, warmup_credit_gap_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingSummary, n, median_ms, mean_ms, min_ms, p10_ms, p90_ms, stdev_ms,

@@ -45,6 +45,10 @@ struct StopRule {
   int max_samples = 1000;
   double max_gpu_s = 2.0;
   double max_wall_s = 10.0;
+  // min_gpu_s and max_gpu_s count each sample's whole GPU busy time (its set-up: inputs restored,
+  // outputs poisoned, L2 flushed; then the timed span) rather than the timed span alone: the GPU
+  // time the measurement occupies. The training preset's; a caller without busy times counts spans.
+  bool count_setup = false;
 };
 
 struct StopDecision {
@@ -53,8 +57,10 @@ struct StopDecision {
 };
 
 // Stop when (n >= min_samples and gpu time >= min_gpu_s and (RSE of the median <= target or
-// SEM/mean <= target)), or when any cap is reached.
-StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule);
+// SEM/mean <= target)), or when any cap is reached. GPU time: the samples' sum, or `busy_s` (the
+// samples' GPU busy time, set-up included) where rule.count_setup and busy_s >= 0.
+StopDecision should_stop(const std::vector<double>& samples_ms, double wall_s, const StopRule& rule,
+                         double busy_s = -1);
 
 // The measurement's knobs beside the stopping rule: explicit, settable (the measurement flags of
 // eval, profile, check and bench) and echoed in every report, as nvbench echoes its own.
