@@ -64,6 +64,49 @@ class Numerics(unittest.TestCase):
         self.assertEqual(k_off, numerics.baseline_key(*args, dict(off), "H100", "2.8", None))
 
 
+class PrivateInputs(unittest.TestCase):
+    """The forwards at other precisions run on copies of the trial's inputs: the trial's own tensors
+    are what candidates get, so a forward that writes an input in place (x.add_(1)) must not reach
+    them. Stand-ins play torch's tensors."""
+
+    class Tensor:
+        def __init__(self, dtype):
+            self.dtype = dtype
+
+        def is_floating_point(self):
+            return self.dtype in ("float32", "bfloat16", "float16")
+
+        def clone(self):
+            return PrivateInputs.Tensor(self.dtype)
+
+        def to(self, dtype=None, copy=False):
+            if not copy and dtype == self.dtype:
+                return self  # as torch does: no copy unless asked
+            return PrivateInputs.Tensor(dtype)
+
+    class Torch:
+        pass
+
+    def setUp(self):
+        self.torch = self.Torch()
+        self.torch.Tensor = self.Tensor
+
+    def test_every_tensor_is_a_copy_and_other_values_pass_through(self):
+        x, idx = self.Tensor("float32"), self.Tensor("int64")
+        out = lower_precision.private_inputs(self.torch, [x, idx, 3, "mean"])
+        self.assertIsNot(out[0], x)
+        self.assertIsNot(out[1], idx)
+        self.assertEqual((out[0].dtype, out[1].dtype), ("float32", "int64"))
+        self.assertEqual(out[2:], [3, "mean"])
+
+    def test_cast_ones_are_copies_even_at_their_own_dtype(self):
+        h, f, i = self.Tensor("float16"), self.Tensor("float32"), self.Tensor("int64")
+        out = lower_precision.private_inputs(self.torch, [h, f, i], "float16")
+        self.assertIsNot(out[0], h)
+        self.assertEqual([t.dtype for t in out], ["float16", "float16", "int64"])
+        self.assertIsNot(out[2], i)
+
+
 class ForbiddenPrecisions(unittest.TestCase):
     """What the precision rule's figures are measured at (lower_precision.py): each precision
     forbids only precisions with fewer mantissa bits than its own arithmetic, and names only known

@@ -110,17 +110,30 @@ def _sdpa_math(torch):
     return sdpa_kernel(SDPBackend.MATH)
 
 
+def private_inputs(torch, args, dtype=None):
+    """Copies of the trial's inputs for one more forward, floating ones cast to `dtype` where given:
+    never the trial's own tensors, which candidates get as they were, so a forward that writes an
+    input in place (x.add_(1)) leaves them alone."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            a = a.to(dtype=dtype, copy=True) if dtype is not None and a.is_floating_point() else a.clone()
+        out.append(a)
+    return out
+
+
 def _forward(torch, problem, precision, args):
-    """The problem's outputs computed at `precision`, with the trial's draws played back."""
+    """The problem's outputs computed at `precision`, with the trial's draws played back, on copies
+    of the trial's inputs."""
     context = contextlib.nullcontext()
     if precision == "tf32":
-        model, cast, float_dtype = problem.model, args, None
+        model, cast, float_dtype = problem.model, private_inputs(torch, args), None
         numerics_mod.apply(torch, numerics_mod.numerics("tf32"))
         context = _sdpa_math(torch)
     else:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         model = copy.deepcopy(problem.model).to(dtype)
-        cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        cast = private_inputs(torch, args, dtype)
         float_dtype = dtype
     try:
         with context:

@@ -83,6 +83,7 @@ class Reference64:
         import torch
 
         from . import draws as draws_mod
+        from .lower_precision import private_inputs
 
         if self.model is None:
             return [], self.note
@@ -99,7 +100,8 @@ class Reference64:
             return [], (f"the fp64 inputs and outputs ({(in_bytes + out_bytes) >> 20} MiB) do not fit in the GPU's "
                         f"free memory ({free >> 20} MiB)")
         try:
-            args64 = [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+            # Copies: the trial's own inputs are the candidate's, and forward may write its inputs in place.
+            args64 = private_inputs(torch, args, torch.float64)
             with torch.no_grad():
                 if draws:
                     replay = draws_mod.replay(torch, list(draws), torch.float64)
