@@ -80,6 +80,11 @@ TEST(MeasureFlags, APresetThenTheFlagsBesideIt) {
     EXPECT_EQ(o.stop_rule.max_samples, t.stop_rule.max_samples);
   }
   EXPECT_THROW(parse({"--preset", "fast"}), CLI::ValidationError);
+  // The training preset counts each sample's set-up toward its GPU time; --count-setup says otherwise.
+  EXPECT_TRUE(m.stop_rule.count_setup);
+  EXPECT_FALSE(parse({"--preset", "training", "--count-setup", "false"}).stop_rule.count_setup);
+  EXPECT_TRUE(parse({"--count-setup", "true"}).stop_rule.count_setup);
+  EXPECT_FALSE(plain.stop_rule.count_setup);
 }
 
 TEST(MeasureFlags, BaselinesAreReadWhenParsedAndGoIntoTheOptions) {

@@ -99,6 +99,11 @@ TEST(ServeRequest, APresetThenTheMeasureFieldsBesideIt) {
   EXPECT_DOUBLE_EQ(o.candidate.stop_rule.min_gpu_s, 0.05);
   EXPECT_EQ(o.candidate.stop_rule.max_samples, t.stop_rule.max_samples);
   EXPECT_DOUBLE_EQ(o.candidate.knobs.warmup_ms, t.knobs.warmup_ms);
+  // The training preset counts each sample's set-up toward its GPU time; a request may say otherwise.
+  EXPECT_TRUE(t.stop_rule.count_setup);
+  EXPECT_FALSE(parse_evaluate_request(with(R"("measure": {"preset": "training", "count_setup": false})"), {})
+                   .candidate.stop_rule.count_setup);
+  EXPECT_TRUE(parse_evaluate_request(with(R"("measure": {"count_setup": true})"), {}).candidate.stop_rule.count_setup);
   // The service's default preset (kagent serve --preset) for requests that name none.
   RequestLimits training;
   training.default_preset = "training";
