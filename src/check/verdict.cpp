@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "kagent/common/text_table.hpp"
+#include "kagent/common/utf8.hpp"
 #include "kagent/eval/report_score.hpp"
 #include "kagent/report/junit.hpp"
 
@@ -78,7 +79,7 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
       why += fmt::format(": {} differs in {} of {} elements, first at index {} ({} vs reference {}), {}", m.tensor,
                          m.count, m.numel, m.first_index, m.candidate_value, m.reference_value, m.when);
     } else if (!r.outcome.message.empty()) {
-      why += ": " + report::first_line(r.outcome.message, 300);
+      why += ": " + first_line(r.outcome.message, 300);
     }
     v.reasons.push_back(why);
     return v;
@@ -108,7 +109,7 @@ Verdict judge(const CheckEntry& e, const EvalReport& r) {
     const double margin = e.t.regression_margin();
     if (!r.baseline_error.empty()) {
       failed = true;
-      v.reasons.push_back("the baseline kernel does not compile: " + report::first_line(r.baseline_error, 300));
+      v.reasons.push_back("the baseline kernel does not compile: " + first_line(r.baseline_error, 300));
     } else if (!v.ab) {
       failed = true;
       v.reasons.push_back("no comparison with the baseline was made (timing off?)");
@@ -131,7 +132,7 @@ Verdict unparsable(const CheckEntry& e, const std::string& message) {
   v.status = "fail";
   v.compile_log = message;
   v.diagnostics = parse_diagnostics(message);
-  v.reasons.push_back("the kernel's launch plan is invalid: " + report::first_line(message, 300));
+  v.reasons.push_back("the kernel's launch plan is invalid: " + first_line(message, 300));
   return v;
 }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/utf8.hpp"
+
 namespace kagent {
 
 namespace {
@@ -61,17 +63,11 @@ void to_json(nlohmann::json& j, const RefLibraryTimes& t) {
 
 namespace {
 
-// The first line of an error, at most `n` characters: a step's failure in one line of the task.
-std::string first_line(const std::string& e, size_t n = 160) {
-  std::string line = e.substr(0, e.find('\n'));
-  if (line.size() > n) line = line.substr(0, n - 3) + "...";
-  return line;
-}
-
 // What kagent's own step for the call took, or why there is none: "; kagent's gemm step 0.1234 ms".
 std::string step_text(const RefLibraryCall& c) {
   if (c.step_ms) return fmt::format("; kagent's {} step {:.4f} ms", c.kind, *c.step_ms);
-  if (!c.step_error.empty()) return fmt::format("; kagent's {} step failed ({})", c.kind, first_line(c.step_error));
+  if (!c.step_error.empty())
+    return fmt::format("; kagent's {} step failed ({})", c.kind, first_line(c.step_error, 160));
   if (!c.plan_note.empty()) return fmt::format("; no one {} step expresses it ({})", c.kind, c.plan_note);
   return "";
 }

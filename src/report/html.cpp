@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "kagent/common/utf8.hpp"
 #include "kagent/report/junit.hpp"
 
 namespace kagent::report {

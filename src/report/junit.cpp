@@ -147,16 +147,6 @@ std::string xml_escape(std::string_view text, bool attribute) {
   return out;
 }
 
-std::string first_line(std::string_view text, size_t max_bytes) {
-  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  size_t b = 0;
-  while (b < text.size() && blank(text[b])) ++b;
-  size_t e = text.find('\n', b);
-  if (e == std::string_view::npos) e = text.size();
-  while (e > b && blank(text[e - 1])) --e;
-  return cut_with_ellipsis(text.substr(b, e - b), max_bytes);
-}
-
 std::string render_junit(const std::vector<ResultRecord>& records, const std::string& suite_name) {
   int failures = 0, errors = 0, skipped = 0;
   double total = 0;

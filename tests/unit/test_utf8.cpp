@@ -104,3 +104,11 @@ TEST(Utf8, MessagesAreMadeValid) {
   EXPECT_EQ(j["content"], kFffd + "(");
   EXPECT_EQ(j["tool_calls"][0]["raw_arguments"], "{" + kFffd + "}");
 }
+
+TEST(Utf8, FirstLineIsTheFirstNonBlankLineCutOnACharacterBoundary) {
+  EXPECT_EQ(first_line("\n  \n  first\r\nsecond", 100), "first");
+  EXPECT_EQ(first_line("", 10), "");
+  // A cut never splits a character: "\xC2\xB5" is two bytes.
+  EXPECT_EQ(first_line("abcd\xC2\xB5xyz", 8), "abcd...");
+  EXPECT_EQ(first_line("abcdefghij", 8), "abcde...");
+}

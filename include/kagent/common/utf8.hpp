@@ -25,4 +25,8 @@ bool make_valid_utf8(std::string& text);
 // is split, with "..." after it, max_bytes in all (for messages that quote outside text).
 std::string cut_with_ellipsis(std::string_view text, size_t max_bytes);
 
+// The first non-blank line of text, cut to at most max_bytes as cut_with_ellipsis cuts: the
+// one-line form of an error for a message attribute, a table cell or a line of a prompt.
+std::string first_line(std::string_view text, size_t max_bytes);
+
 }  // namespace kagent

@@ -21,8 +21,4 @@ std::string render_junit(const std::vector<ResultRecord>& records, const std::st
 // otherwise turn into spaces.
 std::string xml_escape(std::string_view text, bool attribute = false);
 
-// The first non-blank line of text, cut to at most max_bytes on a UTF-8 boundary ("..." marks a
-// cut): the one-line form of an error for a message attribute or a table cell.
-std::string first_line(std::string_view text, size_t max_bytes);
-
 }  // namespace kagent::report
