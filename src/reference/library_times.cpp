@@ -76,15 +76,21 @@ std::string step_text(const RefLibraryCall& c) {
 
 std::string library_times_text(const RefLibraryTimes& t, std::optional<double> eager_ms, size_t max_rows) {
   if (t.calls.empty()) return "";
-  bool conv = false, steps = false;
-  for (const auto& c : t.calls) {
-    conv = conv || c.fastest_ms.has_value();
-    steps = steps || c.step_ms.has_value();
-  }
+  bool conv = false;
+  for (const auto& c : t.calls) conv = conv || c.fastest_ms.has_value();
+  // kagent's steps over one forward, and PyTorch's calls for the same calls, where both were timed.
+  double steps_ms = 0, same_ms = 0;
+  size_t stepped = 0;
+  for (const auto& c : t.calls)
+    if (c.step_ms && c.median_ms) {
+      steps_ms += *c.step_ms * c.calls;
+      same_ms += std::min(*c.median_ms, c.fastest_ms.value_or(*c.median_ms)) * c.calls;
+      ++stepped;
+    }
   std::string s =
       "The reference's library calls, each timed alone on this GPU at this precision (its own arguments, L2 flushed, "
       "median): what cuBLAS and cuDNN take for its GEMMs and convolutions as PyTorch calls them";
-  if (steps)
+  if (stepped)
     s += ", and what kagent's own plan step for the same call takes, timed the same way on buffers of the call's "
          "shapes (a gemm step runs cuBLASLt's heuristic algorithm, a conv step the cuDNN algorithm it measures "
          "fastest on its own buffers)";
@@ -99,15 +105,6 @@ std::string library_times_text(const RefLibraryTimes& t, std::optional<double> e
   size_t shown = 0;
   double rest_ms = 0;
   size_t rest = 0, rest_timed = 0;
-  // kagent's steps over one forward, and PyTorch's calls for the same calls, where both were timed.
-  double steps_ms = 0, same_ms = 0;
-  size_t stepped = 0;
-  for (const auto& c : t.calls)
-    if (c.step_ms && c.median_ms) {
-      steps_ms += *c.step_ms * c.calls;
-      same_ms += std::min(*c.median_ms, c.fastest_ms.value_or(*c.median_ms)) * c.calls;
-      ++stepped;
-    }
   for (const auto& c : t.calls) {
     if (shown == max_rows) {
       ++rest;
