@@ -38,17 +38,13 @@ bool elided(const std::string& s) {
   return s.rfind("[elided", 0) == 0;
 }
 
-// The line a summary quotes: the first of the text, valid UTF-8 after the cut.
-std::string first_line(const std::string& s) {
-  std::string line = s.substr(0, s.find('\n'));
-  if (line.size() <= 160) return line;
-  return valid_utf8(line.substr(0, 160)) + "...";
-}
+// The most of a summary's quoted line: the first non-blank line of what it replaces.
+constexpr size_t kQuotedLineBytes = 160;
 
 void summarise_result(Message& m) {
   if (elided(m.content)) return;
   m.content = fmt::format("[elided to save context: {} bytes of {} output; it began: {}]", m.content.size(),
-                          m.tool_name, first_line(m.content));
+                          m.tool_name, first_line(m.content, kQuotedLineBytes));
 }
 
 // A call's long string arguments (write_file's content, edit_file's texts) give way to a note; the
@@ -73,7 +69,7 @@ void elide_reply(Message& m) {
   for (auto& c : m.tool_calls) elide_arguments(c);
   if (m.content.size() > kLongReply && !elided(m.content))
     m.content = fmt::format("[elided to save context: {} bytes of your reply; it began: {}]", m.content.size(),
-                            first_line(m.content));
+                            first_line(m.content, kQuotedLineBytes));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "kagent/agent/agent_context.hpp"
 #include "kagent/agent/transcript.hpp"
 #include "kagent/common/files.hpp"
+#include "kagent/common/utf8.hpp"
 #include "kagent/sandbox/process.hpp"
 #include "test_util.hpp"
 
@@ -373,4 +374,34 @@ TEST(ContextBudget, CompactionKeepsTheOpeningAndValidArguments) {
   // An opening alone over the limit: nothing to take; the size says so.
   std::vector<Message> opening(before.begin(), before.begin() + 2);
   EXPECT_EQ(agent::compact_conversation(opening, 1000, 1000), 6000u);
+}
+
+// A summarised tool result quotes the first line with text in it, cut on a UTF-8 boundary: an
+// output that opens with a blank line still says what it was.
+TEST(ContextBudget, SummaryQuotesTheFirstNonBlankLineCutOnACharacter) {
+  using llm::Message;
+  using llm::Role;
+  std::vector<Message> m;
+  m.push_back({Role::system, "s", {}, "", "", false});
+  m.push_back({Role::user, "t", {}, "", "", false});
+  std::string euros;
+  for (int i = 0; i < 100; ++i) euros += "\xE2\x82\xAC";  // 300 bytes of three-byte characters
+  llm::ToolCall c{"c0", "run_shell", json{{"command", "make"}}, "", ""};
+  c.raw_arguments = c.arguments.dump();
+  m.push_back({Role::assistant, "", {c}, "", "", false});
+  m.push_back(
+      {Role::tool, "\n  \ncompile error: " + euros + "\n" + std::string(20000, 'o'), {}, "c0", "run_shell", false});
+  for (int i = 1; i < 7; ++i) {  // the last 6 messages are kept whole
+    llm::ToolCall k{fmt::format("c{}", i), "read_file", json{{"path", "k.cu"}}, "", ""};
+    k.raw_arguments = k.arguments.dump();
+    m.push_back({Role::assistant, "", {k}, "", "", false});
+    m.push_back({Role::tool, "ok", {}, k.id, "read_file", false});
+  }
+  agent::compact_conversation(m, 4000, 100);
+  const std::string& s = m[3].content;
+  ASSERT_EQ(s.rfind("[elided to save context", 0), 0u) << s;
+  EXPECT_NE(s.find("it began: compile error: \xE2\x82\xAC"), std::string::npos) << s;
+  EXPECT_NE(s.find("...]"), std::string::npos) << s;
+  EXPECT_TRUE(is_valid_utf8(s));
+  EXPECT_EQ(s.find('\n'), std::string::npos);
 }
